@@ -1,0 +1,95 @@
+"""Per-call overhead on a cache hit, and first-call capture time, in one run.
+
+    python bench/overhead.py [--repeat N]
+
+Rows: eager Paddle, Paddle's SOT (`paddle.jit.to_static(f, full_graph=False)`) and
+jit_core's `optimize(f)` for f(x, y) = x + y * 2 on [8, 16] tensors; then the first call
+of ResNet18 (capture + build + run) for SOT and jit_core. The target for jit_core is a
+cache-hit cost under 5 us above eager.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+import warnings
+
+warnings.filterwarnings("ignore")
+
+import paddle  # noqa: E402
+
+import jit_core  # noqa: E402
+
+
+def f(x, y):
+    return x + y * 2
+
+
+def per_call_us(fn, args, repeat: int, rounds: int = 7) -> float:
+    for _ in range(200):
+        fn(*args)
+    samples = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        for _ in range(repeat):
+            fn(*args)
+        samples.append((time.perf_counter() - start) / repeat * 1e6)
+    return statistics.median(samples)
+
+
+def first_call_ms(make, x) -> float:
+    fn = make()
+    start = time.perf_counter()
+    fn(x)
+    return (time.perf_counter() - start) * 1e3
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5000)
+    parser.add_argument("--skip-resnet", action="store_true")
+    args = parser.parse_args()
+
+    x, y = paddle.rand([8, 16]), paddle.rand([8, 16])
+    sot = paddle.jit.to_static(f, full_graph=False)
+    jit = jit_core.optimize(f)
+    rows = [
+        ("eager", per_call_us(f, (x, y), args.repeat)),
+        ("paddle.jit.to_static (SOT)", per_call_us(sot, (x, y), args.repeat)),
+        ("jit_core.optimize", per_call_us(jit, (x, y), args.repeat)),
+    ]
+    eager = rows[0][1]
+    print(f"python {sys.version.split()[0]}, paddle {paddle.__version__}")
+    print("cache-hit cost per call, f(x, y) = x + y * 2, [8, 16] float32")
+    print(f"{'':30s} {'us/call':>10s} {'above eager':>12s}")
+    for name, us in rows:
+        print(f"{name:30s} {us:10.2f} {us - eager:12.2f}")
+
+    if args.skip_resnet:
+        return
+    from paddle.vision.models import resnet18
+
+    paddle.seed(0)
+    xr = paddle.rand([1, 3, 224, 224])
+
+    def make_net():
+        net = resnet18(pretrained=False)
+        net.eval()
+        return net
+
+    rows = [
+        ("eager (first call)", first_call_ms(make_net, xr)),
+        ("paddle.jit.to_static (SOT)", first_call_ms(lambda: paddle.jit.to_static(make_net(), full_graph=False), xr)),
+        ("jit_core.optimize", first_call_ms(lambda: jit_core.optimize(make_net()), xr)),
+    ]
+    print()
+    print("first call of ResNet18, batch 1, 3x224x224 (capture + build + run)")
+    print(f"{'':30s} {'ms':>10s}")
+    for name, ms in rows:
+        print(f"{name:30s} {ms:10.1f}")
+
+
+if __name__ == "__main__":
+    main()

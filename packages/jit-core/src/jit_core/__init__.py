@@ -1,0 +1,34 @@
+"""jit_core: a Python-level JIT compiler for PaddlePaddle.
+
+``optimize(fn_or_layer, backend="paddle")`` captures the Paddle work of a function or a
+layer from its bytecode into graphs, guards and caches them, and runs them on a backend
+plugin. ``explain(fn, *args)`` reports what was captured and why anything was not.
+"""
+
+from __future__ import annotations
+
+from .api import OptimizedFunction, OptimizedLayer, optimize
+from .errors import BackendNotFoundError, GraphBreakError, JitError, Unsupported
+from .explain import ExplainOutput, explain
+from .hookspecs import hookimpl
+from .logs import set_logs
+from .plugins import backends, list_plugins
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "optimize",
+    "explain",
+    "ExplainOutput",
+    "OptimizedFunction",
+    "OptimizedLayer",
+    "JitError",
+    "GraphBreakError",
+    "BackendNotFoundError",
+    "Unsupported",
+    "hookimpl",
+    "set_logs",
+    "backends",
+    "list_plugins",
+    "__version__",
+]

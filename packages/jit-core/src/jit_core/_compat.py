@@ -1,0 +1,139 @@
+"""Every difference between CPython 3.8 and 3.12 that jit-core itself cares about.
+
+The executor, the codegen and the guards never look at ``sys.version_info``; they ask
+this module. Opcode handlers declare their own versions in jit-opcodes instead.
+"""
+
+from __future__ import annotations
+
+import dis
+import sys
+from typing import Any, List
+
+from bytecode import CellVar, FreeVar, Instr
+
+PY_VERSION = sys.version_info[:2]
+VERSION_STR = "%d.%d" % PY_VERSION
+
+#: 3.11 added the zero-cost exception tables, PRECALL/CALL and the NULL that precedes a callable.
+CALL_NEEDS_NULL = PY_VERSION >= (3, 11)
+#: 3.11 only: every CALL is preceded by PRECALL.
+HAS_PRECALL = PY_VERSION == (3, 11)
+#: 3.12 packs the "push NULL / method" flag into LOAD_ATTR's argument.
+LOAD_ATTR_HAS_FLAG = PY_VERSION >= (3, 12)
+#: 3.11+: LOAD_GLOBAL carries a "push NULL" flag.
+LOAD_GLOBAL_HAS_FLAG = PY_VERSION >= (3, 11)
+#: 3.11+ code objects start with MAKE_CELL / COPY_FREE_VARS / RESUME.
+HAS_PROLOGUE = PY_VERSION >= (3, 11)
+#: 3.12: FOR_ITER jumps to END_FOR, which pops the iterator and one more slot.
+FOR_ITER_JUMPS_TO_END_FOR = PY_VERSION >= (3, 12)
+
+
+def instructions(code) -> List[dis.Instruction]:
+    """The instructions of ``code`` without 3.11+ CACHE entries, jump targets as offsets."""
+    return list(dis.get_instructions(code))
+
+
+def instruction_line(inst: dis.Instruction):
+    """The source line an instruction starts, or None (3.13 renamed the field)."""
+    return getattr(inst, "starts_line", None)
+
+
+def frame_locals(frame) -> dict:
+    """The frame's locals as a dict: arguments, cell contents and free variables by name.
+
+    On 3.8-3.10 the hook gets a real frame; on 3.11+ Paddle hands a proxy. Both expose
+    ``f_locals`` as a mapping filled before the first instruction runs.
+    """
+    return frame.f_locals
+
+
+# --------------------------------------------------------------------- bytecode emission
+
+
+def _deref_arg(name: str, code) -> Any:
+    return CellVar(name) if name in code.co_cellvars else FreeVar(name)
+
+
+def load_local(name: str, code) -> Instr:
+    """Load a local of the *original* code, through its cell when it has one."""
+    if name in code.co_cellvars or name in code.co_freevars:
+        return Instr("LOAD_DEREF", _deref_arg(name, code))
+    return Instr("LOAD_FAST", name)
+
+
+def load_global(name: str, push_null: bool = False) -> List[Instr]:
+    if LOAD_GLOBAL_HAS_FLAG:
+        return [Instr("LOAD_GLOBAL", (push_null, name))]
+    return [Instr("LOAD_GLOBAL", name)]
+
+
+def load_attr(name: str) -> List[Instr]:
+    if LOAD_ATTR_HAS_FLAG:
+        return [Instr("LOAD_ATTR", (False, name))]
+    return [Instr("LOAD_ATTR", name)]
+
+
+def load_callable_const(obj: Any) -> List[Instr]:
+    """Push ``obj`` (any object, kept in co_consts) so that ``call(n)`` can call it."""
+    if CALL_NEEDS_NULL:
+        return [Instr("PUSH_NULL"), Instr("LOAD_CONST", obj)]
+    return [Instr("LOAD_CONST", obj)]
+
+
+def call(nargs: int) -> List[Instr]:
+    """Call the callable pushed by ``load_callable_const`` with ``nargs`` positional args."""
+    if HAS_PRECALL:
+        return [Instr("PRECALL", nargs), Instr("CALL", nargs)]
+    if CALL_NEEDS_NULL:
+        return [Instr("CALL", nargs)]
+    return [Instr("CALL_FUNCTION", nargs)]
+
+
+def subscr() -> List[Instr]:
+    return [Instr("BINARY_SUBSCR")]
+
+
+def prologue(code) -> List[Instr]:
+    """What a 3.11+ function must run first: copy free variables, make cells, RESUME.
+
+    The transformed code keeps the original's cells and free variables unchanged (on
+    3.8-3.10 a replacement with different cellvars segfaults), so it needs the same prologue.
+    """
+    if not HAS_PROLOGUE:
+        return []
+    out: List[Instr] = []
+    if code.co_freevars:
+        out.append(Instr("COPY_FREE_VARS", len(code.co_freevars)))
+    for name in code.co_cellvars:
+        out.append(Instr("MAKE_CELL", CellVar(name)))
+    out.append(Instr("RESUME", 0))
+    return out
+
+
+def build_tuple(n: int) -> List[Instr]:
+    return [Instr("BUILD_TUPLE", n)]
+
+
+def build_list(n: int) -> List[Instr]:
+    return [Instr("BUILD_LIST", n)]
+
+
+def build_map(n: int) -> List[Instr]:
+    return [Instr("BUILD_MAP", n)]
+
+
+def return_value() -> List[Instr]:
+    return [Instr("RETURN_VALUE")]
+
+
+def store_fast(name: str) -> List[Instr]:
+    return [Instr("STORE_FAST", name)]
+
+
+def load_fast(name: str) -> List[Instr]:
+    return [Instr("LOAD_FAST", name)]
+
+
+def load_const(value: Any) -> List[Instr]:
+    return [Instr("LOAD_CONST", value)]

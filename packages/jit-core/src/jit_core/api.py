@@ -1,0 +1,148 @@
+"""``optimize()``: wrap a function or a ``paddle.nn.Layer`` so its frames are captured."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import types
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Optional, Set
+
+import paddle
+
+from .config import Options
+from .eval_frame import CompileContext
+
+
+def _target_codes(fn: Callable) -> Set[types.CodeType]:
+    if isinstance(fn, paddle.nn.Layer):
+        forward = inspect.getattr_static(type(fn), "forward", None)
+        code = getattr(forward, "__code__", None)
+        return {code} if code is not None else set()
+    fn = inspect.unwrap(getattr(fn, "__func__", fn))
+    code = getattr(fn, "__code__", None)
+    return {code} if code is not None else set()
+
+
+@dataclass
+class JitStats:
+    """What the JIT did so far for one optimized object."""
+
+    #: capture attempts (a cache miss that ran the symbolic executor)
+    captures: int
+    #: captures that produced a cache entry
+    compiled: int
+    #: frames that run eagerly, with their reasons
+    eager_frames: Dict[str, str]
+    #: cache entries per code name
+    entries: Dict[str, int]
+
+
+def _stats(ctx: CompileContext) -> JitStats:
+    eager = {code.co_name: c.eager_reason for code, c in ctx.cache.items() if c.eager_reason}
+    entries = {code.co_name: len(c.entries) for code, c in ctx.cache.items() if c.entries}
+    compiled = sum(1 for e in ctx.events if e.compiled)
+    return JitStats(len(ctx.events), compiled, eager, entries)
+
+
+class OptimizedFunction:
+    """A function whose frames run through the JIT. Call it like the original."""
+
+    def __init__(self, fn: Callable, options: Options):
+        self._orig_fn = fn
+        self._options = options
+        self._ctx = CompileContext(options, _target_codes(fn))
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args, **kwargs):
+        return self._ctx.run(self._orig_fn, args, kwargs)
+
+    def __get__(self, obj, objtype=None):
+        # used as a method decorator: bind like a function would
+        if obj is None:
+            return self
+        return types.MethodType(self, obj)
+
+    def reset(self) -> None:
+        """Forget every compiled frame; the next call captures again."""
+        self._ctx.reset()
+
+    @property
+    def jit_stats(self) -> JitStats:
+        return _stats(self._ctx)
+
+    def __repr__(self) -> str:
+        return f"<optimized {getattr(self._orig_fn, '__qualname__', self._orig_fn)} backend={self._options.backend!r}>"
+
+
+class OptimizedLayer:
+    """Calls like the layer it wraps; everything else (parameters, ``state_dict``,
+    ``train()``/``eval()``, attributes) is the layer's own. A mode change never reuses a
+    graph captured in the other mode: every layer's ``training`` flag is guarded."""
+
+    def __init__(self, layer: paddle.nn.Layer, options: Options):
+        object.__setattr__(self, "_orig_layer", layer)
+        object.__setattr__(self, "_options", options)
+        object.__setattr__(self, "_ctx", CompileContext(options, _target_codes(layer)))
+
+    def __call__(self, *args, **kwargs):
+        return self._ctx.run(self._orig_layer, args, kwargs)
+
+    def forward(self, *args, **kwargs):
+        return self(*args, **kwargs)
+
+    def train(self, mode: bool = True) -> "OptimizedLayer":
+        self._orig_layer.train() if mode else self._orig_layer.eval()
+        return self
+
+    def eval(self) -> "OptimizedLayer":
+        self._orig_layer.eval()
+        return self
+
+    def reset(self) -> None:
+        self._ctx.reset()
+
+    @property
+    def jit_stats(self) -> JitStats:
+        return _stats(self._ctx)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._orig_layer, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._orig_layer, name, value)
+
+    def __repr__(self) -> str:
+        return f"Optimized({self._orig_layer!r}, backend={self._options.backend!r})"
+
+
+def optimize(
+    fn_or_layer: Optional[Callable] = None,
+    *,
+    backend: str = "paddle",
+    full_graph: bool = False,
+    **options: Any,
+):
+    """Compile ``fn_or_layer`` with the JIT; use directly or as a decorator.
+
+    ``backend`` names an installed backend plugin (an unknown name raises an error listing
+    the installed ones). ``full_graph=True`` raises ``GraphBreakError`` instead of running a
+    frame eagerly. ``recompile_limit`` (default 8) caps the cache entries per code object;
+    every other keyword goes to the backend.
+    """
+    opts = Options.from_kwargs(backend, full_graph, options)
+    if fn_or_layer is None:
+        return lambda f: _wrap(f, opts)
+    return _wrap(fn_or_layer, opts)
+
+
+def _wrap(fn_or_layer: Callable, opts: Options):
+    if isinstance(fn_or_layer, paddle.nn.Layer):
+        return OptimizedLayer(fn_or_layer, opts)
+    if isinstance(fn_or_layer, (OptimizedFunction, OptimizedLayer)):
+        raise TypeError(f"{fn_or_layer!r} is already optimized")
+    if not callable(fn_or_layer):
+        raise TypeError(
+            f"optimize() takes a function or a paddle.nn.Layer, got {type(fn_or_layer).__name__}"
+        )
+    return OptimizedFunction(fn_or_layer, opts)

@@ -1,0 +1,1 @@
+"""Backends embedded in jit-core (registered through the same hooks as plugins)."""

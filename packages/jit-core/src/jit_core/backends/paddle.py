@@ -1,0 +1,35 @@
+"""The embedded ``paddle`` backend: run the captured graph with Paddle itself.
+
+``mode="eager"`` (the default) calls the generated ``forward`` directly: the same kernels
+as eager Paddle, minus the Python around them. ``mode="static"`` hands the GraphModule to
+``paddle.jit.to_static(full_graph=True)`` and runs Paddle's static executor.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, List
+
+import paddle
+
+from ..hookspecs import hookimpl
+
+MODES = ("eager", "static")
+
+
+def compile_graph(graph_module, example_inputs: List[Any], mode: str = "eager", **options) -> Callable:
+    if options:
+        raise TypeError(
+            f"the paddle backend got unknown options {sorted(options)}; it takes mode={MODES}"
+        )
+    if mode == "eager":
+        # the bound generated function: Layer.__call__ would add microseconds per call
+        return graph_module.forward
+    if mode == "static":
+        static = paddle.jit.to_static(graph_module, full_graph=True)
+        return static
+    raise ValueError(f"the paddle backend's mode must be one of {MODES}, got {mode!r}")
+
+
+@hookimpl
+def jit_register_backends(register):
+    register("paddle", compile_graph, description="Paddle's own kernels (embedded, the default)")

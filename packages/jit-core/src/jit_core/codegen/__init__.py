@@ -1,0 +1,1 @@
+"""Frame codegen: the bytecode that replaces a captured frame."""

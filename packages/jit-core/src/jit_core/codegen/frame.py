@@ -1,0 +1,128 @@
+"""Build the code object that replaces a captured frame.
+
+The replacement keeps the original's signature, cell and free variables (a different set
+of cells crashes CPython 3.8-3.10 inside the frame hook) and does three things: load the
+graph's inputs through their sources, call the compiled graph, and rebuild the value the
+original code would have returned.
+"""
+
+from __future__ import annotations
+
+import dis
+import io
+import types
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+from bytecode import Bytecode, Instr
+
+from .. import _compat
+from ..errors import Unsupported
+from ..sources import Source
+from ..variables import (
+    ConstantVariable,
+    DictVariable,
+    ListVariable,
+    TensorVariable,
+    TupleVariable,
+    VariableTracker,
+)
+
+OUT_LOCAL = "___jit_graph_out"
+
+_GEN_FLAGS = 0x20 | 0x80 | 0x100 | 0x200
+
+
+class _Emitter:
+    def __init__(self, code: types.CodeType, outputs: Dict[int, int]):
+        self.code = code
+        self.outputs = outputs  # id(node) -> index in the graph's output tuple
+        self.instrs: List[Instr] = []
+
+    def value(self, v: VariableTracker) -> None:
+        if isinstance(v, TensorVariable):
+            idx = self.outputs.get(id(v.node))
+            if idx is None:
+                raise Unsupported(f"returned {v.describe()} is not an output of the graph")
+            self.instrs += _compat.load_fast(OUT_LOCAL) + _compat.load_const(idx) + _compat.subscr()
+            return
+        if isinstance(v, ConstantVariable):
+            self.instrs += _compat.load_const(v.value)
+            return
+        if isinstance(v, (ListVariable, DictVariable)) and v.source is not None:
+            # an object from outside, unchanged: hand back the same object
+            self.instrs += v.source.reconstruct(self.code)
+            return
+        if isinstance(v, TupleVariable):
+            for item in v.items:
+                self.value(item)
+            self.instrs += _compat.build_tuple(len(v.items))
+            return
+        if isinstance(v, ListVariable):
+            for item in v.items:
+                self.value(item)
+            self.instrs += _compat.build_list(len(v.items))
+            return
+        if isinstance(v, DictVariable):
+            for k, item in v.items.items():
+                self.instrs += _compat.load_const(k)
+                self.value(item)
+            self.instrs += _compat.build_map(len(v.items))
+            return
+        if v.source is not None:
+            self.instrs += v.source.reconstruct(self.code)
+            return
+        if v.is_python_constant():
+            self.instrs += _compat.load_const(v.as_python_constant())
+            return
+        raise Unsupported(f"cannot rebuild the returned {v.describe()} after the graph")
+
+
+def collect_tensors(v: VariableTracker, out: List[TensorVariable]) -> None:
+    """The tensors a returned structure holds, in order, each once."""
+    if isinstance(v, TensorVariable):
+        if all(t.node is not v.node for t in out):
+            out.append(v)
+    elif isinstance(v, (ListVariable, DictVariable)) and v.source is not None:
+        return
+    elif isinstance(v, (TupleVariable, ListVariable)):
+        for item in v.items:
+            collect_tensors(item, out)
+    elif isinstance(v, DictVariable):
+        for item in v.items.values():
+            collect_tensors(item, out)
+
+
+def build_code(
+    code: types.CodeType,
+    compiled: Optional[Callable],
+    input_sources: Sequence[Source],
+    outputs: Sequence[TensorVariable],
+    return_value: VariableTracker,
+) -> types.CodeType:
+    """The replacement for ``code``: run ``compiled`` on the inputs and return the result."""
+    bc = Bytecode.from_code(code)
+    bc.clear()
+    bc.flags = bc.flags & ~_GEN_FLAGS
+    em = _Emitter(code, {id(t.node): i for i, t in enumerate(outputs)})
+    instrs: List[Any] = list(_compat.prologue(code))
+    if compiled is not None:
+        instrs += _compat.load_callable_const(compiled)
+        for src in input_sources:
+            instrs += src.reconstruct(code)
+        instrs += _compat.call(len(input_sources))
+        instrs += _compat.store_fast(OUT_LOCAL)
+    em.value(return_value)
+    instrs += em.instrs
+    instrs += _compat.return_value()
+    line = code.co_firstlineno
+    for ins in instrs:
+        if isinstance(ins, Instr) and ins.lineno is None:
+            ins.lineno = line
+    bc.extend(instrs)
+    return bc.to_code()
+
+
+def disassemble(code: types.CodeType) -> str:
+    buf = io.StringIO()
+    dis.dis(code, file=buf)
+    return buf.getvalue()

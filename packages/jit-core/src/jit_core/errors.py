@@ -1,0 +1,49 @@
+"""Exceptions that jit-core raises or uses to stop a capture."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+
+class JitError(Exception):
+    """Base class of every error jit-core raises to the user."""
+
+
+class BackendNotFoundError(JitError, LookupError):
+    """The backend name given to ``optimize`` is not installed."""
+
+
+class BackendCompileError(JitError):
+    """A backend failed to compile a captured graph."""
+
+
+class Unsupported(Exception):
+    """Raised inside a capture: this frame cannot be captured (yet).
+
+    It never reaches the user unless ``full_graph=True``; the frame runs eagerly instead and
+    ``explain()`` shows ``reason`` with the place it happened.
+    """
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+        #: "file:line" and the instruction, filled in by the executor that caught it
+        self.location: Optional[str] = None
+        self.instruction: Optional[str] = None
+
+    def describe(self) -> str:
+        where = f" at {self.location}" if self.location else ""
+        inst = f" ({self.instruction})" if self.instruction else ""
+        return f"{self.reason}{where}{inst}"
+
+
+class GraphBreakError(JitError):
+    """``full_graph=True`` was asked for but the function cannot be captured whole."""
+
+    def __init__(self, reason: str, location: Optional[str], instruction: Optional[str]):
+        self.reason = reason
+        self.location = location
+        self.instruction = instruction
+        where = f" at {location}" if location else ""
+        inst = f" ({instruction})" if instruction else ""
+        super().__init__(f"full_graph=True, but the graph breaks{where}{inst}: {reason}")

@@ -1,0 +1,244 @@
+"""The frame hook: a cache of compiled frames behind guards, and the capture on a miss.
+
+``CompileContext`` is what one ``optimize()`` call owns: its backend, options, and a cache
+per code object. Its ``callback`` is installed with Paddle's PEP 523 hook
+(``paddle.framework.core.set_eval_frame``) only while an optimized callable runs, and
+only in the thread that runs it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import types
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Set
+
+import paddle
+from paddle.framework import core as _core
+
+from . import _compat, plugins
+from .codegen.frame import build_code, collect_tensors, disassemble
+from .config import Options
+from .errors import GraphBreakError, Unsupported
+from .executor.output_graph import OutputGraph
+from .executor.translator import Translator, root_locals
+from .fx import GraphModule
+from .guards import CompiledGuard
+from .logs import breaks_log, bytecode_log, graphs_log, guards_log, recompiles_log
+from .skipfiles import is_skipped_file
+
+set_eval_frame = _core.set_eval_frame
+
+
+class FrameResult:
+    """What the hook hands back to Paddle's C shim for one frame."""
+
+    __slots__ = ("code", "disable_eval_frame")
+
+    def __init__(self, code: Optional[types.CodeType], disable_eval_frame: bool):
+        self.code = code
+        self.disable_eval_frame = disable_eval_frame
+
+
+#: run the original code and keep watching the frames it calls
+RUN_ORIGINAL = FrameResult(None, False)
+
+
+@dataclass
+class CacheEntry:
+    guard: CompiledGuard
+    code: types.CodeType
+    graph_module: Optional[GraphModule]
+    compiled: Optional[Callable]
+    #: prebuilt so that a cache hit allocates nothing
+    result: FrameResult
+    original: types.CodeType
+    op_count: int
+
+
+@dataclass
+class CodeCache:
+    entries: List[CacheEntry] = field(default_factory=list)
+    #: why this code runs eagerly for good (a break, or the recompile limit)
+    eager_reason: Optional[str] = None
+    skipped: bool = False
+
+
+@dataclass
+class CaptureEvent:
+    """One capture attempt, kept for ``explain()``."""
+
+    code_name: str
+    location: str
+    compiled: bool
+    entry: Optional[CacheEntry] = None
+    reason: Optional[str] = None
+    break_location: Optional[str] = None
+    instruction: Optional[str] = None
+
+
+@contextlib.contextmanager
+def _preserve_rng():
+    # The capture runs each op once on example values; random ops must not advance the
+    # generator the user sees, or results would differ from eager with the same seed.
+    state = paddle.get_rng_state()
+    try:
+        yield
+    finally:
+        paddle.set_rng_state(state)
+
+
+class CompileContext:
+    def __init__(self, options: Options, targets: Set[types.CodeType]):
+        self.options = options
+        self.backend = plugins.get_backend(options.backend)
+        self.targets = set(targets)
+        self.cache: Dict[types.CodeType, CodeCache] = {}
+        self.events: List[CaptureEvent] = []
+        self._lock = threading.RLock()
+        self._counter = 0
+        self.callback = self._callback  # bound once: a new bound method each call costs
+
+    # ------------------------------------------------------------------ the hook
+    def _callback(self, frame) -> FrameResult:
+        code = frame.f_code
+        cache = self.cache.get(code)
+        if cache is None:
+            cache = self._new_cache(code)
+        if cache.skipped or cache.eager_reason is not None:
+            return RUN_ORIGINAL
+        if cache.entries:
+            L = frame.f_locals
+            G = frame.f_globals
+            for entry in cache.entries:
+                try:
+                    if entry.guard.fn(L, G):
+                        return entry.result
+                except Exception:  # noqa: BLE001 - a guard that cannot run has failed
+                    pass
+        return self._miss(frame, code, cache)
+
+    def _new_cache(self, code: types.CodeType) -> CodeCache:
+        cache = CodeCache()
+        if code not in self.targets and is_skipped_file(code.co_filename):
+            cache.skipped = True
+        elif code.co_flags & (0x20 | 0x80 | 0x100 | 0x200):
+            cache.eager_reason = "generators and coroutines run eagerly"
+        self.cache[code] = cache
+        return cache
+
+    def _miss(self, frame, code: types.CodeType, cache: CodeCache) -> FrameResult:
+        with self._lock:
+            L = frame.f_locals
+            G = frame.f_globals
+            for entry in cache.entries:  # another thread may have compiled it meanwhile
+                if entry.guard(L, G):
+                    return entry.result
+            if cache.entries:
+                failed = cache.entries[-1].guard.first_failure(L, G)
+                if len(cache.entries) >= self.options.recompile_limit:
+                    cache.eager_reason = (
+                        f"recompile limit ({self.options.recompile_limit}) reached; "
+                        f"the guard that kept failing: {failed}"
+                    )
+                    warnings.warn(
+                        f"jit_core: {code.co_name} ({code.co_filename}:{code.co_firstlineno}) "
+                        f"now runs eagerly: {cache.eager_reason}",
+                        RuntimeWarning,
+                        stacklevel=2,
+                    )
+                    recompiles_log.info("%s: %s", code.co_name, cache.eager_reason)
+                    return RUN_ORIGINAL
+                recompiles_log.info(
+                    "recompiling %s (%s:%d): guard failed: %s",
+                    code.co_name, code.co_filename, code.co_firstlineno, failed,
+                )
+            location = f"{code.co_filename}:{code.co_firstlineno}"
+            try:
+                entry = self._capture(frame, code)
+            except Unsupported as e:
+                reason = e.describe()
+                if self.options.full_graph:
+                    raise GraphBreakError(e.reason, e.location, e.instruction) from None
+                cache.eager_reason = reason
+                self.events.append(
+                    CaptureEvent(code.co_name, location, False, None, e.reason, e.location,
+                                 e.instruction)
+                )
+                breaks_log.info("%s runs eagerly: %s", code.co_name, reason)
+                return RUN_ORIGINAL
+            cache.entries.append(entry)
+            self.events.append(CaptureEvent(code.co_name, location, True, entry))
+            return entry.result
+
+    # ------------------------------------------------------------------ capture
+    def _capture(self, frame, code: types.CodeType) -> CacheEntry:
+        output = OutputGraph()
+        f_globals = frame.f_globals
+        with _preserve_rng():
+            tx = Translator(code, f_globals, output, f_globals)
+            root_locals(code, _compat.frame_locals(frame), tx)
+            ret = tx.run()
+            tensors: list = []
+            collect_tensors(ret, tensors)
+            self._counter += 1
+            n = self._counter
+            gm = compiled = None
+            sources = []
+            op_count = 0
+            if tensors:
+                output.set_outputs(tensors)
+                output.graph.eliminate_dead_code()
+                op_count = sum(
+                    1 for nd in output.graph.nodes
+                    if nd.op in ("call_function", "call_method", "call_module")
+                )
+                gm = GraphModule(output.root, output.graph, class_name=f"Graph_{code.co_name}_{n}")
+                used = {nd.name for nd in output.graph.nodes if nd.op == "placeholder"}
+                inputs = [(s, nd, ex) for s, nd, ex in output.inputs if nd.name in used]
+                sources = [s for s, _, _ in inputs]
+                examples = [ex for _, _, ex in inputs]
+                try:
+                    compiled = self.backend.compile(gm, examples, **self.options.backend_options)
+                except Unsupported:
+                    raise
+                except Exception as e:
+                    from .errors import BackendCompileError
+
+                    raise BackendCompileError(
+                        f"backend {self.backend.name!r} failed to compile the graph of "
+                        f"{code.co_name}: {type(e).__name__}: {e}"
+                    ) from e
+                graphs_log.info("graph of %s:\n%s", code.co_name, gm.code)
+            new_code = build_code(code, compiled, sources, tensors, ret)
+        guard = output.guards.build(f"guard_{code.co_name}_{n}")
+        guards_log.info("%s", guard.readable())
+        if bytecode_log.isEnabledFor(10):
+            bytecode_log.debug(
+                "original %s:\n%s\ntransformed:\n%s",
+                code.co_name, disassemble(code), disassemble(new_code),
+            )
+        return CacheEntry(
+            guard=guard,
+            code=new_code,
+            graph_module=gm,
+            compiled=compiled,
+            result=FrameResult(new_code, True),
+            original=code,
+            op_count=op_count,
+        )
+
+    # ------------------------------------------------------------------ running
+    def run(self, fn: Callable, args, kwargs) -> Any:
+        prev = set_eval_frame(self.callback)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            set_eval_frame(prev)
+
+    def reset(self) -> None:
+        with self._lock:
+            self.cache.clear()
+            self.events.clear()

@@ -1,0 +1,1 @@
+"""The symbolic executor: translator, inlining and the graph a capture builds."""

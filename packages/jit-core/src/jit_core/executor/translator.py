@@ -1,0 +1,473 @@
+"""The symbolic executor: walks a frame's bytecode with trackers instead of values.
+
+Opcode handlers (registered by jit-opcodes or any plugin) drive a ``Translator`` through
+the small API below: the stack, the locals and cells, jumps, and the operations that
+turn into graph nodes. User functions and ``Layer.forward`` are inlined by running a
+child translator that shares the parent's ``OutputGraph``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import dis
+import operator
+import types
+from typing import Any, Callable, Dict, List, Optional
+
+from .. import _compat, plugins
+from ..errors import Unsupported
+from ..sources import DefaultSource, GlobalSource, ItemSource, LocalSource, ObjectSource, Source
+from ..variables import (
+    BuiltinVariable,
+    CellVariable,
+    ConstantVariable,
+    DictVariable,
+    LayerVariable,
+    ListVariable,
+    NestedFunctionVariable,
+    NullVariable,
+    TensorVariable,
+    TupleVariable,
+    VariableTracker,
+    wrap,
+)
+from ..variables.constant import FOLDABLE
+from ..variables.containers import BaseListVariable, ListIteratorVariable
+from ..variables.functions import _wrap_folded
+from .output_graph import OutputGraph
+
+MAX_INLINE_DEPTH = 32
+#: a guard against capture loops that never end (a `while True` on Python values)
+MAX_INSTRUCTIONS = 2_000_000
+
+_GENERATOR_FLAGS = (
+    0x20  # CO_GENERATOR
+    | 0x80  # CO_COROUTINE
+    | 0x100  # CO_ITERABLE_COROUTINE
+    | 0x200  # CO_ASYNC_GENERATOR
+)
+
+_instruction_cache: Dict[types.CodeType, tuple] = {}
+
+
+def _decoded(code: types.CodeType):
+    cached = _instruction_cache.get(code)
+    if cached is None:
+        insts = _compat.instructions(code)
+        index = {inst.offset: i for i, inst in enumerate(insts)}
+        cached = (insts, index)
+        _instruction_cache[code] = cached
+    return cached
+
+
+class Translator:
+    def __init__(
+        self,
+        code: types.CodeType,
+        f_globals: Dict[str, Any],
+        output: OutputGraph,
+        root_globals: Dict[str, Any],
+        parent: Optional["Translator"] = None,
+    ):
+        if code.co_flags & _GENERATOR_FLAGS:
+            raise Unsupported("generators and coroutines run eagerly")
+        self.code = code
+        self.f_globals = f_globals
+        self.f_builtins = f_globals.get("__builtins__", builtins)
+        if isinstance(self.f_builtins, types.ModuleType):
+            self.f_builtins = self.f_builtins.__dict__
+        self.output = output
+        self.root_globals = root_globals
+        self.parent = parent
+        self.depth = 0 if parent is None else parent.depth + 1
+        if self.depth > MAX_INLINE_DEPTH:
+            raise Unsupported(f"inlining deeper than {MAX_INLINE_DEPTH} calls")
+        self.instructions, self._offset_index = _decoded(code)
+        self.ip = 0
+        self.stack: List[VariableTracker] = []
+        self.symbolic_locals: Dict[str, VariableTracker] = {}
+        self.cells: Dict[str, CellVariable] = {}
+        self.return_value: Optional[VariableTracker] = None
+        self.done = False
+        self.lineno = code.co_firstlineno
+        self.current: Optional[dis.Instruction] = None
+        #: 3.11/3.12 KW_NAMES: the keyword names of the next CALL
+        self.kw_names: tuple = ()
+        #: per-opcode scratch space for handlers (e.g. a block stack on 3.8-3.10)
+        self.scratch: Dict[str, Any] = {}
+        self.steps = 0
+
+    # ------------------------------------------------------------------ running
+    def run(self) -> VariableTracker:
+        handlers = plugins.opcode_handlers()
+        insts = self.instructions
+        while not self.done:
+            if self.ip >= len(insts):
+                raise Unsupported("fell off the end of the bytecode")
+            inst = insts[self.ip]
+            self.ip += 1
+            self.current = inst
+            line = _compat.instruction_line(inst)
+            if line is not None:
+                self.lineno = line
+            self.steps += 1
+            if self.steps > MAX_INSTRUCTIONS:
+                raise Unsupported(f"more than {MAX_INSTRUCTIONS} instructions simulated")
+            h = handlers.get(inst.opname)
+            if h is None:
+                raise Unsupported(
+                    f"no handler for opcode {inst.opname} on Python {_compat.VERSION_STR}"
+                )
+            try:
+                h.handler(self, inst)
+            except Unsupported as e:
+                if e.location is None:
+                    e.location = self.location()
+                    e.instruction = self.describe_instruction(inst)
+                raise
+        assert self.return_value is not None
+        return self.return_value
+
+    def location(self) -> str:
+        return f"{self.code.co_filename}:{self.lineno}"
+
+    @staticmethod
+    def describe_instruction(inst: dis.Instruction) -> str:
+        arg = f" {inst.argrepr}" if inst.argrepr else ""
+        return f"{inst.opname}{arg}"
+
+    # ------------------------------------------------------------------ stack
+    def push(self, v: VariableTracker) -> None:
+        assert isinstance(v, VariableTracker), v
+        self.stack.append(v)
+
+    def pop(self) -> VariableTracker:
+        return self.stack.pop()
+
+    def popn(self, n: int) -> List[VariableTracker]:
+        if n == 0:
+            return []
+        out = self.stack[-n:]
+        del self.stack[-n:]
+        return out
+
+    def peek(self, i: int = 1) -> VariableTracker:
+        return self.stack[-i]
+
+    def jump(self, inst: dis.Instruction) -> None:
+        self.ip = self._offset_index[inst.argval]
+
+    def jump_to_offset(self, offset: int) -> None:
+        self.ip = self._offset_index[offset]
+
+    def do_return(self, value: VariableTracker) -> None:
+        self.return_value = value
+        self.done = True
+
+    # ------------------------------------------------------------------ names
+    def load_local(self, name: str) -> VariableTracker:
+        if name not in self.symbolic_locals:
+            raise Unsupported(f"local variable {name!r} is read before assignment")
+        return self.symbolic_locals[name]
+
+    def store_local(self, name: str, value: VariableTracker) -> None:
+        self.symbolic_locals[name] = value
+
+    def delete_local(self, name: str) -> None:
+        if name not in self.symbolic_locals:
+            raise Unsupported(f"del of unbound local {name!r}")
+        del self.symbolic_locals[name]
+
+    def cell(self, name: str) -> CellVariable:
+        if name not in self.cells:
+            raise Unsupported(f"unknown cell {name!r}")
+        return self.cells[name]
+
+    def global_source(self, name: str) -> Source:
+        if self.f_globals is self.root_globals:
+            return GlobalSource(name)
+        mod = self.f_globals.get("__name__", "?")
+        return ItemSource(ObjectSource(self.f_globals, f"globals of {mod}"), name)
+
+    def load_global(self, name: str) -> VariableTracker:
+        if name in self.f_globals:
+            return wrap(self, self.f_globals[name], self.global_source(name))
+        if name in self.f_builtins:
+            return wrap(self, self.f_builtins[name], None)
+        raise Unsupported(f"name {name!r} is not defined (NameError)")
+
+    # ------------------------------------------------------------------ operations
+    def call(self, fn: VariableTracker, args: List[VariableTracker], kwargs: Dict[str, VariableTracker]):
+        return fn.call_function(self, list(args), dict(kwargs))
+
+    def getattr(self, obj: VariableTracker, name: str) -> VariableTracker:
+        return obj.var_getattr(self, name)
+
+    def getitem(self, obj: VariableTracker, key: VariableTracker) -> VariableTracker:
+        if isinstance(obj, TensorVariable):
+            return self.output.call_function(self, operator.getitem, [obj, key], {})
+        if isinstance(obj, (BaseListVariable, DictVariable, LayerVariable)):
+            return obj.getitem(self, key)
+        if obj.is_python_constant() and key.is_python_constant():
+            return self._fold(operator.getitem, [obj, key])
+        return obj.call_method(self, "__getitem__", [key], {})
+
+    def setitem(self, obj: VariableTracker, key: VariableTracker, value: VariableTracker) -> None:
+        if isinstance(obj, TensorVariable):
+            raise Unsupported("tensor item assignment is an in-place op; not captured yet")
+        if isinstance(obj, (ListVariable, DictVariable)):
+            obj.setitem(self, key, value)
+            return
+        raise Unsupported(f"item assignment on {obj.describe()}")
+
+    def delitem(self, obj: VariableTracker, key: VariableTracker) -> None:
+        if isinstance(obj, (ListVariable, DictVariable)):
+            obj.delitem(self, key)
+            return
+        raise Unsupported(f"del item of {obj.describe()}")
+
+    def _fold(self, fn: Callable, args: List[VariableTracker]) -> VariableTracker:
+        values = [a.as_python_constant() for a in args]
+        try:
+            return _wrap_folded(fn(*values))
+        except Exception as e:
+            raise Unsupported(
+                f"{getattr(fn, '__name__', fn)} on constants raises {type(e).__name__}: {e}"
+            ) from e
+
+    def binary_op(self, fn: Callable, a: VariableTracker, b: VariableTracker) -> VariableTracker:
+        if fn is operator.getitem:
+            return self.getitem(a, b)
+        if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
+            if fn in (operator.is_, operator.is_not):
+                return self.identity_compare(fn, a, b)
+            if fn is operator.contains:
+                raise Unsupported("`in` with a tensor compares tensor values")
+            return self.output.call_function(self, fn, [a, b], {})
+        if fn in (operator.is_, operator.is_not):
+            return self.identity_compare(fn, a, b)
+        if isinstance(a, BaseListVariable) and isinstance(b, BaseListVariable):
+            if fn is operator.add and type(a) is type(b):
+                return type(a)(a.items + b.items)
+        if isinstance(a, BaseListVariable) and b.is_python_constant() and fn is operator.mul:
+            return type(a)(a.items * b.as_python_constant())
+        if fn is operator.contains and isinstance(a, (BaseListVariable, DictVariable)):
+            # operator.contains(container, item)
+            if isinstance(a, DictVariable):
+                return ConstantVariable(a._key(b) in a.items)
+            if b.is_python_constant():
+                want = b.as_python_constant()
+                for item in a.items:
+                    if item.is_python_constant() and item.as_python_constant() == want:
+                        return ConstantVariable(True)
+                    if not item.is_python_constant():
+                        raise Unsupported(f"`in` over {a.describe()} compares non-constants")
+                return ConstantVariable(False)
+        if fn in (operator.eq, operator.ne) and not (
+            a.is_python_constant() and b.is_python_constant()
+        ):
+            same = self.identity_compare(operator.is_, a, b).as_python_constant()
+            if same or _default_eq(a) and _default_eq(b):
+                return ConstantVariable(same if fn is operator.eq else not same)
+        if a.is_python_constant() and b.is_python_constant() and fn in FOLDABLE:
+            return self._fold(fn, [a, b])
+        raise Unsupported(
+            f"operator {getattr(fn, '__name__', fn)} on {a.describe()} and {b.describe()}"
+        )
+
+    def unary_op(self, fn: Callable, a: VariableTracker) -> VariableTracker:
+        if fn is operator.not_:
+            return ConstantVariable(not a.truthy(self))
+        if isinstance(a, TensorVariable):
+            return self.output.call_function(self, fn, [a], {})
+        if a.is_python_constant():
+            return self._fold(fn, [a])
+        raise Unsupported(f"operator {getattr(fn, '__name__', fn)} on {a.describe()}")
+
+    def identity_compare(self, fn, a: VariableTracker, b: VariableTracker) -> VariableTracker:
+        same = _same_object(a, b)
+        if same is None:
+            raise Unsupported(f"`is` between {a.describe()} and {b.describe()}")
+        return ConstantVariable(same if fn is operator.is_ else not same)
+
+    def iterate(self, obj: VariableTracker) -> VariableTracker:
+        if isinstance(obj, ListIteratorVariable):
+            return obj
+        return ListIteratorVariable(obj.unpack_var_sequence(self))
+
+    # ------------------------------------------------------------------ inlining
+    def inline_function(
+        self,
+        fn: types.FunctionType,
+        args: List[VariableTracker],
+        kwargs: Dict[str, VariableTracker],
+        fn_source: Optional[Source],
+    ) -> VariableTracker:
+        code = fn.__code__
+        defaults = []
+        for i, d in enumerate(fn.__defaults__ or ()):
+            src = DefaultSource(fn_source, i) if fn_source is not None else None
+            defaults.append(wrap(self, d, src))
+        kwdefaults = {}
+        for k, d in (fn.__kwdefaults__ or {}).items():
+            src = DefaultSource(fn_source, k, kwonly=True) if fn_source is not None else None
+            kwdefaults[k] = wrap(self, d, src)
+        closure: List[CellVariable] = []
+        for i, cell in enumerate(fn.__closure__ or ()):
+            from ..sources import ClosureSource
+
+            try:
+                contents = cell.cell_contents
+            except ValueError:
+                closure.append(CellVariable(None, external=True))
+                continue
+            src = ClosureSource(fn_source, i) if fn_source is not None else None
+            closure.append(CellVariable(wrap(self, contents, src), external=True))
+        return self._inline(code, fn.__globals__, defaults, kwdefaults, closure, args, kwargs)
+
+    def inline_nested(self, fn: NestedFunctionVariable, args, kwargs) -> VariableTracker:
+        defaults = fn.defaults.items if fn.defaults is not None else []
+        kwdefaults = fn.kwdefaults.items if fn.kwdefaults is not None else {}
+        closure = fn.closure or []
+        return self._inline(fn.code, fn.f_globals, defaults, kwdefaults, closure, args, kwargs)
+
+    def _inline(self, code, f_globals, defaults, kwdefaults, closure, args, kwargs):
+        child = Translator(code, f_globals, self.output, self.root_globals, parent=self)
+        bound = bind_arguments(code, defaults, kwdefaults, list(args), dict(kwargs))
+        child.setup_locals(bound, closure)
+        return child.run()
+
+    def setup_locals(self, bound: Dict[str, VariableTracker], closure: List[CellVariable]) -> None:
+        code = self.code
+        for name, value in bound.items():
+            if name in code.co_cellvars:
+                self.cells[name] = CellVariable(value)
+            else:
+                self.symbolic_locals[name] = value
+        for name in code.co_cellvars:
+            self.cells.setdefault(name, CellVariable(None))
+        if len(closure) != len(code.co_freevars):
+            raise Unsupported("closure does not match the code's free variables")
+        for name, cell in zip(code.co_freevars, closure):
+            self.cells[name] = cell
+
+
+def _default_eq(v: VariableTracker) -> bool:
+    """True for objects whose == is identity (layers, modules, plain functions)."""
+    from ..variables import ModuleVariable, UserFunctionVariable
+
+    return isinstance(v, (LayerVariable, ModuleVariable, UserFunctionVariable))
+
+
+def _same_object(a: VariableTracker, b: VariableTracker) -> Optional[bool]:
+    if a is b:
+        return True
+    if isinstance(a, TensorVariable) and isinstance(b, TensorVariable):
+        return a.node is b.node
+    if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
+        other = b if isinstance(a, TensorVariable) else a
+        if other.is_python_constant() or isinstance(other, (BaseListVariable, DictVariable)):
+            return False
+        return None
+    if isinstance(a, NullVariable) or isinstance(b, NullVariable):
+        return None
+    ra, rb = _real(a), _real(b)
+    if ra is not _NO and rb is not _NO:
+        return ra is rb
+    if isinstance(a, (BaseListVariable, DictVariable)) or isinstance(b, (BaseListVariable, DictVariable)):
+        if a.is_python_constant() and b.is_python_constant() and not isinstance(
+            a, (BaseListVariable, DictVariable)
+        ):
+            return False
+        return isinstance(a, type(b)) and a is b if type(a) is type(b) else False
+    return None
+
+
+_NO = object()
+
+
+def _real(v: VariableTracker) -> Any:
+    if isinstance(v, ConstantVariable):
+        return v.value
+    if isinstance(v, BuiltinVariable):
+        return v.fn
+    value = getattr(v, "value", _NO)
+    if value is not _NO:
+        return value
+    fn = getattr(v, "fn", _NO)
+    return fn
+
+
+def bind_arguments(code, defaults, kwdefaults, args, kwargs) -> Dict[str, VariableTracker]:
+    """Bind trackers to a code object's parameters the way CPython does."""
+    nargs = code.co_argcount
+    nposonly = getattr(code, "co_posonlyargcount", 0)
+    nkwonly = code.co_kwonlyargcount
+    names = code.co_varnames
+    has_varargs = bool(code.co_flags & 0x04)
+    has_varkw = bool(code.co_flags & 0x08)
+    posnames = names[:nargs]
+    kwonlynames = names[nargs : nargs + nkwonly]
+    i = nargs + nkwonly
+    varargs_name = names[i] if has_varargs else None
+    if has_varargs:
+        i += 1
+    varkw_name = names[i] if has_varkw else None
+
+    bound: Dict[str, VariableTracker] = {}
+    for name, value in zip(posnames, args):
+        bound[name] = value
+    extra = args[len(posnames) :]
+    if extra and not has_varargs:
+        raise Unsupported(f"{code.co_name}() got too many positional arguments (TypeError)")
+    if has_varargs:
+        bound[varargs_name] = TupleVariable(list(extra))
+    rest: Dict[str, VariableTracker] = {}
+    for k, v in kwargs.items():
+        if k in posnames[nposonly:] or k in kwonlynames:
+            if k in bound:
+                raise Unsupported(f"{code.co_name}() got multiple values for {k!r} (TypeError)")
+            bound[k] = v
+        elif has_varkw:
+            rest[k] = v
+        else:
+            raise Unsupported(f"{code.co_name}() got an unexpected keyword {k!r} (TypeError)")
+    ndefaults = len(defaults)
+    for idx, name in enumerate(posnames):
+        if name not in bound:
+            d = idx - (nargs - ndefaults)
+            if d < 0:
+                raise Unsupported(f"{code.co_name}() missing argument {name!r} (TypeError)")
+            bound[name] = defaults[d]
+    for name in kwonlynames:
+        if name not in bound:
+            if name not in kwdefaults:
+                raise Unsupported(f"{code.co_name}() missing keyword argument {name!r} (TypeError)")
+            bound[name] = kwdefaults[name]
+    if has_varkw:
+        bound[varkw_name] = DictVariable(rest)
+    return bound
+
+
+def root_locals(code, f_locals: Dict[str, Any], tx: Translator) -> None:
+    """Fill the root translator's locals from the real frame, each with its source."""
+    nargs = code.co_argcount + code.co_kwonlyargcount
+    nargs += bool(code.co_flags & 0x04) + bool(code.co_flags & 0x08)
+    for name in code.co_varnames[:nargs]:
+        if name not in f_locals:
+            continue
+        v = wrap(tx, f_locals[name], LocalSource(name))
+        if name in code.co_cellvars:
+            tx.cells[name] = CellVariable(v)
+        else:
+            tx.symbolic_locals[name] = v
+    for name in code.co_cellvars:
+        tx.cells.setdefault(name, CellVariable(None))
+    for name in code.co_freevars:
+        if name in f_locals:
+            tx.cells[name] = CellVariable(wrap(tx, f_locals[name], LocalSource(name)), external=True)
+        else:
+            tx.cells[name] = CellVariable(None, external=True)
+
+
+__all__ = ["Translator", "bind_arguments", "root_locals", "ListVariable", "TupleVariable"]

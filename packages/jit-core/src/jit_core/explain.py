@@ -1,0 +1,123 @@
+"""``explain()``: what the JIT does with a call, in words a person can check."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, List, Optional
+
+
+from .api import OptimizedFunction, OptimizedLayer, _target_codes
+from .codegen.frame import disassemble
+from .config import Options
+from .eval_frame import CompileContext
+
+
+@dataclass
+class BreakInfo:
+    """A frame (or, later, a point in one) that could not be captured, and why."""
+
+    frame: str
+    reason: str
+    location: Optional[str]
+    instruction: Optional[str]
+
+    def __str__(self) -> str:
+        where = f" at {self.location}" if self.location else ""
+        inst = f" [{self.instruction}]" if self.instruction else ""
+        return f"{self.frame}: {self.reason}{where}{inst}"
+
+
+@dataclass
+class GraphInfo:
+    frame: str
+    location: str
+    op_count: int
+    code: str
+    guard: str
+    transformed_bytecode: str
+
+
+@dataclass
+class ExplainOutput:
+    result: Any
+    graphs: List[GraphInfo] = field(default_factory=list)
+    breaks: List[BreakInfo] = field(default_factory=list)
+
+    @property
+    def graph_count(self) -> int:
+        return len(self.graphs)
+
+    @property
+    def break_count(self) -> int:
+        return len(self.breaks)
+
+    @property
+    def op_count(self) -> int:
+        return sum(g.op_count for g in self.graphs)
+
+    @property
+    def guards(self) -> List[str]:
+        return [g.guard for g in self.graphs]
+
+    @property
+    def graph_code(self) -> List[str]:
+        return [g.code for g in self.graphs]
+
+    def __str__(self) -> str:
+        out = [
+            f"Graph count: {self.graph_count}",
+            f"Graph break count: {self.break_count}",
+            f"Op count: {self.op_count}",
+        ]
+        if self.breaks:
+            out.append("Break reasons:")
+            for i, b in enumerate(self.breaks, 1):
+                out.append(f"  {i}. {b}")
+        for i, g in enumerate(self.graphs, 1):
+            out.append("")
+            out.append(f"Graph {i}: {g.frame} ({g.location}), {g.op_count} ops")
+            out.append("  Guards:")
+            out.extend("    " + line for line in g.guard.splitlines())
+            out.append("  Graph code:")
+            out.extend("    " + line for line in g.code.strip().splitlines())
+        return "\n".join(out)
+
+
+def explain(fn: Callable, *args, backend: Optional[str] = None, **kwargs) -> ExplainOutput:
+    """Run ``fn(*args, **kwargs)`` once through a fresh JIT and report what it captured.
+
+    ``fn`` may be a function, a layer, or something ``optimize()`` returned (its backend is
+    used). Nothing is kept in the caches of existing optimized objects.
+    """
+    options = Options(backend=backend or "paddle")
+    if isinstance(fn, OptimizedFunction):
+        options = Options(**{**fn._options.__dict__})
+        fn = fn._orig_fn
+    elif isinstance(fn, OptimizedLayer):
+        options = Options(**{**fn._options.__dict__})
+        fn = fn._orig_layer
+    if backend is not None:
+        options.backend = backend
+    ctx = CompileContext(options, _target_codes(fn))
+    result = ctx.run(fn, args, kwargs)
+    out = ExplainOutput(result=result)
+    for ev in ctx.events:
+        if ev.compiled:
+            entry = ev.entry
+            gm = entry.graph_module
+            out.graphs.append(
+                GraphInfo(
+                    frame=ev.code_name,
+                    location=ev.location,
+                    op_count=entry.op_count,
+                    code=gm.code if gm is not None else "# no tensor work: no graph\n",
+                    guard=entry.guard.readable(),
+                    transformed_bytecode=disassemble(entry.code),
+                )
+            )
+        else:
+            out.breaks.append(BreakInfo(ev.code_name, ev.reason, ev.break_location, ev.instruction))
+    return out
+
+
+__all__ = ["explain", "ExplainOutput", "BreakInfo", "GraphInfo"]

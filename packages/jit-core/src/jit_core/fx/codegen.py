@@ -1,0 +1,198 @@
+"""Graph -> Python source that reads like code a person wrote."""
+
+from __future__ import annotations
+
+import builtins
+import importlib
+import math
+import operator
+from dataclasses import dataclass
+from typing import Any, Dict, List
+
+from .node import Node
+
+_INFIX = {
+    operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
+    operator.floordiv: "//", operator.mod: "%", operator.pow: "**", operator.matmul: "@",
+    operator.lshift: "<<", operator.rshift: ">>", operator.and_: "&", operator.or_: "|",
+    operator.xor: "^", operator.lt: "<", operator.le: "<=", operator.gt: ">",
+    operator.ge: ">=", operator.eq: "==", operator.ne: "!=", operator.is_: "is",
+    operator.is_not: "is not",
+}
+_PREFIX = {operator.neg: "-", operator.pos: "+", operator.invert: "~", operator.not_: "not "}
+
+
+@dataclass
+class PythonCode:
+    src: str
+    globals: Dict[str, Any]
+
+
+def _resolves(path: str, obj: Any) -> bool:
+    parts = path.split(".")
+    try:
+        cur = importlib.import_module(parts[0])
+        for p in parts[1:]:
+            cur = getattr(cur, p)
+    except Exception:
+        return False
+    return cur is obj
+
+
+class _Namespace:
+    def __init__(self):
+        self.globals: Dict[str, Any] = {}
+        self._ids: Dict[int, str] = {}
+        self._n = {"fn": 0, "const": 0}
+
+    def alias(self, obj: Any, kind: str) -> str:
+        if id(obj) in self._ids:
+            return self._ids[id(obj)]
+        name = f"_{kind}_{self._n[kind]}"
+        self._n[kind] += 1
+        self.globals[name] = obj
+        self._ids[id(obj)] = name
+        return name
+
+    def qualified(self, fn: Any) -> str:
+        if getattr(builtins, getattr(fn, "__name__", ""), None) is fn:
+            return fn.__name__
+        name = getattr(fn, "__name__", None)
+        candidates: List[str] = []
+        if name:
+            candidates += [
+                f"paddle.{name}", f"paddle.nn.functional.{name}", f"paddle.linalg.{name}",
+                f"paddle.fft.{name}",
+            ]
+            mod = getattr(fn, "__module__", None)
+            qual = getattr(fn, "__qualname__", name)
+            if mod:
+                candidates.append(f"{mod}.{qual}")
+        for path in candidates:
+            if "<" in path:
+                continue
+            if _resolves(path, fn):
+                top = path.split(".", 1)[0]
+                self.globals[top] = importlib.import_module(top)
+                return path
+        return self.alias(fn, "fn")
+
+    def constant(self, value: Any) -> str:
+        if value is None or isinstance(value, (bool, int, str, bytes)):
+            return repr(value)
+        if isinstance(value, float):
+            if math.isnan(value):
+                return "float('nan')"
+            if math.isinf(value):
+                return "float('inf')" if value > 0 else "float('-inf')"
+            return repr(value)
+        if isinstance(value, complex):
+            return repr(value)
+        if value is Ellipsis:
+            return "..."
+        if isinstance(value, tuple):
+            inner = ", ".join(self.arg(v) for v in value)
+            return f"({inner},)" if len(value) == 1 else f"({inner})"
+        if isinstance(value, list):
+            return "[" + ", ".join(self.arg(v) for v in value) + "]"
+        if isinstance(value, dict):
+            return "{" + ", ".join(f"{self.arg(k)}: {self.arg(v)}" for k, v in value.items()) + "}"
+        if isinstance(value, slice):
+            return f"slice({self.arg(value.start)}, {self.arg(value.stop)}, {self.arg(value.step)})"
+        dtype_name = _paddle_dtype_name(value)
+        if dtype_name is not None:
+            import paddle
+
+            self.globals["paddle"] = paddle
+            return f"paddle.{dtype_name}"
+        return self.alias(value, "const")
+
+    def arg(self, value: Any) -> str:
+        if isinstance(value, Node):
+            return value.name
+        return self.constant(value)
+
+    def index(self, value: Any) -> str:
+        """A subscript: tuples without parentheses, slices as a:b:c."""
+        if isinstance(value, tuple) and value:
+            return ", ".join(self._index_item(v) for v in value)
+        return self._index_item(value)
+
+    def _index_item(self, v: Any) -> str:
+        if isinstance(v, slice):
+            parts = [
+                "" if v.start is None else self.arg(v.start),
+                "" if v.stop is None else self.arg(v.stop),
+            ]
+            text = ":".join(parts)
+            if v.step is not None:
+                text += ":" + self.arg(v.step)
+            return text
+        return self.arg(v)
+
+
+def _paddle_dtype_name(value: Any):
+    t = type(value)
+    if not (t.__module__ or "").startswith("paddle") or t.__name__ not in (
+        "dtype", "VarType", "DataType"
+    ):
+        return None
+    import paddle
+
+    name = str(value).replace("paddle.", "").split(".")[-1].lower()
+    candidate = getattr(paddle, name, None)
+    try:
+        if candidate is not None and candidate == value:
+            return name
+    except Exception:
+        return None
+    return None
+
+
+def generate(graph, root_name: str = "self") -> PythonCode:
+    ns = _Namespace()
+    params: List[str] = []
+    body: List[str] = []
+    for node in graph.nodes:
+        op = node.op
+        if op == "placeholder":
+            params.append(node.name)
+            continue
+        if op == "output":
+            body.append(f"return {ns.arg(node.args[0])}")
+            continue
+        if op == "get_attr":
+            expr = f"{root_name}." + node.target
+        elif op == "call_module":
+            expr = f"{root_name}.{node.target}({_call_args(ns, node.args, node.kwargs)})"
+        elif op == "call_method":
+            obj, *rest = node.args
+            expr = f"{ns.arg(obj)}.{node.target}({_call_args(ns, rest, node.kwargs)})"
+        else:
+            expr = _function_call(ns, node)
+        body.append(f"{node.name} = {expr}")
+    if not body or not body[-1].startswith("return"):
+        body.append("return None")
+    sig = ", ".join([root_name] + params)
+    src = f"def forward({sig}):\n" + "".join(f"    {line}\n" for line in body)
+    return PythonCode(src, ns.globals)
+
+
+def _call_args(ns: _Namespace, args, kwargs) -> str:
+    parts = [ns.arg(a) for a in args]
+    parts += [f"{k}={ns.arg(v)}" for k, v in kwargs.items()]
+    return ", ".join(parts)
+
+
+def _function_call(ns: _Namespace, node: Node) -> str:
+    fn, args, kwargs = node.target, node.args, node.kwargs
+    if not kwargs:
+        if fn is operator.getitem and len(args) == 2:
+            return f"{ns.arg(args[0])}[{ns.index(args[1])}]"
+        if fn in _INFIX and len(args) == 2:
+            return f"{ns.arg(args[0])} {_INFIX[fn]} {ns.arg(args[1])}"
+        if fn in _PREFIX and len(args) == 1:
+            return f"{_PREFIX[fn]}{ns.arg(args[0])}"
+        if fn is operator.contains and len(args) == 2:
+            return f"{ns.arg(args[1])} in {ns.arg(args[0])}"
+    return f"{ns.qualified(fn)}({_call_args(ns, args, kwargs)})"

@@ -1,0 +1,105 @@
+"""``GraphModule``: a ``paddle.nn.Layer`` whose ``forward`` is generated from a Graph."""
+
+from __future__ import annotations
+
+import itertools
+import linecache
+from typing import Any, Dict, Union
+
+import paddle
+
+from .graph import Graph
+
+_counter = itertools.count()
+
+
+def _resolve(root: paddle.nn.Layer, path: str) -> Any:
+    obj: Any = root
+    for part in path.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+class GraphModule(paddle.nn.Layer):
+    """Holds the objects the graph refers to *by reference* (parameters stay shared with
+    the user's layers) and a generated ``forward``.
+
+    ``gm.forward`` is a plain bound method: calling it skips ``Layer.__call__`` and its
+    hooks, which is what the JIT's fast path does.
+    """
+
+    def __init__(self, root: Union[paddle.nn.Layer, Dict[str, Any]], graph: Graph,
+                 class_name: str = "GraphModule"):
+        super().__init__()
+        self.__class__ = type(class_name, (GraphModule,), {})
+        if isinstance(root, paddle.nn.Layer):
+            for node in graph.nodes:
+                if node.op in ("get_attr", "call_module"):
+                    self._copy_path(root, node.target)
+        else:
+            for name, obj in root.items():
+                self._register(name, obj)
+        self._graph = graph
+        self.recompile()
+
+    def _register(self, name: str, obj: Any) -> None:
+        if isinstance(obj, paddle.nn.Layer):
+            self.add_sublayer(name, obj)
+        elif isinstance(obj, paddle.Tensor) and type(obj).__name__ in (
+            "EagerParamBase", "Parameter"
+        ):
+            self.add_parameter(name, obj)
+        else:
+            object.__setattr__(self, name, obj)
+
+    def _copy_path(self, root: paddle.nn.Layer, path: str) -> None:
+        parts = path.split(".")
+        holder: paddle.nn.Layer = self
+        src: Any = root
+        for part in parts[:-1]:
+            src = getattr(src, part)
+            sub = holder._sub_layers.get(part)
+            if sub is None:
+                sub = paddle.nn.Layer()
+                holder.add_sublayer(part, sub)
+            holder = sub
+        value = getattr(src, parts[-1])
+        if isinstance(value, paddle.nn.Layer):
+            holder.add_sublayer(parts[-1], value)
+        elif isinstance(holder, GraphModule):
+            holder._register(parts[-1], value)
+        elif isinstance(value, paddle.Tensor) and type(value).__name__ in (
+            "EagerParamBase", "Parameter"
+        ):
+            holder.add_parameter(parts[-1], value)
+        else:
+            object.__setattr__(holder, parts[-1], value)
+
+    @property
+    def graph(self) -> Graph:
+        return self._graph
+
+    @graph.setter
+    def graph(self, g: Graph) -> None:
+        self._graph = g
+        self.recompile()
+
+    @property
+    def code(self) -> str:
+        return self._code
+
+    def recompile(self) -> None:
+        pc = self._graph.python_code("self")
+        self._code = pc.src
+        filename = f"<jit_core.fx.{type(self).__name__}_{next(_counter)}>"
+        linecache.cache[filename] = (len(pc.src), None, pc.src.splitlines(True), filename)
+        ns: Dict[str, Any] = dict(pc.globals)
+        exec(compile(pc.src, filename, "exec"), ns)
+        fn = ns["forward"]
+        # set on the class so that paddle.jit.to_static finds a normal method
+        type(self).forward = fn
+
+    def print_readable(self) -> str:
+        return f"class {type(self).__name__}(paddle.nn.Layer):\n" + "".join(
+            "    " + line + "\n" for line in self._code.splitlines()
+        )

@@ -1,0 +1,263 @@
+"""Guards: the conditions under which a cache entry may run, generated as readable code.
+
+A capture records guards on the sources it read; ``GuardSet.build()`` turns them into one
+Python function ``guard(L, G) -> bool`` per cache entry. Identity-matched objects are
+bound as constants, and guards on their attributes start from that constant instead of
+walking the whole attribute chain again: ``___o3.training is False`` rather than
+``L['self'].layer1[0].conv1.training is False``.
+"""
+
+from __future__ import annotations
+
+import linecache
+import itertools
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import paddle
+
+from .sources import AttrSource, ClosureSource, DefaultSource, ItemSource, ObjectSource, Source
+
+TYPE_MATCH = "TYPE_MATCH"
+ID_MATCH = "ID_MATCH"
+CONSTANT_MATCH = "CONSTANT_MATCH"
+TENSOR_MATCH = "TENSOR_MATCH"
+LEN_MATCH = "LEN_MATCH"
+DICT_KEYS = "DICT_KEYS"
+
+# Ordered so that an object's identity is checked before anything read through it.
+_KIND_ORDER = {ID_MATCH: 0, TYPE_MATCH: 1, LEN_MATCH: 2, DICT_KEYS: 3, CONSTANT_MATCH: 4,
+               TENSOR_MATCH: 5}
+
+
+def _probe_dtype_identity() -> bool:
+    # Paddle 3.3 hands out one dtype object per dtype, 3.0 makes a new one each time; an
+    # identity check is ten times cheaper than ==, so use it where it is valid.
+    a = paddle.zeros([1])
+    b = paddle.zeros([1])
+    return a.dtype is b.dtype and a.dtype is paddle.float32
+
+
+DTYPE_IS_SINGLETON = _probe_dtype_identity()
+
+
+def _needs_place_guard() -> bool:
+    # A CPU-only build can only make CPU tensors; checking the place costs ~1 us a tensor.
+    try:
+        return bool(
+            paddle.is_compiled_with_cuda()
+            or paddle.is_compiled_with_xpu()
+            or paddle.device.get_all_custom_device_type()
+        )
+    except Exception:  # pragma: no cover - very old builds
+        return True
+
+
+PLACE_GUARD = _needs_place_guard()
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    type: type
+    shape: Tuple[int, ...]
+    dtype: Any
+    stop_gradient: bool
+    place: str
+
+    @classmethod
+    def of(cls, t) -> "TensorSpec":
+        return cls(type(t), tuple(t.shape), t.dtype, bool(t.stop_gradient), str(t.place))
+
+
+@dataclass
+class Guard:
+    source: Source
+    kind: str
+    value: Any = None
+
+    def key(self) -> Tuple[str, str]:
+        return (self.source.name(), self.kind)
+
+
+class _Namer:
+    """Hands out names for the objects a guard needs as constants."""
+
+    def __init__(self):
+        self.scope: Dict[str, Any] = {}
+        self._ids: Dict[int, str] = {}
+        self._n = itertools.count()
+
+    def obj(self, value: Any, hint: str = "o") -> str:
+        if id(value) in self._ids:
+            return self._ids[id(value)]
+        name = f"___{hint}{next(self._n)}"
+        self._ids[id(value)] = name
+        self.scope[name] = value
+        return name
+
+
+def _constant_literal(value: Any, namer: _Namer) -> str:
+    if value is None or isinstance(value, bool):
+        return repr(value)
+    if isinstance(value, (int, str, bytes)):
+        return repr(value)
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            return namer.obj(value, "c")
+        return repr(value)
+    return namer.obj(value, "c")
+
+
+class GuardSet:
+    def __init__(self):
+        self._guards: Dict[Tuple[str, str], Guard] = {}
+
+    def add(self, source: Optional[Source], kind: str, value: Any = None) -> None:
+        if source is None:
+            return
+        g = Guard(source, kind, value)
+        self._guards.setdefault(g.key(), g)
+
+    def __len__(self) -> int:
+        return len(self._guards)
+
+    def __iter__(self):
+        return iter(self._guards.values())
+
+    def sorted(self) -> List[Guard]:
+        def depth(src: Source) -> int:
+            d = 0
+            while isinstance(src, (AttrSource, ItemSource, ClosureSource, DefaultSource)):
+                src = getattr(src, "base", None) or src.func
+                d += 1
+            return d
+
+        return sorted(
+            self._guards.values(),
+            key=lambda g: (depth(g.source), _KIND_ORDER[g.kind], g.source.name()),
+        )
+
+    def build(self, fn_name: str) -> "CompiledGuard":
+        namer = _Namer()
+        # expression of each identity-matched source, replaced by its constant
+        pinned: Dict[str, str] = {}
+        parts: List[Tuple[str, str]] = []  # (comment, expression)
+
+        def expr(src: Source) -> str:
+            if src.name() in pinned:
+                return pinned[src.name()]
+            if isinstance(src, AttrSource):
+                base = expr(src.base)
+                if src.attr.isidentifier():
+                    return f"{base}.{src.attr}"
+                return f"getattr({base}, {src.attr!r})"
+            if isinstance(src, ItemSource):
+                return f"{expr(src.base)}[{src.key!r}]"
+            if isinstance(src, ObjectSource):
+                return namer.obj(src.obj, "g")
+            if isinstance(src, ClosureSource):
+                return f"{expr(src.func)}.__closure__[{src.index}].cell_contents"
+            if isinstance(src, DefaultSource):
+                attr = "__kwdefaults__" if src.kwonly else "__defaults__"
+                return f"{expr(src.func)}.{attr}[{src.key!r}]"
+            return src.name()
+
+        for g in self.sorted():
+            e = expr(g.source)
+            if g.kind == ID_MATCH:
+                name = namer.obj(g.value)
+                parts.append((f"{g.source.name()} is the object seen at capture", f"{e} is {name}"))
+                pinned[g.source.name()] = name
+            elif g.kind == TYPE_MATCH:
+                tname = namer.obj(g.value, "t")
+                parts.append((f"type {g.value.__qualname__}", f"type({e}) is {tname}"))
+            elif g.kind == CONSTANT_MATCH:
+                v = g.value
+                if v is None or isinstance(v, bool):
+                    check = f"{e} is {v!r}"
+                else:
+                    tname = namer.obj(type(v), "t")
+                    check = f"type({e}) is {tname} and {e} == {_constant_literal(v, namer)}"
+                parts.append(("constant", check))
+            elif g.kind == LEN_MATCH:
+                tname = namer.obj(type(g.value), "t")
+                parts.append(
+                    ("container", f"type({e}) is {tname} and len({e}) == {len(g.value)}")
+                )
+            elif g.kind == DICT_KEYS:
+                tname = namer.obj(type(g.value), "t")
+                keys = namer.obj(list(g.value.keys()), "k")
+                parts.append(("dict keys", f"type({e}) is {tname} and list({e}.keys()) == {keys}"))
+            elif g.kind == TENSOR_MATCH:
+                spec: TensorSpec = g.value
+                tname = namer.obj(spec.type, "t")
+                dname = namer.obj(spec.dtype, "dtype_")
+                dcheck = f"{e}.dtype is {dname}" if DTYPE_IS_SINGLETON else f"{e}.dtype == {dname}"
+                checks = [
+                    f"type({e}) is {tname}",
+                    f"{e}.shape == {list(spec.shape)!r}",
+                    dcheck,
+                    f"{e}.stop_gradient is {spec.stop_gradient!r}",
+                ]
+                if PLACE_GUARD:
+                    checks.append(f"str({e}.place) == {spec.place!r}")
+                parts.append(("tensor", " and ".join(checks)))
+            else:  # pragma: no cover - programming error
+                raise ValueError(g.kind)
+        return CompiledGuard(fn_name, parts, namer.scope)
+
+
+_guard_counter = itertools.count()
+
+
+class CompiledGuard:
+    """One generated guard function plus its source, for people and for diagnosis."""
+
+    def __init__(self, fn_name: str, parts: List[Tuple[str, str]], scope: Dict[str, Any]):
+        self.parts = parts
+        self.scope = scope
+        self.fn_name = fn_name
+        lines = [f"def {fn_name}(L, G):"]
+        if parts:
+            lines.append("    return (")
+            for i, (_, e) in enumerate(parts):
+                lines.append(f"        {'and ' if i else ''}({e})")
+            lines.append("    )")
+        else:
+            lines.append("    return True")
+        self.source = "\n".join(lines) + "\n"
+        filename = f"<jit_core guard {next(_guard_counter)}: {fn_name}>"
+        linecache.cache[filename] = (
+            len(self.source), None, self.source.splitlines(True), filename
+        )
+        ns: Dict[str, Any] = dict(scope)
+        exec(compile(self.source, filename, "exec"), ns)
+        self.fn: Callable[[dict, dict], bool] = ns[fn_name]
+
+    def __call__(self, L, G) -> bool:
+        try:
+            return bool(self.fn(L, G))
+        except Exception:
+            # A missing attribute or key means the object is not what we captured.
+            return False
+
+    def first_failure(self, L, G) -> Optional[str]:
+        """The text of the first check that fails for these locals/globals, or None."""
+        for _, e in self.parts:
+            try:
+                ok = eval(e, dict(self.scope), {"L": L, "G": G})
+            except Exception as exc:  # noqa: BLE001 - any failure is a failed guard
+                return f"{e}  (raised {type(exc).__name__}: {exc})"
+            if not ok:
+                return e
+        return None
+
+    def readable(self) -> str:
+        """The guard source, with the constants it refers to listed under it."""
+        out = [self.source.rstrip()]
+        for name, value in self.scope.items():
+            r = repr(value)
+            if len(r) > 80:
+                r = r[:77] + "..."
+            out.append(f"#   {name} = {r}")
+        return "\n".join(out)

@@ -1,0 +1,39 @@
+"""The whole plugin contract of jit-core.
+
+A plugin is a module or object with functions marked ``@jit_core.hookimpl`` and is found
+through the ``jit_core`` entry-point group. The built-in ``paddle`` backend and the
+jit-opcodes handlers register through these same hooks.
+
+Each hook receives a ``register`` callable; pluggy lets an implementation take fewer
+arguments than the spec, so new arguments can be added without breaking plugins.
+"""
+
+from __future__ import annotations
+
+import pluggy
+
+PROJECT = "jit_core"
+
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+@hookspec
+def jit_register_backends(register):
+    """Register backends: ``register(name, compile_fn, description="")``.
+
+    ``compile_fn(graph_module, example_inputs, **options) -> callable`` returns a callable
+    that takes the graph's inputs positionally and returns the same tuple of tensors as
+    ``graph_module.forward``.
+    """
+
+
+@hookspec
+def jit_register_opcodes(register):
+    """Register bytecode handlers: ``register(opname, handler, versions, priority=10)``.
+
+    ``handler(tx, inst)`` simulates one instruction on the translator ``tx``. ``versions``
+    is an iterable of "3.X" strings it serves. When two handlers claim the same opcode on
+    the running version, the higher priority wins (jit-opcodes uses 0, so any plugin
+    overrides it by default).
+    """

@@ -1,0 +1,155 @@
+"""Plugin manager: loads the ``jit_core`` entry points and collects what they register."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Optional, Tuple
+
+import pluggy
+
+from . import _compat, hookspecs
+from .errors import BackendNotFoundError
+
+if sys.version_info >= (3, 10):
+    from importlib.metadata import entry_points as _entry_points
+
+    def _group(name):
+        return list(_entry_points(group=name))
+else:  # 3.8/3.9: the selectable API is missing
+    from importlib.metadata import entry_points as _entry_points
+
+    def _group(name):
+        return list(_entry_points().get(name, []))
+
+
+@dataclass
+class Backend:
+    name: str
+    compile: Callable
+    description: str
+    plugin: str
+
+
+@dataclass
+class OpcodeHandler:
+    opname: str
+    handler: Callable
+    priority: int
+    plugin: str
+
+
+_lock = threading.Lock()
+_pm: Optional[pluggy.PluginManager] = None
+_backends: Optional[Dict[str, Backend]] = None
+_opcodes: Optional[Dict[str, OpcodeHandler]] = None
+
+
+def get_plugin_manager() -> pluggy.PluginManager:
+    """The plugin manager, with every ``jit_core`` entry point loaded (once)."""
+    global _pm
+    with _lock:
+        if _pm is None:
+            pm = pluggy.PluginManager(hookspecs.PROJECT)
+            pm.add_hookspecs(hookspecs)
+            pm.load_setuptools_entrypoints(hookspecs.PROJECT)
+            _pm = pm
+        return _pm
+
+
+def _plugin_name(pm: pluggy.PluginManager, impl) -> str:
+    return pm.get_name(impl.plugin) or repr(impl.plugin)
+
+
+def _call_with_register(hook_name: str, make_register):
+    pm = get_plugin_manager()
+    caller = getattr(pm.hook, hook_name)
+    # Call implementations one by one so each registration knows its plugin.
+    for impl in caller.get_hookimpls():
+        register = make_register(_plugin_name(pm, impl))
+        kwargs = {"register": register} if "register" in impl.argnames else {}
+        impl.function(**kwargs)
+
+
+def backends() -> Dict[str, Backend]:
+    global _backends
+    if _backends is None:
+        found: Dict[str, Backend] = {}
+
+        def make_register(plugin):
+            def register(name, compile_fn, description=""):
+                found[name] = Backend(name, compile_fn, description, plugin)
+
+            return register
+
+        _call_with_register("jit_register_backends", make_register)
+        _backends = found
+    return _backends
+
+
+def get_backend(name: str) -> Backend:
+    found = backends()
+    if name not in found:
+        installed = ", ".join(sorted(found)) or "none"
+        raise BackendNotFoundError(
+            f"unknown backend {name!r}; installed backends: {installed}. "
+            "Backends are plugins: install one, e.g. `pip install jit-backend-onnxrt`."
+        )
+    return found[name]
+
+
+def _serves(versions) -> bool:
+    return _compat.VERSION_STR in set(versions)
+
+
+def opcode_handlers() -> Dict[str, OpcodeHandler]:
+    """opname -> the winning handler for the running Python version (built once)."""
+    global _opcodes
+    if _opcodes is None:
+        found: Dict[str, OpcodeHandler] = {}
+
+        def make_register(plugin):
+            def register(opname, handler, versions, priority=10):
+                if not _serves(versions):
+                    return
+                old = found.get(opname)
+                if old is None or priority >= old.priority:
+                    found[opname] = OpcodeHandler(opname, handler, priority, plugin)
+
+            return register
+
+        _call_with_register("jit_register_opcodes", make_register)
+        _opcodes = found
+    return _opcodes
+
+
+def list_plugins() -> List[Tuple[str, str, str]]:
+    """(plugin name, distribution, version) of every loaded plugin."""
+    pm = get_plugin_manager()
+    dists = {id(plugin): dist for plugin, dist in pm.list_plugin_distinfo()}
+    out = []
+    for name, plugin in pm.list_name_plugin():
+        dist = dists.get(id(plugin))
+        if dist is not None:
+            out.append((name, dist.project_name, dist.version))
+        else:
+            out.append((name, "", ""))
+    return sorted(out)
+
+
+def reset_plugins() -> None:
+    """Forget what was loaded (tests that install plugins at run time use it)."""
+    global _pm, _backends, _opcodes
+    with _lock:
+        _pm = None
+        _backends = None
+        _opcodes = None
+
+
+def register_plugin(plugin, name: Optional[str] = None) -> None:
+    """Register a plugin object directly (without an entry point), e.g. in a test."""
+    global _backends, _opcodes
+    get_plugin_manager().register(plugin, name=name)
+    _backends = None
+    _opcodes = None

@@ -1,0 +1,91 @@
+"""The base class of every value the symbolic executor puts on its stack or in its locals."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
+
+from ..errors import Unsupported
+from ..sources import Source
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..executor.translator import Translator
+
+
+class VariableTracker:
+    """A value during capture: what kind of thing it is and where it came from.
+
+    ``source`` says how to fetch the value again from the frame (None for values created
+    during the capture). Subclasses override the operations they support; the defaults
+    refuse with a reason, which makes the frame run eagerly.
+    """
+
+    def __init__(self, source: Optional[Source] = None):
+        self.source = source
+
+    # -- what it is
+    def python_type(self) -> type:
+        raise Unsupported(f"type of {self.describe()} is not known during capture")
+
+    def is_python_constant(self) -> bool:
+        return False
+
+    def as_python_constant(self) -> Any:
+        raise Unsupported(f"{self.describe()} is not a Python constant")
+
+    def describe(self) -> str:
+        return type(self).__name__
+
+    def __repr__(self) -> str:
+        src = f" from {self.source.name()}" if self.source else ""
+        return f"<{self.describe()}{src}>"
+
+    # -- operations
+    def var_getattr(self, tx: "Translator", name: str) -> "VariableTracker":
+        raise Unsupported(f"attribute {name!r} of {self.describe()}")
+
+    def call_function(
+        self, tx: "Translator", args: List["VariableTracker"], kwargs: Dict[str, "VariableTracker"]
+    ) -> "VariableTracker":
+        raise Unsupported(f"calling {self.describe()}")
+
+    def call_method(
+        self,
+        tx: "Translator",
+        name: str,
+        args: List["VariableTracker"],
+        kwargs: Dict[str, "VariableTracker"],
+    ) -> "VariableTracker":
+        return self.var_getattr(tx, name).call_function(tx, args, kwargs)
+
+    def unpack_var_sequence(self, tx: "Translator") -> List["VariableTracker"]:
+        raise Unsupported(f"iterating over {self.describe()}")
+
+    def truthy(self, tx: "Translator") -> bool:
+        """The value's truth, when capture can know it without running tensors."""
+        raise Unsupported(f"truth value of {self.describe()}")
+
+    def setattr(self, tx: "Translator", name: str, value: "VariableTracker") -> None:
+        raise Unsupported(
+            f"storing attribute {name!r} on {self.describe()} is a side effect "
+            "that is not captured yet"
+        )
+
+
+class NullVariable(VariableTracker):
+    """The NULL that CPython pushes below a callable (LOAD_METHOD, 3.11+ PUSH_NULL)."""
+
+    def describe(self) -> str:
+        return "NULL"
+
+
+class CellVariable(VariableTracker):
+    """A cell of a captured or inlined frame; ``contents`` is None while it is empty."""
+
+    def __init__(self, contents: Optional[VariableTracker] = None, external: bool = False):
+        super().__init__(None)
+        self.contents = contents
+        #: a cell of a function that exists outside the capture: writing it is a side effect
+        self.external = external
+
+    def describe(self) -> str:
+        return "cell"

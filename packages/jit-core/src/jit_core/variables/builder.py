@@ -1,0 +1,170 @@
+"""Turn a real Python value read from a frame into a tracker, recording the guards that
+make it safe to reuse the capture."""
+
+from __future__ import annotations
+
+import enum
+import inspect
+import types
+from typing import Any, Optional
+
+import paddle
+
+from .. import guards
+from ..errors import Unsupported
+from ..skipfiles import is_library_module, is_skipped_file
+from ..sources import ItemSource, Source
+from .base import VariableTracker
+from .constant import ConstantVariable
+from .containers import DictVariable, ListVariable, TupleVariable
+from .functions import BuiltinVariable, PaddleFunctionVariable, UserFunctionVariable, UserMethodVariable
+from .layers import LayerVariable
+from .objects import ClassVariable, ModuleVariable, UserObjectVariable
+
+_CONSTANT_TYPES = (int, float, bool, str, bytes, complex, type(None), type(Ellipsis),
+                   type(NotImplemented), range)
+
+_Parameter = type(paddle.create_parameter([1], "float32"))
+
+
+def is_paddle_dtype(value: Any) -> bool:
+    t = type(value)
+    return t.__name__ in ("dtype", "VarType", "DataType") and (
+        t.__module__ or ""
+    ).startswith("paddle")
+
+
+def is_tensor(value: Any) -> bool:
+    return isinstance(value, paddle.Tensor)
+
+
+def _is_paddle_callable(value: Any) -> bool:
+    mod = getattr(value, "__module__", None) or ""
+    if mod.startswith("paddle"):
+        # model-zoo functions are user code (inlined), the rest of paddle is an op
+        f = getattr(getattr(value, "__code__", None), "co_filename", None)
+        return f is None or is_skipped_file(f)
+    # C functions of paddle's core report odd modules; their class does not lie
+    return type(value).__module__.startswith("paddle")
+
+
+def wrap_static(value: Any) -> VariableTracker:
+    """Wrap a value that came from no source (a constant of the capture itself)."""
+    return _wrap(None, value, None, False)
+
+
+def wrap(tx, value: Any, source: Optional[Source], owned_by_layer: bool = False) -> VariableTracker:
+    return _wrap(tx, value, source, owned_by_layer)
+
+
+def _guard(tx, source, kind, value=None):
+    if tx is not None and source is not None:
+        tx.output.guards.add(source, kind, value)
+
+
+def _wrap(tx, value: Any, source: Optional[Source], owned_by_layer: bool) -> VariableTracker:
+    if is_tensor(value):
+        if tx is None:
+            raise Unsupported("a tensor constant without a source")
+        if isinstance(value, _Parameter) or owned_by_layer or source is None:
+            # Parameters and buffers are read live from their layer, not passed as inputs.
+            _guard(tx, source, guards.ID_MATCH, value)
+            return tx.output.get_attr(tx, value, source)
+        return tx.output.add_input(tx, value, source)
+    if isinstance(value, bool) or value is None:
+        _guard(tx, source, guards.CONSTANT_MATCH, value)
+        return ConstantVariable(value, source)
+    if isinstance(value, enum.Enum):
+        _guard(tx, source, guards.ID_MATCH, value)
+        return ConstantVariable(value, source)
+    if isinstance(value, _CONSTANT_TYPES):
+        _guard(tx, source, guards.CONSTANT_MATCH, value)
+        return ConstantVariable(value, source)
+    if is_paddle_dtype(value):
+        _guard(tx, source, guards.CONSTANT_MATCH, value)
+        return ConstantVariable(value, source)
+    if isinstance(value, paddle.nn.Layer):
+        _guard(tx, source, guards.ID_MATCH, value)
+        return LayerVariable(value, source)
+    if isinstance(value, (tuple, list)):
+        _guard(tx, source, guards.LEN_MATCH, value)
+        items = [
+            _wrap(tx, v, ItemSource(source, i) if source is not None else None, owned_by_layer)
+            for i, v in enumerate(value)
+        ]
+        cls = TupleVariable if isinstance(value, tuple) else ListVariable
+        if type(value) not in (tuple, list):
+            raise Unsupported(f"a {type(value).__name__} (subclass of {cls.container_type.__name__})")
+        return cls(items, source)
+    if type(value) is dict:
+        for k in value:
+            if not isinstance(k, (str, int, bool, float, type(None), tuple)):
+                raise Unsupported(f"a dict with a key of type {type(k).__name__}")
+        _guard(tx, source, guards.DICT_KEYS, value)
+        return DictVariable(
+            {
+                k: _wrap(tx, v, ItemSource(source, k) if source is not None else None, owned_by_layer)
+                for k, v in value.items()
+            },
+            source,
+        )
+    if isinstance(value, types.ModuleType):
+        _guard(tx, source, guards.ID_MATCH, value)
+        return ModuleVariable(value, source)
+    if inspect.isclass(value):
+        from .functions import PURE_BUILTINS, _SPECIAL
+
+        if value in _SPECIAL or value in PURE_BUILTINS:
+            return BuiltinVariable(value, source)
+        _guard(tx, source, guards.ID_MATCH, value)
+        return ClassVariable(value, source)
+    if isinstance(value, types.FunctionType):
+        _guard(tx, source, guards.ID_MATCH, value)
+        if _is_paddle_callable(value):
+            return PaddleFunctionVariable(value, source)
+        if is_skipped_file(value.__code__.co_filename):
+            return _LibraryFunctionVariable(value, source)
+        return UserFunctionVariable(value, source)
+    if isinstance(value, types.MethodType):
+        fn, obj = value.__func__, value.__self__
+        if isinstance(fn, types.FunctionType) and not _is_paddle_callable(fn):
+            _guard(tx, source, guards.ID_MATCH, fn)  # pragma: no cover - bound via class
+            return UserMethodVariable(fn, _wrap(tx, obj, None, False))
+        return PaddleFunctionVariable(value, source) if _is_paddle_callable(fn) else _lib(value)
+    if isinstance(value, (types.BuiltinFunctionType, types.BuiltinMethodType)):
+        if _is_paddle_callable(value):
+            return PaddleFunctionVariable(value, source)
+        return BuiltinVariable(value, source)
+    if callable(value) and _is_paddle_callable(value):
+        return PaddleFunctionVariable(value, source)
+    if tx is not None and source is not None:
+        _guard(tx, source, guards.TYPE_MATCH, type(value))
+    return UserObjectVariable(value, source)
+
+
+def _lib(value):
+    return _LibraryFunctionVariable(value, None)
+
+
+class _LibraryFunctionVariable(VariableTracker):
+    """A Python function of a library we do not trace into (the standard library, ...)."""
+
+    def __init__(self, fn, source=None):
+        super().__init__(source)
+        self.fn = fn
+
+    def describe(self) -> str:
+        mod = getattr(self.fn, "__module__", "?")
+        return f"library function {mod}.{getattr(self.fn, '__qualname__', self.fn)}"
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self):
+        return self.fn
+
+    def call_function(self, tx, args, kwargs):
+        raise Unsupported(f"call to {self.describe()}, which is not traced")
+
+
+__all__ = ["wrap", "wrap_static", "is_tensor", "is_paddle_dtype", "is_library_module"]

@@ -1,0 +1,70 @@
+"""Python constants: numbers, strings, None, ranges, dtypes... anything immutable."""
+
+from __future__ import annotations
+
+import operator
+from typing import Any, Dict, List
+
+from ..errors import Unsupported
+from .base import VariableTracker
+
+#: methods of constants that are pure, so capture can call them on the real value
+_PURE_METHODS = {
+    "format", "join", "split", "strip", "lstrip", "rstrip", "lower", "upper", "replace",
+    "startswith", "endswith", "count", "index", "find", "isdigit", "isidentifier",
+    "bit_length", "conjugate", "is_integer", "real", "imag", "__add__", "__mul__",
+    "__getitem__", "__len__", "__contains__", "keys", "values", "items",
+}
+
+
+class ConstantVariable(VariableTracker):
+    def __init__(self, value: Any, source=None):
+        super().__init__(source)
+        self.value = value
+
+    def python_type(self) -> type:
+        return type(self.value)
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self) -> Any:
+        return self.value
+
+    def describe(self) -> str:
+        r = repr(self.value)
+        return f"constant {r if len(r) < 40 else r[:37] + '...'}"
+
+    def truthy(self, tx) -> bool:
+        return bool(self.value)
+
+    def unpack_var_sequence(self, tx) -> List[VariableTracker]:
+        if isinstance(self.value, (range, str, tuple, bytes, frozenset)):
+            return [ConstantVariable(v) for v in self.value]
+        raise Unsupported(f"iterating over {self.describe()}")
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        if name in _PURE_METHODS or name in ("start", "stop", "step"):
+            try:
+                attr = getattr(self.value, name)
+            except AttributeError as e:
+                raise Unsupported(f"attribute {name!r} of {self.describe()} raises") from e
+            if callable(attr):
+                from .functions import BuiltinVariable
+
+                return BuiltinVariable(attr, pure=True)
+            return ConstantVariable(attr)
+        raise Unsupported(f"attribute {name!r} of {self.describe()}")
+
+    def call_method(self, tx, name: str, args, kwargs: Dict[str, VariableTracker]):
+        return self.var_getattr(tx, name).call_function(tx, args, kwargs)
+
+
+#: binary operators of the ``operator`` module that are safe to fold on constants
+FOLDABLE = {
+    operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,
+    operator.mod, operator.pow, operator.matmul, operator.lshift, operator.rshift,
+    operator.and_, operator.or_, operator.xor, operator.lt, operator.le, operator.gt,
+    operator.ge, operator.eq, operator.ne, operator.neg, operator.pos, operator.invert,
+    operator.not_, operator.getitem, operator.contains, operator.is_, operator.is_not,
+}

@@ -1,0 +1,438 @@
+"""Callables: Python builtins, Paddle functions, user functions (inlined) and methods."""
+
+from __future__ import annotations
+
+import builtins
+import math
+import operator
+import types
+from typing import Any, Callable, Dict, List, Optional
+
+from ..errors import Unsupported
+from .base import VariableTracker
+from .constant import FOLDABLE, ConstantVariable
+from .containers import (
+    BaseListVariable,
+    DictVariable,
+    ListIteratorVariable,
+    ListVariable,
+    SliceVariable,
+    TupleVariable,
+)
+from .tensor import TensorVariable, is_inplace_name
+
+
+def _consts(args) -> Optional[list]:
+    if all(a.is_python_constant() for a in args):
+        return [a.as_python_constant() for a in args]
+    return None
+
+
+#: builtins without side effects: folded when every argument is a constant
+PURE_BUILTINS = {
+    abs, all, any, bin, bool, callable, chr, complex, divmod, float, format, hash, hex, int,
+    isinstance, issubclass, len, max, min, oct, ord, pow, repr, round, sorted, str, sum, tuple,
+    type, list, dict, range, slice, frozenset, reversed, enumerate, zip,
+} | {getattr(math, n) for n in dir(math) if callable(getattr(math, n))} | FOLDABLE
+
+_IO_BUILTINS = {
+    print: "print writes output (I/O)",
+    input: "input reads from stdin (I/O)",
+    open: "open touches the file system (I/O)",
+}
+
+
+class BuiltinVariable(VariableTracker):
+    def __init__(self, fn: Callable, source=None, pure: bool = False):
+        super().__init__(source)
+        self.fn = fn
+        self.pure = pure
+
+    def python_type(self) -> type:
+        return type(self.fn)
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self) -> Any:
+        return self.fn
+
+    def describe(self) -> str:
+        return f"builtin {getattr(self.fn, '__name__', self.fn)!r}"
+
+    def call_function(self, tx, args, kwargs):
+        fn = self.fn
+        if fn in _IO_BUILTINS:
+            raise Unsupported(_IO_BUILTINS[fn])
+        special = _SPECIAL.get(fn)
+        if special is not None:
+            out = special(tx, args, kwargs)
+            if out is not None:
+                return out
+        if any(isinstance(a, TensorVariable) for a in list(args) + list(kwargs.values())):
+            if fn in (abs, pow, operator.neg, operator.pos, operator.invert) or fn in FOLDABLE:
+                if fn is operator.not_:
+                    raise Unsupported("`not tensor` needs the tensor's value")
+                return tx.output.call_function(tx, fn, args, kwargs)
+            raise Unsupported(f"builtin {getattr(fn, '__name__', fn)!r} on a tensor")
+        consts = _consts(args)
+        kw = _consts(list(kwargs.values()))
+        if consts is not None and kw is not None and (self.pure or fn in PURE_BUILTINS):
+            try:
+                value = fn(*consts, **dict(zip(kwargs, kw)))
+            except Exception as e:
+                raise Unsupported(
+                    f"{getattr(fn, '__name__', fn)}(...) raises {type(e).__name__}: {e}"
+                ) from e
+            return _wrap_folded(value)
+        raise Unsupported(f"call to builtin {getattr(fn, '__name__', fn)!r} with these arguments")
+
+
+def _wrap_folded(value: Any) -> VariableTracker:
+    if isinstance(value, tuple):
+        return TupleVariable([_wrap_folded(v) for v in value])
+    if isinstance(value, list):
+        return ListVariable([_wrap_folded(v) for v in value])
+    if isinstance(value, dict):
+        return DictVariable({k: _wrap_folded(v) for k, v in value.items()})
+    if isinstance(value, (zip, enumerate, map, filter, type(reversed([])))) or type(
+        value
+    ).__name__.endswith("iterator"):
+        return ListIteratorVariable([_wrap_folded(v) for v in value])
+    return ConstantVariable(value)
+
+
+# ---------------------------------------------------------------- builtins over trackers
+
+
+def _len(tx, args, kwargs):
+    (obj,) = args
+    if isinstance(obj, TensorVariable):
+        if not obj.example.shape:
+            raise Unsupported("len() of a 0-d tensor raises TypeError")
+        return ConstantVariable(int(obj.example.shape[0]))
+    if isinstance(obj, (BaseListVariable, DictVariable)):
+        return ConstantVariable(len(obj.items))
+    if obj.is_python_constant():
+        return ConstantVariable(len(obj.as_python_constant()))
+    return obj.call_method(tx, "__len__", [], {})
+
+
+def _isinstance(tx, args, kwargs):
+    obj, cls = args
+    if not cls.is_python_constant():
+        cls_value = getattr(cls, "value", None)
+        if cls_value is None:
+            raise Unsupported("isinstance() with a class that is not a constant")
+    else:
+        cls_value = cls.as_python_constant()
+    return ConstantVariable(isinstance_type(obj.python_type(), cls_value))
+
+
+def isinstance_type(t: type, cls) -> bool:
+    try:
+        return issubclass(t, cls)
+    except TypeError as e:
+        raise Unsupported(f"isinstance() check raised {e}") from e
+
+
+def _iter_items(tx, v: VariableTracker) -> List[VariableTracker]:
+    return v.unpack_var_sequence(tx)
+
+
+def _enumerate(tx, args, kwargs):
+    start = kwargs["start"].as_python_constant() if "start" in kwargs else 0
+    if len(args) == 2:
+        start = args[1].as_python_constant()
+    items = _iter_items(tx, args[0])
+    return ListIteratorVariable(
+        [TupleVariable([ConstantVariable(start + i), v]) for i, v in enumerate(items)]
+    )
+
+
+def _zip(tx, args, kwargs):
+    if kwargs:
+        raise Unsupported("zip(strict=...)")
+    seqs = [_iter_items(tx, a) for a in args]
+    return ListIteratorVariable([TupleVariable(list(t)) for t in zip(*seqs)])
+
+
+def _list(tx, args, kwargs):
+    if not args:
+        return ListVariable([])
+    return ListVariable(_iter_items(tx, args[0]))
+
+
+def _tuple(tx, args, kwargs):
+    if not args:
+        return TupleVariable([])
+    return TupleVariable(_iter_items(tx, args[0]))
+
+
+def _dict(tx, args, kwargs):
+    items: Dict[Any, VariableTracker] = {}
+    if args:
+        src = args[0]
+        if isinstance(src, DictVariable):
+            items.update(src.items)
+        else:
+            for pair in _iter_items(tx, src):
+                k, v = pair.unpack_var_sequence(tx)
+                items[k.as_python_constant()] = v
+    items.update(kwargs)
+    return DictVariable(items)
+
+
+def _reversed(tx, args, kwargs):
+    return ListIteratorVariable(list(reversed(_iter_items(tx, args[0]))))
+
+
+def _iter(tx, args, kwargs):
+    if len(args) == 1:
+        return ListIteratorVariable(_iter_items(tx, args[0]))
+    return None
+
+
+def _next(tx, args, kwargs):
+    it = args[0]
+    if isinstance(it, ListIteratorVariable):
+        item = it.next_item(tx)
+        if item is None:
+            if len(args) == 2:
+                return args[1]
+            raise Unsupported("next() on an exhausted iterator raises StopIteration")
+        return item
+    return None
+
+
+def _range(tx, args, kwargs):
+    consts = _consts(args)
+    if consts is None:
+        raise Unsupported("range() over values that are not constants (a tensor?)")
+    return ConstantVariable(range(*consts))
+
+
+def _getattr(tx, args, kwargs):
+    obj, name = args[0], args[1].as_python_constant()
+    if len(args) == 3:
+        try:
+            return obj.var_getattr(tx, name)
+        except Unsupported:
+            if _hasattr_value(tx, obj, name) is False:
+                return args[2]
+            raise
+    return obj.var_getattr(tx, name)
+
+
+def _hasattr_value(tx, obj, name) -> Optional[bool]:
+    real = getattr(obj, "value", None)
+    if real is not None and not isinstance(obj, (ConstantVariable, TensorVariable)):
+        return hasattr(real, name)
+    if isinstance(obj, TensorVariable):
+        return hasattr(obj.example, name)
+    if isinstance(obj, ConstantVariable):
+        return hasattr(obj.value, name)
+    return None
+
+
+def _hasattr(tx, args, kwargs):
+    obj, name = args[0], args[1].as_python_constant()
+    found = _hasattr_value(tx, obj, name)
+    if found is None:
+        raise Unsupported(f"hasattr() on {obj.describe()}")
+    return ConstantVariable(found)
+
+
+def _sum(tx, args, kwargs):
+    items = _iter_items(tx, args[0])
+    total = args[1] if len(args) > 1 else ConstantVariable(0)
+    for item in items:
+        total = tx.binary_op(operator.add, total, item)
+    return total
+
+
+def _minmax(fn):
+    def impl(tx, args, kwargs):
+        seq = _iter_items(tx, args[0]) if len(args) == 1 else list(args)
+        if kwargs or any(isinstance(a, TensorVariable) for a in seq):
+            raise Unsupported(f"{fn.__name__}() over tensors compares their values")
+        return None
+
+    return impl
+
+
+def _slice(tx, args, kwargs):
+    parts = list(args) + [ConstantVariable(None)] * (3 - len(args))
+    if len(args) == 1:
+        parts = [ConstantVariable(None), args[0], ConstantVariable(None)]
+    return SliceVariable(*parts[:3])
+
+
+def _type(tx, args, kwargs):
+    if len(args) == 1:
+        from .builder import wrap_static
+
+        return wrap_static(args[0].python_type())
+    return None
+
+
+def _callable(tx, args, kwargs):
+    (obj,) = args
+    try:
+        return ConstantVariable(callable(getattr(obj, "value", None) or obj.python_type()))
+    except Unsupported:
+        return None
+
+
+_SPECIAL: Dict[Any, Callable] = {
+    len: _len,
+    isinstance: _isinstance,
+    enumerate: _enumerate,
+    zip: _zip,
+    list: _list,
+    tuple: _tuple,
+    dict: _dict,
+    reversed: _reversed,
+    iter: _iter,
+    next: _next,
+    range: _range,
+    getattr: _getattr,
+    hasattr: _hasattr,
+    sum: _sum,
+    min: _minmax(min),
+    max: _minmax(max),
+    slice: _slice,
+    type: _type,
+}
+
+
+# ---------------------------------------------------------------- Paddle functions
+
+#: Paddle functions that look only at metadata pinned by the guards, not at tensor data
+_METADATA_FNS = {"is_tensor", "is_floating_point", "is_complex", "is_integer", "in_dynamic_mode"}
+
+
+class PaddleFunctionVariable(VariableTracker):
+    def __init__(self, fn: Callable, source=None):
+        super().__init__(source)
+        self.fn = fn
+
+    def python_type(self) -> type:
+        return type(self.fn)
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self) -> Any:
+        return self.fn
+
+    def describe(self) -> str:
+        mod = getattr(self.fn, "__module__", "") or ""
+        return f"paddle function {mod}.{getattr(self.fn, '__name__', '?')}"
+
+    def call_function(self, tx, args, kwargs):
+        name = getattr(self.fn, "__name__", "")
+        if name in _METADATA_FNS:
+            from ..executor.output_graph import example_of
+
+            return ConstantVariable(
+                self.fn(*[example_of(a) for a in args], **{k: example_of(v) for k, v in kwargs.items()})
+            )
+        if is_inplace_name(name) or "output" in kwargs or "out" in kwargs:
+            raise Unsupported(f"{self.describe()} writes into a tensor in place; not captured yet")
+        return tx.output.call_function(tx, self.fn, args, kwargs)
+
+
+# ---------------------------------------------------------------- user functions
+
+
+class UserFunctionVariable(VariableTracker):
+    """A Python function of the user's (or of a model zoo): its bytecode is inlined."""
+
+    def __init__(self, fn: types.FunctionType, source=None):
+        super().__init__(source)
+        self.fn = fn
+
+    def python_type(self) -> type:
+        return types.FunctionType
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self) -> Any:
+        return self.fn
+
+    def describe(self) -> str:
+        return f"function {self.fn.__qualname__}"
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        if name in ("__name__", "__qualname__", "__module__", "__doc__"):
+            return ConstantVariable(getattr(self.fn, name))
+        raise Unsupported(f"attribute {name!r} of {self.describe()}")
+
+    def call_function(self, tx, args, kwargs):
+        return tx.inline_function(self.fn, args, kwargs, fn_source=self.source)
+
+
+class NestedFunctionVariable(VariableTracker):
+    """A function created by MAKE_FUNCTION during the capture (a closure or a lambda)."""
+
+    def __init__(self, code, name: str, f_globals, defaults, kwdefaults, closure):
+        super().__init__(None)
+        self.code = code
+        self.name = name
+        self.f_globals = f_globals
+        self.defaults = defaults  # TupleVariable or None
+        self.kwdefaults = kwdefaults  # DictVariable or None
+        self.closure = closure  # list of CellVariable or None
+
+    def python_type(self) -> type:
+        return types.FunctionType
+
+    def describe(self) -> str:
+        return f"nested function {self.name}"
+
+    def call_function(self, tx, args, kwargs):
+        return tx.inline_nested(self, args, kwargs)
+
+
+class UserMethodVariable(VariableTracker):
+    """A user function bound to an object (``self.helper``)."""
+
+    def __init__(self, fn: types.FunctionType, obj: VariableTracker, source=None):
+        super().__init__(source)
+        self.fn = fn
+        self.obj = obj
+
+    def python_type(self) -> type:
+        return types.MethodType
+
+    def describe(self) -> str:
+        return f"method {self.fn.__qualname__}"
+
+    def call_function(self, tx, args, kwargs):
+        return tx.inline_function(self.fn, [self.obj] + list(args), kwargs, fn_source=None)
+
+
+class BoundMethodVariable(VariableTracker):
+    """``obj.name`` for an object whose tracker implements the method itself."""
+
+    def __init__(self, obj: VariableTracker, name: str):
+        super().__init__(None)
+        self.obj = obj
+        self.name = name
+
+    def describe(self) -> str:
+        return f"method {self.name!r} of {self.obj.describe()}"
+
+    def call_function(self, tx, args, kwargs):
+        return self.obj.call_method(tx, self.name, list(args), dict(kwargs))
+
+
+def is_python_builtin(value: Any) -> bool:
+    return isinstance(value, types.BuiltinFunctionType) and getattr(
+        value, "__module__", None
+    ) in ("builtins", "math", "_operator", "operator")
+
+
+BUILTIN_NAMES = {name: getattr(builtins, name) for name in dir(builtins)}

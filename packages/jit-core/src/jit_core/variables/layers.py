@@ -1,0 +1,173 @@
+"""``paddle.nn.Layer`` objects: Paddle's own layers become call_module nodes, user layers
+and model-zoo layers are inlined down to them."""
+
+from __future__ import annotations
+
+import inspect
+from typing import List
+
+import paddle
+
+from .. import guards
+from ..errors import Unsupported
+from ..sources import AttrSource, ItemSource
+from .base import VariableTracker
+from .constant import ConstantVariable
+from .containers import ListIteratorVariable, TupleVariable
+
+_CONTAINERS = (paddle.nn.Sequential, paddle.nn.LayerList, paddle.nn.LayerDict)
+
+
+def is_leaf_layer(layer: paddle.nn.Layer) -> bool:
+    """Paddle's own layers (Conv2D, BatchNorm2D, ReLU, Linear...) stay opaque calls."""
+    if isinstance(layer, _CONTAINERS):
+        return False
+    return type(layer).__module__.startswith("paddle.nn.")
+
+
+def _has_hooks(layer: paddle.nn.Layer) -> bool:
+    return bool(getattr(layer, "_forward_pre_hooks", None)) or bool(
+        getattr(layer, "_forward_post_hooks", None)
+    )
+
+
+class LayerVariable(VariableTracker):
+    def __init__(self, layer: paddle.nn.Layer, source=None):
+        super().__init__(source)
+        self.value = layer
+
+    def python_type(self) -> type:
+        return type(self.value)
+
+    def describe(self) -> str:
+        return f"layer {type(self.value).__name__}"
+
+    def truthy(self, tx) -> bool:
+        if isinstance(self.value, _CONTAINERS):
+            return len(self.value) > 0
+        return True
+
+    def _child_source(self, name):
+        return AttrSource(self.source, name) if self.source is not None else None
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        from .builder import wrap
+
+        layer = self.value
+        cls_attr = inspect.getattr_static(type(layer), name, None)
+        if isinstance(cls_attr, property):
+            if cls_attr.fget is None:
+                raise Unsupported(f"property {name!r} has no getter")
+            return tx.inline_function(cls_attr.fget, [self], {}, fn_source=None)
+        d = layer.__dict__
+        src = self._child_source(name)
+        if name in d:
+            return wrap(tx, d[name], src, owned_by_layer=True)
+        for store in ("_parameters", "_sub_layers", "_buffers"):
+            table = d.get(store) or {}
+            if name in table:
+                return wrap(tx, table[name], src, owned_by_layer=True)
+        if cls_attr is not None:
+            if isinstance(cls_attr, staticmethod):
+                return wrap(tx, cls_attr.__func__, None)
+            if isinstance(cls_attr, classmethod):
+                raise Unsupported(f"classmethod {name!r} of a layer")
+            if inspect.isfunction(cls_attr):
+                from .functions import UserMethodVariable
+
+                return UserMethodVariable(cls_attr, self)
+            return wrap(tx, getattr(layer, name), src)
+        raise Unsupported(f"{type(layer).__name__} has no attribute {name!r}")
+
+    # -- containers
+    def _items(self):
+        layer = self.value
+        if isinstance(layer, (paddle.nn.Sequential, paddle.nn.LayerList)):
+            return list(layer._sub_layers.values())
+        raise Unsupported(f"iterating over {self.describe()}")
+
+    def unpack_var_sequence(self, tx) -> List[VariableTracker]:
+        from .builder import wrap
+
+        if isinstance(self.value, paddle.nn.LayerDict):
+            return [ConstantVariable(k) for k in self.value._sub_layers]
+        return [
+            wrap(tx, sub, ItemSource(self.source, i) if self.source else None)
+            for i, sub in enumerate(self._items())
+        ]
+
+    def getitem(self, tx, index: VariableTracker) -> VariableTracker:
+        from .builder import wrap
+
+        key = index.as_python_constant()
+        layer = self.value
+        if isinstance(layer, paddle.nn.LayerDict):
+            if key not in layer._sub_layers:
+                raise Unsupported(f"LayerDict[{key!r}] raises KeyError")
+            return wrap(tx, layer[key], ItemSource(self.source, key) if self.source else None)
+        if isinstance(key, int):
+            items = self._items()
+            if not -len(items) <= key < len(items):
+                raise Unsupported(f"{self.describe()}[{key}] raises IndexError")
+            if key < 0:
+                key += len(items)
+            return wrap(tx, items[key], ItemSource(self.source, key) if self.source else None)
+        raise Unsupported(f"indexing {self.describe()} with {key!r}")
+
+    def call_method(self, tx, name: str, args, kwargs):
+        from .builder import wrap
+
+        layer = self.value
+        if name == "__getitem__" and len(args) == 1:
+            return self.getitem(tx, args[0])
+        if name == "__len__" and isinstance(layer, _CONTAINERS):
+            return ConstantVariable(len(layer))
+        if isinstance(layer, paddle.nn.LayerDict) and name in ("keys", "values", "items"):
+            keys = list(layer._sub_layers)
+            vals = [
+                wrap(tx, layer[k], ItemSource(self.source, k) if self.source else None)
+                for k in keys
+            ]
+            if name == "keys":
+                return ListIteratorVariable([ConstantVariable(k) for k in keys])
+            if name == "values":
+                return ListIteratorVariable(vals)
+            return ListIteratorVariable(
+                [TupleVariable([ConstantVariable(k), v]) for k, v in zip(keys, vals)]
+            )
+        if name in ("children", "named_children") and not args:
+            subs = list(layer._sub_layers.items())
+            vals = [wrap(tx, sub, self._child_source(k)) for k, sub in subs]
+            if name == "children":
+                return ListIteratorVariable(vals)
+            return ListIteratorVariable(
+                [TupleVariable([ConstantVariable(k), v]) for (k, _), v in zip(subs, vals)]
+            )
+        if name == "forward":
+            return self._forward(tx, args, kwargs)
+        return super().call_method(tx, name, args, kwargs)
+
+    # -- calling
+    def call_function(self, tx, args, kwargs):
+        if _has_hooks(self.value):
+            raise Unsupported(f"{self.describe()} has forward hooks; they are not captured yet")
+        return self._forward(tx, args, kwargs)
+
+    def _forward(self, tx, args, kwargs):
+        layer = self.value
+        if is_leaf_layer(layer):
+            tx.output.guards.add(
+                self._child_source("training"), guards.CONSTANT_MATCH, bool(layer.training)
+            )
+            return tx.output.call_module(tx, self, args, kwargs)
+        if isinstance(layer, paddle.nn.Sequential) and type(layer).forward is paddle.nn.Sequential.forward:
+            if kwargs or len(args) != 1:
+                raise Unsupported("Sequential called with more than one input")
+            out = args[0]
+            for sub in self.unpack_var_sequence(tx):
+                out = sub.call_function(tx, [out], {})
+            return out
+        forward = inspect.getattr_static(type(layer), "forward", None)
+        if not inspect.isfunction(forward):
+            raise Unsupported(f"{self.describe()}.forward is not a Python function")
+        return tx.inline_function(forward, [self] + list(args), kwargs, fn_source=None)

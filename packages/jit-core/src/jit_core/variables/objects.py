@@ -1,0 +1,142 @@
+"""Modules, classes and other Python objects the captured code reads from."""
+
+from __future__ import annotations
+
+import inspect
+import types
+from typing import Any
+
+from ..errors import Unsupported
+from ..sources import AttrSource
+from .base import VariableTracker
+from .constant import ConstantVariable
+
+
+class ModuleVariable(VariableTracker):
+    def __init__(self, module: types.ModuleType, source=None):
+        super().__init__(source)
+        self.value = module
+
+    def python_type(self) -> type:
+        return types.ModuleType
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self) -> Any:
+        return self.value
+
+    def describe(self) -> str:
+        return f"module {self.value.__name__}"
+
+    def truthy(self, tx) -> bool:
+        return True
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        from .builder import is_library_module, wrap
+
+        try:
+            value = getattr(self.value, name)
+        except AttributeError as e:
+            raise Unsupported(f"module {self.value.__name__} has no attribute {name!r}") from e
+        # Library modules (paddle, math, the standard library) are not monkeypatched between
+        # calls in practice; guarding each function read from them would cost every call.
+        src = AttrSource(self.source, name) if self.source is not None else None
+        if is_library_module(self.value.__name__):
+            src = None
+        return wrap(tx, value, src)
+
+
+class UserObjectVariable(VariableTracker):
+    """Any other object: attributes are read statically, methods are inlined."""
+
+    def __init__(self, value: Any, source=None):
+        super().__init__(source)
+        self.value = value
+
+    def python_type(self) -> type:
+        return type(self.value)
+
+    def describe(self) -> str:
+        return f"object of type {type(self.value).__qualname__}"
+
+    def truthy(self, tx) -> bool:
+        t = type(self.value)
+        if getattr(t, "__bool__", None) is None and getattr(t, "__len__", None) is None:
+            return True
+        raise Unsupported(f"truth value of {self.describe()} (it defines __bool__/__len__)")
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        from .builder import wrap
+        from .functions import UserMethodVariable
+
+        obj = self.value
+        src = AttrSource(self.source, name) if self.source is not None else None
+        cls_attr = inspect.getattr_static(type(obj), name, None)
+        if isinstance(cls_attr, property):
+            if cls_attr.fget is None:
+                raise Unsupported(f"property {name!r} has no getter")
+            return tx.inline_function(cls_attr.fget, [self], {}, fn_source=None)
+        d = getattr(obj, "__dict__", None)
+        if d is not None and name in d:
+            return wrap(tx, d[name], src)
+        if cls_attr is not None:
+            if inspect.isfunction(cls_attr):
+                return UserMethodVariable(cls_attr, self)
+            if isinstance(cls_attr, staticmethod):
+                return wrap(tx, cls_attr.__func__, None)
+            if isinstance(cls_attr, (classmethod, types.MemberDescriptorType)) or hasattr(
+                cls_attr, "__get__"
+            ):
+                raise Unsupported(f"descriptor {name!r} of {self.describe()}")
+            return wrap(tx, cls_attr, src)
+        if hasattr(type(obj), "__getattr__"):
+            raise Unsupported(f"{self.describe()} computes attribute {name!r} in __getattr__")
+        raise Unsupported(f"{self.describe()} has no attribute {name!r}")
+
+    def call_function(self, tx, args, kwargs):
+        call = inspect.getattr_static(type(self.value), "__call__", None)
+        if inspect.isfunction(call):
+            return tx.inline_function(call, [self] + list(args), kwargs, fn_source=None)
+        raise Unsupported(f"calling {self.describe()}")
+
+
+class ClassVariable(VariableTracker):
+    """A class: its attributes can be read; creating instances is not captured yet."""
+
+    def __init__(self, value: type, source=None):
+        super().__init__(source)
+        self.value = value
+
+    def python_type(self) -> type:
+        return type(self.value)
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self) -> Any:
+        return self.value
+
+    def describe(self) -> str:
+        return f"class {self.value.__qualname__}"
+
+    def truthy(self, tx) -> bool:
+        return True
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        from .builder import wrap
+
+        attr = inspect.getattr_static(self.value, name, None)
+        if attr is None:
+            raise Unsupported(f"{self.describe()} has no attribute {name!r}")
+        if isinstance(attr, (staticmethod, classmethod)):
+            attr = getattr(self.value, name)
+        src = AttrSource(self.source, name) if self.source is not None else None
+        return wrap(tx, attr, src)
+
+    def call_function(self, tx, args, kwargs):
+        raise Unsupported(f"creating an instance of {self.describe()} during capture")
+
+
+def constant_or_none(value: Any):
+    return ConstantVariable(value)

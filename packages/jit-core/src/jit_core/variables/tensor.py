@@ -1,0 +1,86 @@
+"""Tensors: every operation on them becomes a node of the graph."""
+
+from __future__ import annotations
+
+import operator
+from typing import List
+
+from ..errors import Unsupported
+from .base import VariableTracker
+from .constant import ConstantVariable
+from .containers import ListVariable
+
+#: methods whose result is a Python value computed from the tensor's *data*
+_LEAVES_GRAPH = {
+    "numpy", "item", "tolist", "__bool__", "__float__", "__int__", "__index__", "__array__",
+    "__complex__", "__len__", "cpu", "cuda", "pin_memory", "backward", "register_hook",
+    "clear_grad", "clear_gradient", "set_value", "copy_", "get_tensor", "value",
+}
+
+#: tensor attributes that depend only on metadata the guards pin (shape, dtype, ...)
+_METADATA_ATTRS = {"shape", "dtype", "ndim", "size", "stop_gradient", "is_leaf"}
+
+
+def is_inplace_name(name: str) -> bool:
+    return name.endswith("_") and not name.endswith("__")
+
+
+class TensorVariable(VariableTracker):
+    def __init__(self, node, example, source=None):
+        super().__init__(source)
+        self.node = node
+        self.example = example
+
+    def python_type(self) -> type:
+        return type(self.example)
+
+    def describe(self) -> str:
+        return f"tensor {self.node.name} {list(self.example.shape)}"
+
+    def truthy(self, tx) -> bool:
+        raise Unsupported(
+            "a tensor value decides a branch (the truth of a tensor is known only at run time)"
+        )
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        ex = self.example
+        if name == "shape":
+            return ListVariable([ConstantVariable(int(d)) for d in ex.shape])
+        if name in _METADATA_ATTRS:
+            return ConstantVariable(getattr(ex, name))
+        if name == "T":
+            perm = list(range(len(ex.shape)))[::-1]
+            return tx.output.call_method(tx, "transpose", [self, ConstantVariable(perm)], {})
+        attr = getattr(type(ex), name, None)
+        if attr is not None and callable(attr):
+            from .functions import BoundMethodVariable
+
+            return BoundMethodVariable(self, name)
+        raise Unsupported(f"tensor attribute {name!r} is not captured")
+
+    def call_method(self, tx, name: str, args, kwargs):
+        if name in _LEAVES_GRAPH:
+            raise Unsupported(f"tensor.{name}() makes the tensor's value leave the graph")
+        if is_inplace_name(name) or name == "__setitem__":
+            raise Unsupported(
+                f"in-place tensor method .{name}() mutates a tensor; in-place ops are not "
+                "captured yet"
+            )
+        if name in ("dim", "ndimension") and not args:
+            return ConstantVariable(len(self.example.shape))
+        if name == "__getitem__" and len(args) == 1:
+            return tx.output.call_function(tx, operator.getitem, [self, args[0]], {})
+        if name == "numel" and not args:
+            return tx.output.call_method(tx, "numel", [self], {})
+        return tx.output.call_method(tx, name, [self] + list(args), kwargs)
+
+    def unpack_var_sequence(self, tx) -> List[VariableTracker]:
+        if not self.example.shape:
+            raise Unsupported("iterating over a 0-d tensor")
+        n = int(self.example.shape[0])
+        if n > 64:
+            raise Unsupported(f"iterating over a tensor with {n} rows (unrolling is capped at 64)")
+        return [
+            tx.output.call_function(tx, operator.getitem, [self, ConstantVariable(i)], {})
+            for i in range(n)
+        ]

@@ -1,0 +1,158 @@
+"""Building and unpacking tuples, lists, dicts, slices and strings."""
+
+from __future__ import annotations
+
+from jit_core.errors import Unsupported
+from jit_core.variables import (
+    ConstantVariable,
+    DictVariable,
+    ListVariable,
+    SliceVariable,
+    TupleVariable,
+)
+
+from .registry import handler, versions
+
+
+@handler("BUILD_TUPLE")
+def build_tuple(tx, inst):
+    tx.push(TupleVariable(tx.popn(inst.arg)))
+
+
+@handler("BUILD_LIST")
+def build_list(tx, inst):
+    tx.push(ListVariable(tx.popn(inst.arg)))
+
+
+def _key(v):
+    if not v.is_python_constant():
+        raise Unsupported(f"dict key {v.describe()} is not a constant")
+    return v.as_python_constant()
+
+
+@handler("BUILD_MAP")
+def build_map(tx, inst):
+    flat = tx.popn(2 * inst.arg)
+    tx.push(DictVariable({_key(flat[i]): flat[i + 1] for i in range(0, len(flat), 2)}))
+
+
+@handler("BUILD_CONST_KEY_MAP")
+def build_const_key_map(tx, inst):
+    keys = tx.pop().as_python_constant()
+    values = tx.popn(inst.arg)
+    tx.push(DictVariable(dict(zip(keys, values))))
+
+
+@handler("BUILD_SLICE")
+def build_slice(tx, inst):
+    parts = tx.popn(inst.arg)
+    if len(parts) == 2:
+        parts.append(ConstantVariable(None))
+    tx.push(SliceVariable(*parts))
+
+
+@handler("LIST_APPEND")
+def list_append(tx, inst):
+    value = tx.pop()
+    target = tx.peek(inst.arg)
+    target.items.append(value)
+
+
+@handler("MAP_ADD")
+def map_add(tx, inst):
+    value = tx.pop()
+    key = tx.pop()
+    tx.peek(inst.arg).items[_key(key)] = value
+
+
+@handler("LIST_EXTEND", versions=versions("3.9", "3.12"))
+def list_extend(tx, inst):
+    seq = tx.pop()
+    tx.peek(inst.arg).items.extend(seq.unpack_var_sequence(tx))
+
+
+@handler("LIST_TO_TUPLE", versions=versions("3.9", "3.11"))
+def list_to_tuple(tx, inst):
+    tx.push(TupleVariable(tx.pop().items))
+
+
+@handler("DICT_MERGE", "DICT_UPDATE", versions=versions("3.9", "3.12"))
+def dict_merge(tx, inst):
+    other = tx.pop()
+    if not isinstance(other, DictVariable):
+        raise Unsupported(f"** unpacking of {other.describe()}")
+    target = tx.peek(inst.arg)
+    for k, v in other.items.items():
+        if inst.opname == "DICT_MERGE" and k in target.items:
+            raise Unsupported(f"duplicate keyword argument {k!r} (TypeError)")
+        target.items[k] = v
+
+
+@handler("BUILD_TUPLE_UNPACK", "BUILD_TUPLE_UNPACK_WITH_CALL", "BUILD_LIST_UNPACK",
+         versions=versions("3.8", "3.8"))
+def build_unpack_38(tx, inst):
+    items = []
+    for seq in tx.popn(inst.arg):
+        items.extend(seq.unpack_var_sequence(tx))
+    cls = ListVariable if inst.opname == "BUILD_LIST_UNPACK" else TupleVariable
+    tx.push(cls(items))
+
+
+@handler("BUILD_MAP_UNPACK", "BUILD_MAP_UNPACK_WITH_CALL", versions=versions("3.8", "3.8"))
+def build_map_unpack_38(tx, inst):
+    out = {}
+    for d in tx.popn(inst.arg):
+        if not isinstance(d, DictVariable):
+            raise Unsupported(f"** unpacking of {d.describe()}")
+        out.update(d.items)
+    tx.push(DictVariable(out))
+
+
+@handler("UNPACK_SEQUENCE")
+def unpack_sequence(tx, inst):
+    items = tx.pop().unpack_var_sequence(tx)
+    if len(items) != inst.arg:
+        raise Unsupported(f"unpacking {len(items)} values into {inst.arg} (ValueError)")
+    for item in reversed(items):
+        tx.push(item)
+
+
+@handler("UNPACK_EX")
+def unpack_ex(tx, inst):
+    before = inst.arg & 0xFF
+    after = inst.arg >> 8
+    items = tx.pop().unpack_var_sequence(tx)
+    if len(items) < before + after:
+        raise Unsupported("not enough values to unpack (ValueError)")
+    head = items[:before]
+    middle = items[before : len(items) - after]
+    tail = items[len(items) - after :]
+    for item in reversed(tail):
+        tx.push(item)
+    tx.push(ListVariable(middle))
+    for item in reversed(head):
+        tx.push(item)
+
+
+@handler("FORMAT_VALUE")
+def format_value(tx, inst):
+    have_spec = (inst.arg & 0x04) == 0x04
+    spec = tx.pop().as_python_constant() if have_spec else ""
+    value = tx.pop()
+    if not value.is_python_constant():
+        raise Unsupported(f"formatting {value.describe()} into a string")
+    v = value.as_python_constant()
+    conv = inst.arg & 0x03
+    if conv == 1:
+        v = str(v)
+    elif conv == 2:
+        v = repr(v)
+    elif conv == 3:
+        v = ascii(v)
+    tx.push(ConstantVariable(format(v, spec)))
+
+
+@handler("BUILD_STRING")
+def build_string(tx, inst):
+    parts = tx.popn(inst.arg)
+    tx.push(ConstantVariable("".join(p.as_python_constant() for p in parts)))

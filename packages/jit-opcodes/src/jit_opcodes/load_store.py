@@ -1,0 +1,98 @@
+"""Loads and stores of locals, constants, globals and attributes."""
+
+from __future__ import annotations
+
+from jit_core.errors import Unsupported
+from jit_core.variables import NullVariable, wrap_static
+
+from .registry import handler, versions
+
+
+@handler("LOAD_FAST")
+def load_fast(tx, inst):
+    tx.push(tx.load_local(inst.argval))
+
+
+@handler("LOAD_FAST_CHECK", versions=versions("3.12"))
+def load_fast_check(tx, inst):
+    tx.push(tx.load_local(inst.argval))
+
+
+@handler("LOAD_FAST_AND_CLEAR", versions=versions("3.12"))
+def load_fast_and_clear(tx, inst):
+    # 3.12 inlined comprehensions save the outer binding of their loop variable here
+    name = inst.argval
+    value = tx.symbolic_locals.pop(name, None)
+    tx.push(value if value is not None else NullVariable())
+
+
+@handler("STORE_FAST")
+def store_fast(tx, inst):
+    value = tx.pop()
+    if isinstance(value, NullVariable):
+        # restoring a 3.12 comprehension variable that was unbound before
+        tx.symbolic_locals.pop(inst.argval, None)
+        return
+    tx.store_local(inst.argval, value)
+
+
+@handler("DELETE_FAST")
+def delete_fast(tx, inst):
+    tx.delete_local(inst.argval)
+
+
+@handler("LOAD_CONST")
+def load_const(tx, inst):
+    tx.push(wrap_static(inst.argval))
+
+
+@handler("LOAD_GLOBAL", versions=versions("3.8", "3.10"))
+def load_global(tx, inst):
+    tx.push(tx.load_global(inst.argval))
+
+
+@handler("LOAD_GLOBAL", versions=versions("3.11", "3.12"))
+def load_global_null(tx, inst):
+    # 3.11+: the low bit of the argument asks for a NULL before the value
+    if inst.arg & 1:
+        tx.push(NullVariable())
+    tx.push(tx.load_global(inst.argval))
+
+
+@handler("STORE_GLOBAL", "DELETE_GLOBAL")
+def store_global(tx, inst):
+    raise Unsupported(f"global {inst.argval!r} is assigned: a side effect not captured yet")
+
+
+@handler("LOAD_ATTR", versions=versions("3.8", "3.11"))
+def load_attr(tx, inst):
+    obj = tx.pop()
+    tx.push(tx.getattr(obj, inst.argval))
+
+
+@handler("LOAD_ATTR", versions=versions("3.12"))
+def load_attr_312(tx, inst):
+    obj = tx.pop()
+    if inst.arg & 1:
+        # method form: NULL + bound callable is equivalent to method + self
+        tx.push(NullVariable())
+    tx.push(tx.getattr(obj, inst.argval))
+
+
+@handler("LOAD_METHOD", versions=versions("3.8", "3.11"))
+def load_method(tx, inst):
+    obj = tx.pop()
+    tx.push(NullVariable())
+    tx.push(tx.getattr(obj, inst.argval))
+
+
+@handler("STORE_ATTR")
+def store_attr(tx, inst):
+    obj = tx.pop()
+    value = tx.pop()
+    obj.setattr(tx, inst.argval, value)
+
+
+@handler("DELETE_ATTR")
+def delete_attr(tx, inst):
+    raise Unsupported(f"del of attribute {inst.argval!r}: a side effect not captured yet")

@@ -11,7 +11,7 @@ from typing import Any, Callable, Dict, Optional, Set
 import paddle
 
 from .config import Options
-from .eval_frame import CompileContext
+from .eval_frame import CompileContext, set_eval_frame
 
 
 def _target_codes(fn: Callable) -> Set[types.CodeType]:
@@ -52,10 +52,16 @@ class OptimizedFunction:
         self._orig_fn = fn
         self._options = options
         self._ctx = CompileContext(options, _target_codes(fn))
+        self._callback = self._ctx.callback
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args, **kwargs):
-        return self._ctx.run(self._orig_fn, args, kwargs)
+        # the same as CompileContext.run, inlined: this is on every call's path
+        prev = set_eval_frame(self._callback)
+        try:
+            return self._orig_fn(*args, **kwargs)
+        finally:
+            set_eval_frame(prev)
 
     def __get__(self, obj, objtype=None):
         # used as a method decorator: bind like a function would

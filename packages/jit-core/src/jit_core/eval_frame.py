@@ -12,7 +12,7 @@ import contextlib
 import threading
 import types
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Set
 
 import paddle
@@ -30,6 +30,10 @@ from .logs import breaks_log, bytecode_log, graphs_log, guards_log, recompiles_l
 from .skipfiles import is_skipped_file
 
 set_eval_frame = _core.set_eval_frame
+
+
+def _identifier(name: str) -> str:
+    return "".join(c if c.isalnum() or c == "_" else "_" for c in name).strip("_") or "code"
 
 
 class FrameResult:
@@ -58,12 +62,27 @@ class CacheEntry:
     op_count: int
 
 
-@dataclass
 class CodeCache:
-    entries: List[CacheEntry] = field(default_factory=list)
-    #: why this code runs eagerly for good (a break, or the recompile limit)
-    eager_reason: Optional[str] = None
-    skipped: bool = False
+    """The cache entries of one code object, and whether it is left alone."""
+
+    __slots__ = ("entries", "eager_reason", "skipped", "hot")
+
+    def __init__(self):
+        self.entries: List[CacheEntry] = []
+        #: why this code runs eagerly for good (a break, or the recompile limit)
+        self.eager_reason: Optional[str] = None
+        self.skipped = False
+        #: what the hook's fast path reads: (guard function, result) pairs, or None when
+        #: the frame runs its original code
+        self.hot: Optional[tuple] = ()
+
+    def add(self, entry: CacheEntry) -> None:
+        self.entries.append(entry)
+        self.hot = tuple((e.guard.fn, e.result) for e in self.entries)
+
+    def run_eagerly(self, reason: str) -> None:
+        self.eager_reason = reason
+        self.hot = None
 
 
 @dataclass
@@ -103,29 +122,31 @@ class CompileContext:
 
     # ------------------------------------------------------------------ the hook
     def _callback(self, frame) -> FrameResult:
-        code = frame.f_code
-        cache = self.cache.get(code)
+        # the hot path of every call: keep it to dict lookups and the guards
+        cache = self.cache.get(frame.f_code)
         if cache is None:
-            cache = self._new_cache(code)
-        if cache.skipped or cache.eager_reason is not None:
+            cache = self._new_cache(frame.f_code)
+        hot = cache.hot
+        if hot is None:
             return RUN_ORIGINAL
-        if cache.entries:
+        if hot:
             L = frame.f_locals
             G = frame.f_globals
-            for entry in cache.entries:
+            for guard, result in hot:
                 try:
-                    if entry.guard.fn(L, G):
-                        return entry.result
+                    if guard(L, G):
+                        return result
                 except Exception:  # noqa: BLE001 - a guard that cannot run has failed
                     pass
-        return self._miss(frame, code, cache)
+        return self._miss(frame, frame.f_code, cache)
 
     def _new_cache(self, code: types.CodeType) -> CodeCache:
         cache = CodeCache()
         if code not in self.targets and is_skipped_file(code.co_filename):
             cache.skipped = True
+            cache.hot = None
         elif code.co_flags & (0x20 | 0x80 | 0x100 | 0x200):
-            cache.eager_reason = "generators and coroutines run eagerly"
+            cache.run_eagerly("generators and coroutines run eagerly")
         self.cache[code] = cache
         return cache
 
@@ -139,7 +160,7 @@ class CompileContext:
             if cache.entries:
                 failed = cache.entries[-1].guard.first_failure(L, G)
                 if len(cache.entries) >= self.options.recompile_limit:
-                    cache.eager_reason = (
+                    cache.run_eagerly(
                         f"recompile limit ({self.options.recompile_limit}) reached; "
                         f"the guard that kept failing: {failed}"
                     )
@@ -162,14 +183,14 @@ class CompileContext:
                 reason = e.describe()
                 if self.options.full_graph:
                     raise GraphBreakError(e.reason, e.location, e.instruction) from None
-                cache.eager_reason = reason
+                cache.run_eagerly(reason)
                 self.events.append(
                     CaptureEvent(code.co_name, location, False, None, e.reason, e.location,
                                  e.instruction)
                 )
                 breaks_log.info("%s runs eagerly: %s", code.co_name, reason)
                 return RUN_ORIGINAL
-            cache.entries.append(entry)
+            cache.add(entry)
             self.events.append(CaptureEvent(code.co_name, location, True, entry))
             return entry.result
 
@@ -213,7 +234,7 @@ class CompileContext:
                     ) from e
                 graphs_log.info("graph of %s:\n%s", code.co_name, gm.code)
             new_code = build_code(code, compiled, sources, tensors, ret)
-        guard = output.guards.build(f"guard_{code.co_name}_{n}")
+        guard = output.guards.build(f"guard_{_identifier(code.co_name)}_{n}")
         guards_log.info("%s", guard.readable())
         if bytecode_log.isEnabledFor(10):
             bytecode_log.debug(

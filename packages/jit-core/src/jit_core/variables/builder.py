@@ -22,7 +22,7 @@ from .layers import LayerVariable
 from .objects import ClassVariable, ModuleVariable, UserObjectVariable
 
 _CONSTANT_TYPES = (int, float, bool, str, bytes, complex, type(None), type(Ellipsis),
-                   type(NotImplemented), range)
+                   type(NotImplemented), range, types.CodeType)
 
 _Parameter = type(paddle.create_parameter([1], "float32"))
 

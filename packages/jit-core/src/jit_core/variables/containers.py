@@ -38,6 +38,13 @@ class BaseListVariable(VariableTracker):
     def truthy(self, tx) -> bool:
         return bool(self.items)
 
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        if hasattr(self.container_type, name):
+            from .functions import BoundMethodVariable
+
+            return BoundMethodVariable(self, name)
+        return super().var_getattr(tx, name)
+
     def getitem(self, tx, index: VariableTracker) -> VariableTracker:
         if not index.is_python_constant():
             raise Unsupported(f"indexing {self.describe()} with {index.describe()}")
@@ -153,6 +160,13 @@ class DictVariable(VariableTracker):
 
     def unpack_var_sequence(self, tx) -> List[VariableTracker]:
         return [_const(k) for k in self.items]
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        if hasattr(dict, name):
+            from .functions import BoundMethodVariable
+
+            return BoundMethodVariable(self, name)
+        return super().var_getattr(tx, name)
 
     def _key(self, key: VariableTracker) -> Any:
         if not key.is_python_constant():

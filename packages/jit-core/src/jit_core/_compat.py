@@ -29,6 +29,29 @@ HAS_PROLOGUE = PY_VERSION >= (3, 11)
 FOR_ITER_JUMPS_TO_END_FOR = PY_VERSION >= (3, 12)
 
 
+#: 3.11+: Paddle's C shim never hands a frame whose code has an exception table (any
+#: ``try``, ``with``, or a 3.12 inlined comprehension) to the hook, so ``optimize()`` enters
+#: such a target code itself (see ``CompileContext.run``).
+HOOK_SKIPS_EXCEPTION_TABLES = PY_VERSION >= (3, 11)
+
+
+def hook_skips(code) -> bool:
+    """Whether Paddle's frame hook never sees frames of ``code`` (generators aside)."""
+    return HOOK_SKIPS_EXCEPTION_TABLES and bool(getattr(code, "co_exceptiontable", b""))
+
+
+class EntryFrame:
+    """What the hook reads of a frame, made by hand for a call the hook cannot see."""
+
+    __slots__ = ("f_code", "f_locals", "f_globals", "f_builtins")
+
+    def __init__(self, code, f_locals: dict, f_globals: dict, f_builtins: dict):
+        self.f_code = code
+        self.f_locals = f_locals
+        self.f_globals = f_globals
+        self.f_builtins = f_builtins
+
+
 def instructions(code) -> List[dis.Instruction]:
     """The instructions of ``code`` without 3.11+ CACHE entries, jump targets as offsets."""
     return list(dis.get_instructions(code))

@@ -56,6 +56,8 @@ class OptimizedFunction:
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args, **kwargs):
+        if self._ctx.direct_codes:
+            return self._ctx.run(self._orig_fn, args, kwargs)
         # the same as CompileContext.run, inlined: this is on every call's path
         prev = set_eval_frame(self._callback)
         try:

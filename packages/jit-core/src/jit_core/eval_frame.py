@@ -8,7 +8,9 @@ only in the thread that runs it.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
+import inspect
 import threading
 import types
 import warnings
@@ -34,6 +36,11 @@ set_eval_frame = _core.set_eval_frame
 
 def _identifier(name: str) -> str:
     return "".join(c if c.isalnum() or c == "_" else "_" for c in name).strip("_") or "code"
+
+
+def _builtins_of(func: types.FunctionType) -> dict:
+    b = func.__globals__.get("__builtins__", builtins)
+    return b if isinstance(b, dict) else b.__dict__
 
 
 class FrameResult:
@@ -119,6 +126,10 @@ class CompileContext:
         self._lock = threading.RLock()
         self._counter = 0
         self.callback = self._callback  # bound once: a new bound method each call costs
+        #: targets whose frames the hook cannot see; ``run`` enters them itself
+        self.direct_codes = {c for c in self.targets if _compat.hook_skips(c)}
+        self._signatures: Dict[types.CodeType, inspect.Signature] = {}
+        self._entry_functions: Dict[types.CodeType, Callable] = {}
 
     # ------------------------------------------------------------------ the hook
     def _callback(self, frame) -> FrameResult:
@@ -253,13 +264,89 @@ class CompileContext:
 
     # ------------------------------------------------------------------ running
     def run(self, fn: Callable, args, kwargs) -> Any:
+        if self.direct_codes:
+            direct = self._direct_entry(fn)
+            if direct is not None:
+                func, lead = direct
+                return self._run_direct(func, lead + tuple(args), kwargs)
         prev = set_eval_frame(self.callback)
         try:
             return fn(*args, **kwargs)
         finally:
             set_eval_frame(prev)
 
+    def _direct_entry(self, fn: Callable):
+        """``(function, leading args)`` when the frame ``fn`` starts is one the hook cannot
+        see (``_compat.hook_skips``) and we can enter it ourselves; else None."""
+        if isinstance(fn, paddle.nn.Layer):
+            forward = inspect.getattr_static(type(fn), "forward", None)
+            if getattr(forward, "__code__", None) not in self.direct_codes:
+                return None
+            # Layer.__call__ is exactly ``self.forward(*args)`` when no hook and no lazy
+            # build is pending; otherwise its own code must run and forward stays eager.
+            built = type(fn)._build_once is paddle.nn.Layer._build_once or getattr(
+                fn, "_built", True
+            )
+            if fn._forward_pre_hooks or fn._forward_post_hooks or not built:
+                self._note_invisible(forward.__code__, "the layer has forward hooks")
+                return None
+            return forward, (fn,)
+        func = getattr(fn, "__func__", fn)
+        if not isinstance(func, types.FunctionType) or func.__code__ not in self.direct_codes:
+            return None
+        lead = (fn.__self__,) if func is not fn else ()
+        return func, lead
+
+    def _note_invisible(self, code: types.CodeType, why: str) -> None:
+        cache = self.cache.get(code) or self._new_cache(code)
+        if cache.eager_reason is None:
+            reason = (
+                "runs eagerly: on Python 3.11+ the frame hook does not see code with an "
+                f"exception table (try, with, inlined comprehension), and {why}"
+            )
+            cache.run_eagerly(reason)
+            location = f"{code.co_filename}:{code.co_firstlineno}"
+            self.events.append(CaptureEvent(code.co_name, location, False, None, reason))
+
+    def _run_direct(self, func: types.FunctionType, args: tuple, kwargs: dict) -> Any:
+        code = func.__code__
+        sig = self._signatures.get(code)
+        if sig is None:
+            sig = self._signatures[code] = inspect.signature(func)
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError:
+            return func(*args, **kwargs)  # the same TypeError the call itself raises
+        bound.apply_defaults()
+        f_locals = dict(bound.arguments)
+        for name, cell in zip(code.co_freevars, func.__closure__ or ()):
+            try:
+                f_locals[name] = cell.cell_contents
+            except ValueError:  # an empty cell is not a local yet
+                pass
+        frame = _compat.EntryFrame(code, f_locals, func.__globals__, _builtins_of(func))
+        prev = set_eval_frame(None)
+        try:
+            result = self._callback(frame)
+            if result.code is None:
+                set_eval_frame(self.callback)
+                return func(*args, **kwargs)
+            return self._entry_function(func, result.code)(*args, **kwargs)
+        finally:
+            set_eval_frame(prev)
+
+    def _entry_function(self, func: types.FunctionType, code: types.CodeType) -> Callable:
+        fn = self._entry_functions.get(code)
+        if fn is None or fn.__closure__ is not func.__closure__:
+            fn = types.FunctionType(
+                code, func.__globals__, func.__name__, func.__defaults__, func.__closure__
+            )
+            fn.__kwdefaults__ = func.__kwdefaults__
+            self._entry_functions[code] = fn
+        return fn
+
     def reset(self) -> None:
         with self._lock:
             self.cache.clear()
             self.events.clear()
+            self._entry_functions.clear()

@@ -67,10 +67,8 @@ def call_function_ex_311(tx, inst):
 
 @handler("KW_NAMES", versions=versions("3.11", "3.12"))
 def kw_names(tx, inst):
-    names = inst.argval
-    if isinstance(names, int):  # older dis versions show the const index
-        names = tx.code.co_consts[names]
-    tx.kw_names = tuple(names)
+    # the argument indexes co_consts; 3.11's dis shows it as "<unknown>", so never trust argval
+    tx.kw_names = tuple(tx.code.co_consts[inst.arg])
 
 
 @handler("CALL", versions=versions("3.11", "3.12"))

@@ -33,6 +33,27 @@ from .skipfiles import is_skipped_file
 
 set_eval_frame = _core.set_eval_frame
 
+# Paddle's C shim has two memories of its own, both process-wide (eval_frame_tools.cc):
+# - a code whose frames got "run the original, keep hooking" ten times is marked "without
+#   graph" and from then on runs with the hook *off* for its whole call tree; after ten
+#   calls of any layer, ``Layer.__call__`` would hide every ``forward`` below it;
+# - once ``paddle.jit.sot`` is imported (``to_static`` does it), files under paddle/ are
+#   never handed to the hook, which would hide targets such as ``paddle.vision`` models.
+# ``_keep_hooking`` marks a code "with graph" so the hook keeps seeing its callees, and
+# ``_never_skip`` exempts our targets from the file-prefix rule.
+_keep_hooking_codes = getattr(_core, "sot_setup_codes_with_graph", None)
+_never_skip_codes = getattr(_core, "eval_frame_no_skip_codes", None)
+
+
+def _keep_hooking(code: types.CodeType) -> None:
+    if _keep_hooking_codes is not None:
+        _keep_hooking_codes((code,))
+
+
+def _never_skip(codes) -> None:
+    if _never_skip_codes is not None and codes:
+        _never_skip_codes(tuple(codes))
+
 
 def _identifier(name: str) -> str:
     return "".join(c if c.isalnum() or c == "_" else "_" for c in name).strip("_") or "code"
@@ -128,6 +149,7 @@ class CompileContext:
         self.callback = self._callback  # bound once: a new bound method each call costs
         #: targets whose frames the hook cannot see; ``run`` enters them itself
         self.direct_codes = {c for c in self.targets if _compat.hook_skips(c)}
+        _never_skip(self.targets)
         self._signatures: Dict[types.CodeType, inspect.Signature] = {}
         self._entry_functions: Dict[types.CodeType, Callable] = {}
 
@@ -152,6 +174,7 @@ class CompileContext:
         return self._miss(frame, frame.f_code, cache)
 
     def _new_cache(self, code: types.CodeType) -> CodeCache:
+        _keep_hooking(code)
         cache = CodeCache()
         if code not in self.targets and is_skipped_file(code.co_filename):
             cache.skipped = True

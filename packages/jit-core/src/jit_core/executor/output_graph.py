@@ -214,12 +214,15 @@ class OutputGraph:
 
 def _run_leaf_layer(layer: paddle.nn.Layer, args, kwargs):
     # In training mode layers like BatchNorm update their running statistics in place;
-    # the capture must not, so they are put back after the example run.
+    # the capture must not, so they are put back after the example run. Paddle keeps those
+    # statistics as buffers in some layers and as stop_gradient parameters in others.
     saved = []
     if layer.training:
-        for _, buf in layer.named_buffers():
-            if buf is not None and buf._is_initialized():
-                saved.append((buf, buf.clone()))
+        state = [b for _, b in layer.named_buffers()]
+        state += [p for _, p in layer.named_parameters() if p.stop_gradient]
+        for t in state:
+            if t is not None and t._is_initialized():
+                saved.append((t, t.clone()))
     try:
         return layer(*args, **kwargs)
     finally:

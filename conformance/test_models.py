@@ -1,0 +1,140 @@
+"""Whole models captured into exactly one graph, on every backend.
+
+Random-initialised models in ``eval()`` mode: one graph, no break, outputs equal to eager,
+a cache hit on the second call, one recompile for a new input shape.
+"""
+
+from __future__ import annotations
+
+import paddle
+import pytest
+from paddle.vision import models
+
+import jit_core
+
+from .helpers import assert_same
+
+
+class MLP(paddle.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.body = paddle.nn.Sequential(
+            paddle.nn.Linear(32, 64),
+            paddle.nn.BatchNorm1D(64),
+            paddle.nn.ReLU(),
+            paddle.nn.Linear(64, 64),
+            paddle.nn.GELU(),
+        )
+        self.head = paddle.nn.Linear(64, 10)
+
+    def forward(self, x):
+        return paddle.nn.functional.log_softmax(self.head(self.body(x) + 1.0), axis=-1)
+
+
+#: name -> (factory, input shape); images are small so that five models stay quick on CPU
+MODELS = {
+    "resnet18": (models.resnet18, [1, 3, 64, 64]),
+    "resnet50": (models.resnet50, [1, 3, 64, 64]),
+    "mobilenet_v2": (models.mobilenet_v2, [1, 3, 64, 64]),
+    "vgg11": (lambda: models.vgg11(num_classes=10), [1, 3, 32, 32]),
+    "mlp": (MLP, [4, 32]),
+}
+
+
+def make(name: str) -> paddle.nn.Layer:
+    paddle.seed(2024)
+    net = MODELS[name][0]()
+    net.eval()
+    return net
+
+
+def example(name: str, batch: int = 0) -> paddle.Tensor:
+    shape = list(MODELS[name][1])
+    if batch:
+        shape[0] = batch
+    return paddle.randn(shape)
+
+
+@pytest.fixture(scope="module", params=sorted(MODELS))
+def model(request):
+    return request.param, make(request.param)
+
+
+def test_one_graph_no_break_equal_to_eager(model, backend):
+    name, net = model
+    x = example(name)
+    report = jit_core.explain(net, x, backend=backend)
+    assert report.graph_count == 1, str(report)
+    assert report.break_count == 0, str(report)
+    assert report.op_count > 5
+    with paddle.no_grad():
+        assert_same(report.result, net(x))
+
+
+def test_cache_hit_and_one_recompile_per_shape(model, backend):
+    name, net = model
+    fast = jit_core.optimize(net, backend=backend)
+    x = example(name)
+    expected = net(x)
+    assert_same(fast(x), expected)
+    assert fast.jit_stats.captures == 1
+    assert_same(fast(x), expected)
+    y = example(name)  # new values, same shape
+    assert_same(fast(y), net(y))
+    assert fast.jit_stats.captures == 1, "same shapes must hit the cache"
+
+    x2 = example(name, batch=2)
+    assert_same(fast(x2), net(x2))
+    assert fast.jit_stats.captures == 2, "a new input shape recompiles once"
+    assert_same(fast(x2), net(x2))
+    assert_same(fast(x), expected)
+    stats = fast.jit_stats
+    assert stats.captures == 2 and stats.compiled == 2 and not stats.eager_frames
+
+
+@pytest.mark.parametrize("name", ["mlp", "resnet18"])
+def test_train_and_eval_modes_never_share_a_graph(name, backend):
+    eager, net = make(name), make(name)
+    fast = jit_core.optimize(net, backend=backend)
+    x = example(name, batch=4)
+    assert_same(fast(x), eager(x))
+
+    eager.train()
+    fast.train()
+    assert net.training and all(layer.training for layer in net.sublayers())
+    out, expected = fast(x), eager(x)
+    assert_same(out, expected, rtol=1e-4, atol=1e-5)
+    assert fast.jit_stats.captures == 2, "train() must not reuse the eval() graph"
+    # the training step itself: gradients and updated batch-norm statistics match eager
+    out.mean().backward()
+    expected.mean().backward()
+    for (pname, p), (_, q) in zip(net.named_parameters(), eager.named_parameters()):
+        assert (p.grad is None) == (q.grad is None), pname
+        if q.grad is not None:
+            assert_same(p.grad, q.grad, rtol=1e-3, atol=1e-5)
+    # running statistics (buffers, or stop_gradient parameters in Paddle) moved exactly once
+    state, expected_state = net.state_dict(), eager.state_dict()
+    assert list(state) == list(expected_state)
+    for key in expected_state:
+        assert_same(state[key], expected_state[key], rtol=1e-4, atol=1e-5)
+
+    fast.eval()
+    eager.eval()
+    assert_same(fast(x), eager(x), rtol=1e-4, atol=1e-5)
+    assert fast.jit_stats.captures == 2, "back in eval(), the first graph is reused"
+
+
+def test_parameters_stay_shared_with_the_layer(backend):
+    net = make("mlp")
+    fast = jit_core.optimize(net, backend=backend)
+    assert list(fast.state_dict().keys()) == list(net.state_dict().keys())
+    assert [id(p) for p in fast.parameters()] == [id(p) for p in net.parameters()]
+    x = example("mlp")
+    before = fast(x)
+
+    state = {k: v * 0.5 for k, v in net.state_dict().items()}
+    fast.set_state_dict(state)
+    after = fast(x)
+    assert_same(after, net(x))
+    assert not bool(paddle.allclose(before, after)), "new weights must change the output"
+    assert fast.jit_stats.captures == 1, "new parameter values need no recompile"

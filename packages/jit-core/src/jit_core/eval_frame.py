@@ -74,6 +74,9 @@ class FrameResult:
         self.disable_eval_frame = disable_eval_frame
 
 
+#: generator, coroutine, iterable coroutine, async generator
+_GENERATOR_FLAGS = 0x20 | 0x80 | 0x100 | 0x200
+
 #: run the original code and keep watching the frames it calls
 RUN_ORIGINAL = FrameResult(None, False)
 
@@ -150,6 +153,9 @@ class CompileContext:
         #: targets whose frames the hook cannot see; ``run`` enters them itself
         self.direct_codes = {c for c in self.targets if _compat.hook_skips(c)}
         _never_skip(self.targets)
+        for code in self.targets:
+            if code.co_flags & _GENERATOR_FLAGS:  # the shim never shows us their frames
+                self._new_cache(code)
         self._signatures: Dict[types.CodeType, inspect.Signature] = {}
         self._entry_functions: Dict[types.CodeType, Callable] = {}
 
@@ -179,8 +185,11 @@ class CompileContext:
         if code not in self.targets and is_skipped_file(code.co_filename):
             cache.skipped = True
             cache.hot = None
-        elif code.co_flags & (0x20 | 0x80 | 0x100 | 0x200):
-            cache.run_eagerly("generators and coroutines run eagerly")
+        elif code.co_flags & _GENERATOR_FLAGS:
+            reason = "generators and coroutines run eagerly"
+            cache.run_eagerly(reason)
+            location = f"{code.co_filename}:{code.co_firstlineno}"
+            self.events.append(CaptureEvent(code.co_name, location, False, None, reason))
         self.cache[code] = cache
         return cache
 
@@ -373,3 +382,6 @@ class CompileContext:
             self.cache.clear()
             self.events.clear()
             self._entry_functions.clear()
+            for code in self.targets:
+                if code.co_flags & _GENERATOR_FLAGS:
+                    self._new_cache(code)

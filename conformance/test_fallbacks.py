@@ -1,0 +1,107 @@
+"""What cannot be captured yet runs eagerly: the same results, and ``explain()`` says why.
+
+(Graph breaks, which keep the capturable parts in graphs, come on top of this; whatever the
+mechanism, results and side effects must stay those of eager Paddle.)
+"""
+
+from __future__ import annotations
+
+import os
+
+import paddle
+import pytest
+
+import jit_core
+from jit_core.errors import GraphBreakError
+
+from .helpers import assert_same
+
+THIS_FILE = os.path.basename(__file__)
+
+
+def f_print(x):
+    print("hello from f_print")
+    return x + 1
+
+
+def f_numpy(x):
+    return x + float(x.numpy().sum())
+
+
+def f_tensor_branch(x):
+    if x.sum() > 0:
+        return x + 1
+    return x - 1
+
+
+def f_inplace(x, y):
+    x.add_(y)
+    return x * 2
+
+
+def f_with_block(x):
+    with paddle.no_grad():
+        y = x * 2
+    return y + 1
+
+
+def f_generator(x):
+    yield x + 1
+    yield x * 2
+
+
+#: function, argument factory, words the reason must contain
+CASES = [
+    (f_print, lambda: (paddle.rand([4, 4]),), "print"),
+    (f_numpy, lambda: (paddle.rand([4, 4]),), "numpy"),
+    (f_tensor_branch, lambda: (paddle.rand([4, 4]),), "branch"),
+    (f_tensor_branch, lambda: (-paddle.rand([4, 4]),), "branch"),
+    (f_inplace, lambda: (paddle.rand([4, 4]), paddle.rand([4, 4])), "in-place"),
+    (f_with_block, lambda: (paddle.rand([4, 4]),), "no_grad"),
+]
+
+
+@pytest.mark.parametrize(
+    "fn, make, why", CASES, ids=[f"{c[0].__name__}-{i}" for i, c in enumerate(CASES)]
+)
+def test_runs_eagerly_with_the_same_result_and_a_reason(fn, make, why, backend, capsys):
+    args = make()
+    eager_args = [a.clone() for a in args]
+    expected = fn(*eager_args)
+    eager_out = capsys.readouterr().out
+
+    fast = jit_core.optimize(fn, backend=backend)
+    for _ in range(2):
+        jit_args = [a.clone() for a in args]
+        assert_same(fast(*jit_args), expected)
+        # inputs mutated exactly as eager mutated them
+        assert_same(jit_args, eager_args)
+        assert capsys.readouterr().out == eager_out
+
+    reason = fast.jit_stats.eager_frames[fn.__name__]
+    assert why in reason
+
+    report = jit_core.explain(fn, *[a.clone() for a in args], backend=backend)
+    capsys.readouterr()
+    assert report.break_count >= 1
+    brk = report.breaks[0]
+    assert why in brk.reason
+    assert brk.location and brk.location.split(":")[0].endswith(THIS_FILE), brk.location
+    assert int(brk.location.rsplit(":", 1)[1]) > fn.__code__.co_firstlineno
+    assert why in str(report)
+
+
+def test_generator_runs_eagerly(backend):
+    x = paddle.rand([4, 4])
+    fast = jit_core.optimize(f_generator, backend=backend)
+    assert_same(list(fast(x)), list(f_generator(x)))
+    assert "generator" in fast.jit_stats.eager_frames["f_generator"]
+
+
+def test_full_graph_names_the_first_break(backend):
+    fast = jit_core.optimize(f_tensor_branch, backend=backend, full_graph=True)
+    with pytest.raises(GraphBreakError) as err:
+        fast(paddle.rand([4, 4]))
+    message = str(err.value)
+    assert "branch" in message
+    assert f"{THIS_FILE}:{f_tensor_branch.__code__.co_firstlineno + 1}" in message

@@ -138,3 +138,35 @@ def test_parameters_stay_shared_with_the_layer(backend):
     assert_same(after, net(x))
     assert not bool(paddle.allclose(before, after)), "new weights must change the output"
     assert fast.jit_stats.captures == 1, "new parameter values need no recompile"
+
+
+class BranchyBlocks(paddle.nn.Layer):
+    """A forward with a comprehension and try/finally: on 3.11+ its code has an exception
+    table, which Paddle's frame hook never shows us (jit_core enters it itself)."""
+
+    def __init__(self):
+        super().__init__()
+        self.blocks = paddle.nn.LayerList([paddle.nn.Linear(8, 8) for _ in range(3)])
+
+    def forward(self, x, scale=1.0):
+        outs = [paddle.tanh(block(x)) for block in self.blocks]
+        try:
+            y = paddle.add_n(outs) * scale
+        finally:
+            scale = None
+        return y
+
+
+def test_forward_with_exception_table_is_captured(backend):
+    paddle.seed(7)
+    net = BranchyBlocks()
+    fast = jit_core.optimize(net, backend=backend)
+    x = paddle.randn([2, 8])
+    assert_same(fast(x), net(x))
+    assert_same(fast(x, scale=0.5), net(x, scale=0.5))
+    stats = fast.jit_stats
+    assert stats.compiled == 2 and not stats.eager_frames, stats
+    assert_same(fast(x), net(x))
+    assert fast.jit_stats.captures == 2
+    report = jit_core.explain(net, x, backend=backend)
+    assert report.graph_count == 1 and report.break_count == 0, str(report)

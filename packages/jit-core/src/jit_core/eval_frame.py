@@ -23,7 +23,7 @@ from paddle.framework import core as _core
 from . import _compat, plugins
 from .codegen.frame import build_code, collect_tensors, disassemble
 from .config import Options
-from .errors import GraphBreakError, Unsupported
+from .errors import BackendCompileError, GraphBreakError, Unsupported
 from .executor.output_graph import OutputGraph
 from .executor.translator import Translator, root_locals
 from .fx import GraphModule
@@ -233,6 +233,23 @@ class CompileContext:
                 )
                 breaks_log.info("%s runs eagerly: %s", code.co_name, reason)
                 return RUN_ORIGINAL
+            except BackendCompileError:
+                raise
+            except Exception as e:  # noqa: BLE001
+                # A bug of ours must never reach the user's program: the frame runs
+                # eagerly (which raises the user's own error, if it is one) and we say so.
+                reason = f"internal error during capture: {type(e).__name__}: {e}"
+                if self.options.full_graph:
+                    raise GraphBreakError(reason, location, None) from e
+                cache.run_eagerly(reason)
+                self.events.append(CaptureEvent(code.co_name, location, False, None, reason))
+                breaks_log.warning("%s runs eagerly: %s", code.co_name, reason, exc_info=True)
+                warnings.warn(
+                    f"jit_core: {code.co_name} ({location}) runs eagerly: {reason}",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+                return RUN_ORIGINAL
             cache.add(entry)
             self.events.append(CaptureEvent(code.co_name, location, True, entry))
             return entry.result
@@ -269,8 +286,6 @@ class CompileContext:
                 except Unsupported:
                     raise
                 except Exception as e:
-                    from .errors import BackendCompileError
-
                     raise BackendCompileError(
                         f"backend {self.backend.name!r} failed to compile the graph of "
                         f"{code.co_name}: {type(e).__name__}: {e}"

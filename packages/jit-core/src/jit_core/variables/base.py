@@ -60,6 +60,13 @@ class VariableTracker:
     def unpack_var_sequence(self, tx: "Translator") -> List["VariableTracker"]:
         raise Unsupported(f"iterating over {self.describe()}")
 
+    def next_item(self, tx: "Translator") -> Optional["VariableTracker"]:
+        """The next item of an iterator made during capture, or None when exhausted.
+
+        An iterator that comes from outside (a real ``list_iterator`` in a frame's locals)
+        cannot be stepped without consuming it for the eager run, so it is refused."""
+        raise Unsupported(f"stepping {self.describe()}, an iterator made outside the capture")
+
     def truthy(self, tx: "Translator") -> bool:
         """The value's truth, when capture can know it without running tensors."""
         raise Unsupported(f"truth value of {self.describe()}")

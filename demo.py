@@ -68,7 +68,7 @@ def resnet() -> None:
     section("ResNet18, batch 1, 3x224x224, random weights, eval()")
     print(f"graphs: {report.graph_count}   breaks: {report.break_count}   ops: {report.op_count}")
     code = report.graph_code[0].splitlines()
-    print("generated graph code (first 25 of %d lines):" % len(code))
+    print(f"generated graph code (first 25 of {len(code)} lines):")
     print("\n".join(code[:25]))
     print("    ...")
     eager = per_call(net, x, repeat=10)

@@ -81,7 +81,10 @@ def main() -> None:
 
     rows = [
         ("eager (first call)", first_call_ms(make_net, xr)),
-        ("paddle.jit.to_static (SOT)", first_call_ms(lambda: paddle.jit.to_static(make_net(), full_graph=False), xr)),
+        (
+            "paddle.jit.to_static (SOT)",
+            first_call_ms(lambda: paddle.jit.to_static(make_net(), full_graph=False), xr),
+        ),
         ("jit_core.optimize", first_call_ms(lambda: jit_core.optimize(make_net()), xr)),
     ]
     print()

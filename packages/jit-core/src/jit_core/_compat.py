@@ -13,7 +13,7 @@ from typing import Any, List
 from bytecode import CellVar, FreeVar, Instr
 
 PY_VERSION = sys.version_info[:2]
-VERSION_STR = "%d.%d" % PY_VERSION
+VERSION_STR = f"{PY_VERSION[0]}.{PY_VERSION[1]}"
 
 #: 3.11 added the zero-cost exception tables, PRECALL/CALL and the NULL that precedes a callable.
 CALL_NEEDS_NULL = PY_VERSION >= (3, 11)

@@ -53,10 +53,12 @@ class OptimizedFunction:
         self._options = options
         self._ctx = CompileContext(options, _target_codes(fn))
         self._callback = self._ctx.callback
+        #: 3.11+ and the function has try/with/comprehensions: entered by CompileContext.run
+        self._direct = bool(self._ctx.direct_codes)
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args, **kwargs):
-        if self._ctx.direct_codes:
+        if self._direct:
             return self._ctx.run(self._orig_fn, args, kwargs)
         # the same as CompileContext.run, inlined: this is on every call's path
         prev = set_eval_frame(self._callback)
@@ -99,11 +101,11 @@ class OptimizedLayer:
     def forward(self, *args, **kwargs):
         return self(*args, **kwargs)
 
-    def train(self, mode: bool = True) -> "OptimizedLayer":
+    def train(self, mode: bool = True) -> OptimizedLayer:
         self._orig_layer.train() if mode else self._orig_layer.eval()
         return self
 
-    def eval(self) -> "OptimizedLayer":
+    def eval(self) -> OptimizedLayer:
         self._orig_layer.eval()
         return self
 

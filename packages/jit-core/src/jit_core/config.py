@@ -18,7 +18,7 @@ class Options:
     backend_options: Dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def from_kwargs(cls, backend: str, full_graph: bool, options: Dict[str, Any]) -> "Options":
+    def from_kwargs(cls, backend: str, full_graph: bool, options: Dict[str, Any]) -> Options:
         opts = dict(options)
         limit = opts.pop("recompile_limit", DEFAULT_RECOMPILE_LIMIT)
         if not isinstance(limit, int) or limit < 1:

@@ -217,7 +217,10 @@ class CompileContext:
                     return RUN_ORIGINAL
                 recompiles_log.info(
                     "recompiling %s (%s:%d): guard failed: %s",
-                    code.co_name, code.co_filename, code.co_firstlineno, failed,
+                    code.co_name,
+                    code.co_filename,
+                    code.co_firstlineno,
+                    failed,
                 )
             location = f"{code.co_filename}:{code.co_firstlineno}"
             try:
@@ -228,8 +231,9 @@ class CompileContext:
                     raise GraphBreakError(e.reason, e.location, e.instruction) from None
                 cache.run_eagerly(reason)
                 self.events.append(
-                    CaptureEvent(code.co_name, location, False, None, e.reason, e.location,
-                                 e.instruction)
+                    CaptureEvent(
+                        code.co_name, location, False, None, e.reason, e.location, e.instruction
+                    )
                 )
                 breaks_log.info("%s runs eagerly: %s", code.co_name, reason)
                 return RUN_ORIGINAL
@@ -273,7 +277,8 @@ class CompileContext:
                 output.set_outputs(tensors)
                 output.graph.eliminate_dead_code()
                 op_count = sum(
-                    1 for nd in output.graph.nodes
+                    1
+                    for nd in output.graph.nodes
                     if nd.op in ("call_function", "call_method", "call_module")
                 )
                 gm = GraphModule(output.root, output.graph, class_name=f"Graph_{code.co_name}_{n}")
@@ -297,7 +302,9 @@ class CompileContext:
         if bytecode_log.isEnabledFor(10):
             bytecode_log.debug(
                 "original %s:\n%s\ntransformed:\n%s",
-                code.co_name, disassemble(code), disassemble(new_code),
+                code.co_name,
+                disassemble(code),
+                disassemble(new_code),
             )
         return CacheEntry(
             guard=guard,

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, List, Optional
 
-
 from .api import OptimizedFunction, OptimizedLayer, _target_codes
 from .codegen.frame import disassemble
 from .config import Options

@@ -9,8 +9,8 @@ walking the whole attribute chain again: ``___o3.training is False`` rather than
 
 from __future__ import annotations
 
-import linecache
 import itertools
+import linecache
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -26,8 +26,14 @@ LEN_MATCH = "LEN_MATCH"
 DICT_KEYS = "DICT_KEYS"
 
 # Ordered so that an object's identity is checked before anything read through it.
-_KIND_ORDER = {ID_MATCH: 0, TYPE_MATCH: 1, LEN_MATCH: 2, DICT_KEYS: 3, CONSTANT_MATCH: 4,
-               TENSOR_MATCH: 5}
+_KIND_ORDER = {
+    ID_MATCH: 0,
+    TYPE_MATCH: 1,
+    LEN_MATCH: 2,
+    DICT_KEYS: 3,
+    CONSTANT_MATCH: 4,
+    TENSOR_MATCH: 5,
+}
 
 
 def _probe_dtype_identity() -> bool:
@@ -65,7 +71,7 @@ class TensorSpec:
     place: str
 
     @classmethod
-    def of(cls, t) -> "TensorSpec":
+    def of(cls, t) -> TensorSpec:
         return cls(type(t), tuple(t.shape), t.dtype, bool(t.stop_gradient), str(t.place))
 
 
@@ -137,7 +143,7 @@ class GuardSet:
             key=lambda g: (depth(g.source), _KIND_ORDER[g.kind], g.source.name()),
         )
 
-    def build(self, fn_name: str) -> "CompiledGuard":
+    def build(self, fn_name: str) -> CompiledGuard:
         namer = _Namer()
         # expression of each identity-matched source, replaced by its constant
         pinned: Dict[str, str] = {}
@@ -181,9 +187,7 @@ class GuardSet:
                 parts.append(("constant", check))
             elif g.kind == LEN_MATCH:
                 tname = namer.obj(type(g.value), "t")
-                parts.append(
-                    ("container", f"type({e}) is {tname} and len({e}) == {len(g.value)}")
-                )
+                parts.append(("container", f"type({e}) is {tname} and len({e}) == {len(g.value)}"))
             elif g.kind == DICT_KEYS:
                 tname = namer.obj(type(g.value), "t")
                 keys = namer.obj(list(g.value.keys()), "k")
@@ -227,9 +231,7 @@ class CompiledGuard:
             lines.append("    return True")
         self.source = "\n".join(lines) + "\n"
         filename = f"<jit_core guard {next(_guard_counter)}: {fn_name}>"
-        linecache.cache[filename] = (
-            len(self.source), None, self.source.splitlines(True), filename
-        )
+        linecache.cache[filename] = (len(self.source), None, self.source.splitlines(True), filename)
         ns: Dict[str, Any] = dict(scope)
         exec(compile(self.source, filename, "exec"), ns)
         self.fn: Callable[[dict, dict], bool] = ns[fn_name]

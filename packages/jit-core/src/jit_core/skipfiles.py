@@ -82,8 +82,18 @@ def is_skipped_file(filename: str) -> bool:
 def is_library_module(module_name: str) -> bool:
     """Modules whose attributes are taken as fixed (no guard on each function read)."""
     top = module_name.split(".", 1)[0]
-    if top in ("paddle", "math", "operator", "builtins", "numpy", "functools", "itertools",
-               "collections", "typing", "warnings"):
+    if top in (
+        "paddle",
+        "math",
+        "operator",
+        "builtins",
+        "numpy",
+        "functools",
+        "itertools",
+        "collections",
+        "typing",
+        "warnings",
+    ):
         return True
     mod = sys.modules.get(module_name)
     f = getattr(mod, "__file__", None)

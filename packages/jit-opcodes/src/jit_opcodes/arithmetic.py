@@ -10,27 +10,47 @@ from jit_core.variables import SliceVariable, wrap_static
 from .registry import handler, versions
 
 _BINARY_38 = {
-    "BINARY_ADD": operator.add, "BINARY_SUBTRACT": operator.sub,
-    "BINARY_MULTIPLY": operator.mul, "BINARY_TRUE_DIVIDE": operator.truediv,
-    "BINARY_FLOOR_DIVIDE": operator.floordiv, "BINARY_MODULO": operator.mod,
-    "BINARY_POWER": operator.pow, "BINARY_MATRIX_MULTIPLY": operator.matmul,
-    "BINARY_LSHIFT": operator.lshift, "BINARY_RSHIFT": operator.rshift,
-    "BINARY_AND": operator.and_, "BINARY_OR": operator.or_, "BINARY_XOR": operator.xor,
+    "BINARY_ADD": operator.add,
+    "BINARY_SUBTRACT": operator.sub,
+    "BINARY_MULTIPLY": operator.mul,
+    "BINARY_TRUE_DIVIDE": operator.truediv,
+    "BINARY_FLOOR_DIVIDE": operator.floordiv,
+    "BINARY_MODULO": operator.mod,
+    "BINARY_POWER": operator.pow,
+    "BINARY_MATRIX_MULTIPLY": operator.matmul,
+    "BINARY_LSHIFT": operator.lshift,
+    "BINARY_RSHIFT": operator.rshift,
+    "BINARY_AND": operator.and_,
+    "BINARY_OR": operator.or_,
+    "BINARY_XOR": operator.xor,
 }
 # Neither paddle.Tensor nor the Python constants we fold define in-place dunders that
 # differ from the plain operator on immutable values; lists do, and are handled apart.
 _INPLACE_38 = {k.replace("BINARY_", "INPLACE_"): v for k, v in _BINARY_38.items()}
 
 _BINARY_OP = {
-    "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
-    "//": operator.floordiv, "%": operator.mod, "**": operator.pow, "@": operator.matmul,
-    "<<": operator.lshift, ">>": operator.rshift, "&": operator.and_, "|": operator.or_,
+    "+": operator.add,
+    "-": operator.sub,
+    "*": operator.mul,
+    "/": operator.truediv,
+    "//": operator.floordiv,
+    "%": operator.mod,
+    "**": operator.pow,
+    "@": operator.matmul,
+    "<<": operator.lshift,
+    ">>": operator.rshift,
+    "&": operator.and_,
+    "|": operator.or_,
     "^": operator.xor,
 }
 
 _COMPARE = {
-    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
-    "==": operator.eq, "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+    "==": operator.eq,
+    "!=": operator.ne,
 }
 
 
@@ -71,8 +91,10 @@ def binary_op(tx, inst):
 @handler("UNARY_NEGATIVE", "UNARY_POSITIVE", "UNARY_INVERT", "UNARY_NOT")
 def unary(tx, inst):
     fn = {
-        "UNARY_NEGATIVE": operator.neg, "UNARY_POSITIVE": operator.pos,
-        "UNARY_INVERT": operator.invert, "UNARY_NOT": operator.not_,
+        "UNARY_NEGATIVE": operator.neg,
+        "UNARY_POSITIVE": operator.pos,
+        "UNARY_INVERT": operator.invert,
+        "UNARY_NOT": operator.not_,
     }[inst.opname]
     tx.push(tx.unary_op(fn, tx.pop()))
 

@@ -88,8 +88,12 @@ def dict_merge(tx, inst):
         target.items[k] = v
 
 
-@handler("BUILD_TUPLE_UNPACK", "BUILD_TUPLE_UNPACK_WITH_CALL", "BUILD_LIST_UNPACK",
-         versions=versions("3.8", "3.8"))
+@handler(
+    "BUILD_TUPLE_UNPACK",
+    "BUILD_TUPLE_UNPACK_WITH_CALL",
+    "BUILD_LIST_UNPACK",
+    versions=versions("3.8", "3.8"),
+)
 def build_unpack_38(tx, inst):
     items = []
     for seq in tx.popn(inst.arg):

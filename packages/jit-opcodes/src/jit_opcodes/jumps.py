@@ -48,7 +48,9 @@ def _none_check(tx, v):
 
 
 @handler(
-    "POP_JUMP_IF_NONE", "POP_JUMP_FORWARD_IF_NONE", "POP_JUMP_BACKWARD_IF_NONE",
+    "POP_JUMP_IF_NONE",
+    "POP_JUMP_FORWARD_IF_NONE",
+    "POP_JUMP_BACKWARD_IF_NONE",
     versions=versions("3.11", "3.12"),
 )
 def pop_jump_if_none(tx, inst):
@@ -57,7 +59,9 @@ def pop_jump_if_none(tx, inst):
 
 
 @handler(
-    "POP_JUMP_IF_NOT_NONE", "POP_JUMP_FORWARD_IF_NOT_NONE", "POP_JUMP_BACKWARD_IF_NOT_NONE",
+    "POP_JUMP_IF_NOT_NONE",
+    "POP_JUMP_FORWARD_IF_NOT_NONE",
+    "POP_JUMP_BACKWARD_IF_NOT_NONE",
     versions=versions("3.11", "3.12"),
 )
 def pop_jump_if_not_none(tx, inst):

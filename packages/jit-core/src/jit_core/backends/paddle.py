@@ -16,7 +16,9 @@ from ..hookspecs import hookimpl
 MODES = ("eager", "static")
 
 
-def compile_graph(graph_module, example_inputs: List[Any], mode: str = "eager", **options) -> Callable:
+def compile_graph(
+    graph_module, example_inputs: List[Any], mode: str = "eager", **options
+) -> Callable:
     if options:
         raise TypeError(
             f"the paddle backend got unknown options {sorted(options)}; it takes mode={MODES}"

@@ -19,7 +19,13 @@ from ..fx import Graph
 from ..sources import Source, attr_path
 from ..variables.base import VariableTracker
 from ..variables.constant import ConstantVariable
-from ..variables.containers import BaseListVariable, DictVariable, ListVariable, SliceVariable, TupleVariable
+from ..variables.containers import (
+    BaseListVariable,
+    DictVariable,
+    ListVariable,
+    SliceVariable,
+    TupleVariable,
+)
 from ..variables.tensor import TensorVariable
 
 
@@ -144,7 +150,9 @@ class OutputGraph:
         node.meta["shape"] = list(example.shape)
         node.meta["dtype"] = str(example.dtype).replace("paddle.", "")
 
-    def call_function(self, tx, fn, args: List[VariableTracker], kwargs: Dict[str, VariableTracker]):
+    def call_function(
+        self, tx, fn, args: List[VariableTracker], kwargs: Dict[str, VariableTracker]
+    ):
         return self._record(tx, "call_function", fn, fn, args, kwargs)
 
     def call_method(self, tx, name: str, args: List[VariableTracker], kwargs):

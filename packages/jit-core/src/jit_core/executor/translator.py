@@ -67,7 +67,7 @@ class Translator:
         f_globals: Dict[str, Any],
         output: OutputGraph,
         root_globals: Dict[str, Any],
-        parent: Optional["Translator"] = None,
+        parent: Optional[Translator] = None,
     ):
         if code.co_flags & _GENERATOR_FLAGS:
             raise Unsupported("generators and coroutines run eagerly")
@@ -197,7 +197,9 @@ class Translator:
         raise Unsupported(f"name {name!r} is not defined (NameError)")
 
     # ------------------------------------------------------------------ operations
-    def call(self, fn: VariableTracker, args: List[VariableTracker], kwargs: Dict[str, VariableTracker]):
+    def call(
+        self, fn: VariableTracker, args: List[VariableTracker], kwargs: Dict[str, VariableTracker]
+    ):
         return fn.call_function(self, list(args), dict(kwargs))
 
     def getattr(self, obj: VariableTracker, name: str) -> VariableTracker:
@@ -374,9 +376,13 @@ def _same_object(a: VariableTracker, b: VariableTracker) -> Optional[bool]:
     ra, rb = _real(a), _real(b)
     if ra is not _NO and rb is not _NO:
         return ra is rb
-    if isinstance(a, (BaseListVariable, DictVariable)) or isinstance(b, (BaseListVariable, DictVariable)):
-        if a.is_python_constant() and b.is_python_constant() and not isinstance(
-            a, (BaseListVariable, DictVariable)
+    if isinstance(a, (BaseListVariable, DictVariable)) or isinstance(
+        b, (BaseListVariable, DictVariable)
+    ):
+        if (
+            a.is_python_constant()
+            and b.is_python_constant()
+            and not isinstance(a, (BaseListVariable, DictVariable))
         ):
             return False
         return isinstance(a, type(b)) and a is b if type(a) is type(b) else False
@@ -465,7 +471,9 @@ def root_locals(code, f_locals: Dict[str, Any], tx: Translator) -> None:
         tx.cells.setdefault(name, CellVariable(None))
     for name in code.co_freevars:
         if name in f_locals:
-            tx.cells[name] = CellVariable(wrap(tx, f_locals[name], LocalSource(name)), external=True)
+            tx.cells[name] = CellVariable(
+                wrap(tx, f_locals[name], LocalSource(name)), external=True
+            )
         else:
             tx.cells[name] = CellVariable(None, external=True)
 

@@ -12,11 +12,26 @@ from typing import Any, Dict, List
 from .node import Node
 
 _INFIX = {
-    operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
-    operator.floordiv: "//", operator.mod: "%", operator.pow: "**", operator.matmul: "@",
-    operator.lshift: "<<", operator.rshift: ">>", operator.and_: "&", operator.or_: "|",
-    operator.xor: "^", operator.lt: "<", operator.le: "<=", operator.gt: ">",
-    operator.ge: ">=", operator.eq: "==", operator.ne: "!=", operator.is_: "is",
+    operator.add: "+",
+    operator.sub: "-",
+    operator.mul: "*",
+    operator.truediv: "/",
+    operator.floordiv: "//",
+    operator.mod: "%",
+    operator.pow: "**",
+    operator.matmul: "@",
+    operator.lshift: "<<",
+    operator.rshift: ">>",
+    operator.and_: "&",
+    operator.or_: "|",
+    operator.xor: "^",
+    operator.lt: "<",
+    operator.le: "<=",
+    operator.gt: ">",
+    operator.ge: ">=",
+    operator.eq: "==",
+    operator.ne: "!=",
+    operator.is_: "is",
     operator.is_not: "is not",
 }
 _PREFIX = {operator.neg: "-", operator.pos: "+", operator.invert: "~", operator.not_: "not "}
@@ -61,7 +76,9 @@ class _Namespace:
         candidates: List[str] = []
         if name:
             candidates += [
-                f"paddle.{name}", f"paddle.nn.functional.{name}", f"paddle.linalg.{name}",
+                f"paddle.{name}",
+                f"paddle.nn.functional.{name}",
+                f"paddle.linalg.{name}",
                 f"paddle.fft.{name}",
             ]
             mod = getattr(fn, "__module__", None)
@@ -134,7 +151,9 @@ class _Namespace:
 def _paddle_dtype_name(value: Any):
     t = type(value)
     if not (t.__module__ or "").startswith("paddle") or t.__name__ not in (
-        "dtype", "VarType", "DataType"
+        "dtype",
+        "VarType",
+        "DataType",
     ):
         return None
     import paddle

@@ -67,7 +67,9 @@ class Graph:
         self._used.add(name)
         return name
 
-    def create_node(self, op: str, target: Any, args=(), kwargs=None, name: Optional[str] = None) -> Node:
+    def create_node(
+        self, op: str, target: Any, args=(), kwargs=None, name: Optional[str] = None
+    ) -> Node:
         name = self._unique(name or _base_name(op, target))
         node = Node(self, name, op, target, tuple(args), dict(kwargs or {}))
         anchor = self._insert_before
@@ -163,8 +165,10 @@ class Graph:
     def print_tabular(self) -> str:
         rows = [("opcode", "name", "target", "args", "kwargs")]
         for n in self.nodes:
-            target = n.target if isinstance(n.target, str) else getattr(
-                n.target, "__name__", repr(n.target)
+            target = (
+                n.target
+                if isinstance(n.target, str)
+                else getattr(n.target, "__name__", repr(n.target))
             )
             rows.append((n.op, n.name, str(target), _short(n.args), _short(n.kwargs)))
         widths = [max(len(r[i]) for r in rows) for i in range(5)]
@@ -204,7 +208,16 @@ def _is_impure(node: Node) -> bool:
         return t.endswith("_") and not t.endswith("__")
     if node.op == "call_function":
         name = getattr(node.target, "__name__", "")
-        return name.endswith("_") and not name.endswith("__") and node.target not in (
-            operator.and_, operator.or_, operator.not_, operator.is_, operator.is_not,
+        return (
+            name.endswith("_")
+            and not name.endswith("__")
+            and node.target
+            not in (
+                operator.and_,
+                operator.or_,
+                operator.not_,
+                operator.is_,
+                operator.is_not,
+            )
         )
     return False

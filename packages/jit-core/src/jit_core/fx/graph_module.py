@@ -28,8 +28,12 @@ class GraphModule(paddle.nn.Layer):
     hooks, which is what the JIT's fast path does.
     """
 
-    def __init__(self, root: Union[paddle.nn.Layer, Dict[str, Any]], graph: Graph,
-                 class_name: str = "GraphModule"):
+    def __init__(
+        self,
+        root: Union[paddle.nn.Layer, Dict[str, Any]],
+        graph: Graph,
+        class_name: str = "GraphModule",
+    ):
         super().__init__()
         self.__class__ = type(class_name, (GraphModule,), {})
         if isinstance(root, paddle.nn.Layer):
@@ -46,7 +50,8 @@ class GraphModule(paddle.nn.Layer):
         if isinstance(obj, paddle.nn.Layer):
             self.add_sublayer(name, obj)
         elif isinstance(obj, paddle.Tensor) and type(obj).__name__ in (
-            "EagerParamBase", "Parameter"
+            "EagerParamBase",
+            "Parameter",
         ):
             self.add_parameter(name, obj)
         else:
@@ -69,7 +74,8 @@ class GraphModule(paddle.nn.Layer):
         elif isinstance(holder, GraphModule):
             holder._register(parts[-1], value)
         elif isinstance(value, paddle.Tensor) and type(value).__name__ in (
-            "EagerParamBase", "Parameter"
+            "EagerParamBase",
+            "Parameter",
         ):
             holder.add_parameter(parts[-1], value)
         else:

@@ -7,7 +7,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 OPS = ("placeholder", "get_attr", "call_function", "call_method", "call_module", "output")
 
 
-def map_arg(arg: Any, fn: Callable[["Node"], Any]) -> Any:
+def map_arg(arg: Any, fn: Callable[[Node], Any]) -> Any:
     """Apply ``fn`` to every Node inside nested tuples, lists, dicts and slices."""
     if isinstance(arg, Node):
         return fn(arg)
@@ -30,10 +30,10 @@ class Node:
         self.name = name
         self.op = op
         self.target = target
-        self.users: Dict["Node", None] = {}
+        self.users: Dict[Node, None] = {}
         self.meta: Dict[str, Any] = {}
-        self.prev: Optional["Node"] = None
-        self.next: Optional["Node"] = None
+        self.prev: Optional[Node] = None
+        self.next: Optional[Node] = None
         self._args: Tuple = ()
         self._kwargs: Dict[str, Any] = {}
         self._set_inputs(tuple(args), dict(kwargs))
@@ -64,7 +64,7 @@ class Node:
             new.users[self] = None
 
     @property
-    def all_input_nodes(self) -> List["Node"]:
+    def all_input_nodes(self) -> List[Node]:
         found: Dict[Node, None] = {}
         map_arg((self._args, self._kwargs), lambda n: found.setdefault(n, None))
         return list(found)
@@ -74,13 +74,13 @@ class Node:
         args[index] = value
         self.args = args
 
-    def replace_input_with(self, old: "Node", new: "Node") -> None:
+    def replace_input_with(self, old: Node, new: Node) -> None:
         def swap(n):
             return new if n is old else n
 
         self._set_inputs(map_arg(self._args, swap), map_arg(self._kwargs, swap))
 
-    def replace_all_uses_with(self, new: "Node") -> List["Node"]:
+    def replace_all_uses_with(self, new: Node) -> List[Node]:
         users = list(self.users)
         for user in users:
             user.replace_input_with(self, new)
@@ -92,8 +92,10 @@ class Node:
             return f"%{self.name} : placeholder[target={self.target}]"
         if self.op == "output":
             return f"return {_fmt(self._args[0])}"
-        target = self.target if isinstance(self.target, str) else getattr(
-            self.target, "__name__", repr(self.target)
+        target = (
+            self.target
+            if isinstance(self.target, str)
+            else getattr(self.target, "__name__", repr(self.target))
         )
         return (
             f"%{self.name} : {self.op}[target={target}]"

@@ -40,38 +40,38 @@ class VariableTracker:
         return f"<{self.describe()}{src}>"
 
     # -- operations
-    def var_getattr(self, tx: "Translator", name: str) -> "VariableTracker":
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
         raise Unsupported(f"attribute {name!r} of {self.describe()}")
 
     def call_function(
-        self, tx: "Translator", args: List["VariableTracker"], kwargs: Dict[str, "VariableTracker"]
-    ) -> "VariableTracker":
+        self, tx: Translator, args: List[VariableTracker], kwargs: Dict[str, VariableTracker]
+    ) -> VariableTracker:
         raise Unsupported(f"calling {self.describe()}")
 
     def call_method(
         self,
-        tx: "Translator",
+        tx: Translator,
         name: str,
-        args: List["VariableTracker"],
-        kwargs: Dict[str, "VariableTracker"],
-    ) -> "VariableTracker":
+        args: List[VariableTracker],
+        kwargs: Dict[str, VariableTracker],
+    ) -> VariableTracker:
         return self.var_getattr(tx, name).call_function(tx, args, kwargs)
 
-    def unpack_var_sequence(self, tx: "Translator") -> List["VariableTracker"]:
+    def unpack_var_sequence(self, tx: Translator) -> List[VariableTracker]:
         raise Unsupported(f"iterating over {self.describe()}")
 
-    def next_item(self, tx: "Translator") -> Optional["VariableTracker"]:
+    def next_item(self, tx: Translator) -> Optional[VariableTracker]:
         """The next item of an iterator made during capture, or None when exhausted.
 
         An iterator that comes from outside (a real ``list_iterator`` in a frame's locals)
         cannot be stepped without consuming it for the eager run, so it is refused."""
         raise Unsupported(f"stepping {self.describe()}, an iterator made outside the capture")
 
-    def truthy(self, tx: "Translator") -> bool:
+    def truthy(self, tx: Translator) -> bool:
         """The value's truth, when capture can know it without running tensors."""
         raise Unsupported(f"truth value of {self.describe()}")
 
-    def setattr(self, tx: "Translator", name: str, value: "VariableTracker") -> None:
+    def setattr(self, tx: Translator, name: str, value: VariableTracker) -> None:
         raise Unsupported(
             f"storing attribute {name!r} on {self.describe()} is a side effect "
             "that is not captured yet"

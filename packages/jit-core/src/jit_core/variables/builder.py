@@ -17,21 +17,37 @@ from ..sources import ItemSource, Source
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .containers import DictVariable, ListVariable, TupleVariable
-from .functions import BuiltinVariable, PaddleFunctionVariable, UserFunctionVariable, UserMethodVariable
+from .functions import (
+    BuiltinVariable,
+    PaddleFunctionVariable,
+    UserFunctionVariable,
+    UserMethodVariable,
+)
 from .layers import LayerVariable
 from .objects import ClassVariable, ModuleVariable, UserObjectVariable
 
-_CONSTANT_TYPES = (int, float, bool, str, bytes, complex, type(None), type(Ellipsis),
-                   type(NotImplemented), range, types.CodeType)
+_CONSTANT_TYPES = (
+    int,
+    float,
+    bool,
+    str,
+    bytes,
+    complex,
+    type(None),
+    type(Ellipsis),
+    type(NotImplemented),
+    range,
+    types.CodeType,
+)
 
 _Parameter = type(paddle.create_parameter([1], "float32"))
 
 
 def is_paddle_dtype(value: Any) -> bool:
     t = type(value)
-    return t.__name__ in ("dtype", "VarType", "DataType") and (
-        t.__module__ or ""
-    ).startswith("paddle")
+    return t.__name__ in ("dtype", "VarType", "DataType") and (t.__module__ or "").startswith(
+        "paddle"
+    )
 
 
 def is_tensor(value: Any) -> bool:
@@ -94,7 +110,9 @@ def _wrap(tx, value: Any, source: Optional[Source], owned_by_layer: bool) -> Var
         ]
         cls = TupleVariable if isinstance(value, tuple) else ListVariable
         if type(value) not in (tuple, list):
-            raise Unsupported(f"a {type(value).__name__} (subclass of {cls.container_type.__name__})")
+            raise Unsupported(
+                f"a {type(value).__name__} (subclass of {cls.container_type.__name__})"
+            )
         return cls(items, source)
     if type(value) is dict:
         for k in value:
@@ -103,7 +121,9 @@ def _wrap(tx, value: Any, source: Optional[Source], owned_by_layer: bool) -> Var
         _guard(tx, source, guards.DICT_KEYS, value)
         return DictVariable(
             {
-                k: _wrap(tx, v, ItemSource(source, k) if source is not None else None, owned_by_layer)
+                k: _wrap(
+                    tx, v, ItemSource(source, k) if source is not None else None, owned_by_layer
+                )
                 for k, v in value.items()
             },
             source,
@@ -112,7 +132,7 @@ def _wrap(tx, value: Any, source: Optional[Source], owned_by_layer: bool) -> Var
         _guard(tx, source, guards.ID_MATCH, value)
         return ModuleVariable(value, source)
     if inspect.isclass(value):
-        from .functions import PURE_BUILTINS, _SPECIAL
+        from .functions import _SPECIAL, PURE_BUILTINS
 
         if value in _SPECIAL or value in PURE_BUILTINS:
             return BuiltinVariable(value, source)

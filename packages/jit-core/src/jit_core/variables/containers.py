@@ -70,7 +70,11 @@ class BaseListVariable(VariableTracker):
         if name == "count" and len(args) == 1 and args[0].is_python_constant():
             want = args[0].as_python_constant()
             return _const(
-                sum(1 for i in self.items if i.is_python_constant() and i.as_python_constant() == want)
+                sum(
+                    1
+                    for i in self.items
+                    if i.is_python_constant() and i.as_python_constant() == want
+                )
             )
         raise Unsupported(f"method {name!r} of {self.describe()}")
 

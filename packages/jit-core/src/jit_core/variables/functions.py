@@ -29,11 +29,49 @@ def _consts(args) -> Optional[list]:
 
 
 #: builtins without side effects: folded when every argument is a constant
-PURE_BUILTINS = {
-    abs, all, any, bin, bool, callable, chr, complex, divmod, float, format, hash, hex, int,
-    isinstance, issubclass, len, max, min, oct, ord, pow, repr, round, sorted, str, sum, tuple,
-    type, list, dict, range, slice, frozenset, reversed, enumerate, zip,
-} | {getattr(math, n) for n in dir(math) if callable(getattr(math, n))} | FOLDABLE
+PURE_BUILTINS = (
+    {
+        abs,
+        all,
+        any,
+        bin,
+        bool,
+        callable,
+        chr,
+        complex,
+        divmod,
+        float,
+        format,
+        hash,
+        hex,
+        int,
+        isinstance,
+        issubclass,
+        len,
+        max,
+        min,
+        oct,
+        ord,
+        pow,
+        repr,
+        round,
+        sorted,
+        str,
+        sum,
+        tuple,
+        type,
+        list,
+        dict,
+        range,
+        slice,
+        frozenset,
+        reversed,
+        enumerate,
+        zip,
+    }
+    | {getattr(math, n) for n in dir(math) if callable(getattr(math, n))}
+    | FOLDABLE
+)
 
 _IO_BUILTINS = {
     print: "print writes output (I/O)",
@@ -336,7 +374,9 @@ class PaddleFunctionVariable(VariableTracker):
             from ..executor.output_graph import example_of
 
             return ConstantVariable(
-                self.fn(*[example_of(a) for a in args], **{k: example_of(v) for k, v in kwargs.items()})
+                self.fn(
+                    *[example_of(a) for a in args], **{k: example_of(v) for k, v in kwargs.items()}
+                )
             )
         if is_inplace_name(name) or "output" in kwargs or "out" in kwargs:
             raise Unsupported(f"{self.describe()} writes into a tensor in place; not captured yet")
@@ -430,9 +470,12 @@ class BoundMethodVariable(VariableTracker):
 
 
 def is_python_builtin(value: Any) -> bool:
-    return isinstance(value, types.BuiltinFunctionType) and getattr(
-        value, "__module__", None
-    ) in ("builtins", "math", "_operator", "operator")
+    return isinstance(value, types.BuiltinFunctionType) and getattr(value, "__module__", None) in (
+        "builtins",
+        "math",
+        "_operator",
+        "operator",
+    )
 
 
 BUILTIN_NAMES = {name: getattr(builtins, name) for name in dir(builtins)}

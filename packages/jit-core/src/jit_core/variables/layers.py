@@ -160,7 +160,10 @@ class LayerVariable(VariableTracker):
                 self._child_source("training"), guards.CONSTANT_MATCH, bool(layer.training)
             )
             return tx.output.call_module(tx, self, args, kwargs)
-        if isinstance(layer, paddle.nn.Sequential) and type(layer).forward is paddle.nn.Sequential.forward:
+        if (
+            isinstance(layer, paddle.nn.Sequential)
+            and type(layer).forward is paddle.nn.Sequential.forward
+        ):
             if kwargs or len(args) != 1:
                 raise Unsupported("Sequential called with more than one input")
             out = args[0]

@@ -12,9 +12,27 @@ from .containers import ListVariable
 
 #: methods whose result is a Python value computed from the tensor's *data*
 _LEAVES_GRAPH = {
-    "numpy", "item", "tolist", "__bool__", "__float__", "__int__", "__index__", "__array__",
-    "__complex__", "__len__", "cpu", "cuda", "pin_memory", "backward", "register_hook",
-    "clear_grad", "clear_gradient", "set_value", "copy_", "get_tensor", "value",
+    "numpy",
+    "item",
+    "tolist",
+    "__bool__",
+    "__float__",
+    "__int__",
+    "__index__",
+    "__array__",
+    "__complex__",
+    "__len__",
+    "cpu",
+    "cuda",
+    "pin_memory",
+    "backward",
+    "register_hook",
+    "clear_grad",
+    "clear_gradient",
+    "set_value",
+    "copy_",
+    "get_tensor",
+    "value",
 }
 
 #: tensor attributes that depend only on metadata the guards pin (shape, dtype, ...)

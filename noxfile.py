@@ -1,0 +1,76 @@
+"""Every check of the monorepo, on every Python of the matrix. Run through ``./dev``.
+
+./dev test            lint + docs + the tests on Python 3.8 to 3.12
+./dev test -- -k mlp  arguments after ``--`` go to pytest
+"""
+
+from __future__ import annotations
+
+import os
+
+import nox
+
+PYTHONS = ["3.8", "3.9", "3.10", "3.11", "3.12"]
+PACKAGES = ["packages/jit-core", "packages/jit-opcodes"]
+#: example plugins that exist to be installed in the test environment (see their READMEs)
+TEST_PLUGINS = [p for p in ["examples/opcode-plugin"] if os.path.isdir(p)]
+RUFF = "ruff==0.17.5"
+
+nox.options.sessions = ["lint", "docs", "tests"]
+nox.options.reuse_existing_virtualenvs = True
+nox.options.error_on_missing_interpreters = True
+
+
+def install_project(session: nox.Session) -> None:
+    # jit-core pins paddlepaddle itself: 3.0.0 on 3.8, 3.3.x on 3.9+
+    editable = [arg for pkg in PACKAGES + TEST_PLUGINS for arg in ("-e", pkg)]
+    session.install(*editable, "-r", "requirements-test.txt")
+
+
+@nox.session(python=PYTHONS)
+def tests(session: nox.Session) -> None:
+    """The unit tests of every package and the conformance suite."""
+    install_project(session)
+    workers = os.environ.get("JIT_TEST_WORKERS", "2")
+    session.run("pytest", "-n", workers, *session.posargs, env={"GLOG_minloglevel": "2"})
+
+
+@nox.session(python="3.12")
+def lint(session: nox.Session) -> None:
+    """ruff: lint and formatting."""
+    session.install(RUFF)
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+
+
+@nox.session(python="3.12")
+def fmt(session: nox.Session) -> None:
+    """Apply ruff's fixes and formatting."""
+    session.install(RUFF)
+    session.run("ruff", "check", "--fix", ".")
+    session.run("ruff", "format", ".")
+
+
+@nox.session(python="3.12")
+def docs(session: nox.Session) -> None:
+    """Build the Sphinx site; any warning fails the build."""
+    session.install("sphinx>=7", "furo")
+    session.run(
+        "sphinx-build", "-W", "--keep-going", "-q", "-b", "html", "docs", "docs/_build/html"
+    )
+
+
+@nox.session(python="3.12")
+def demo(session: nox.Session) -> None:
+    """ResNet18 and a small function on the default backend."""
+    install_project(session)
+    session.run("python", "demo.py", *session.posargs, env={"GLOG_minloglevel": "2"})
+
+
+@nox.session(python=PYTHONS)
+def bench(session: nox.Session) -> None:
+    """Every script under bench/, each printing its table."""
+    install_project(session)
+    for script in sorted(os.listdir("bench")):
+        if script.endswith(".py"):
+            session.run("python", os.path.join("bench", script), *session.posargs)

@@ -54,7 +54,7 @@ def fmt(session: nox.Session) -> None:
 @nox.session(python="3.12")
 def docs(session: nox.Session) -> None:
     """Build the Sphinx site; any warning fails the build."""
-    session.install("sphinx>=7", "furo")
+    session.install("sphinx>=7", "furo", "bytecode", "pluggy")
     session.run(
         "sphinx-build", "-W", "--keep-going", "-q", "-b", "html", "docs", "docs/_build/html"
     )

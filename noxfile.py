@@ -18,6 +18,8 @@ RUFF = "ruff==0.17.5"
 
 nox.options.sessions = ["lint", "docs", "tests"]
 nox.options.reuse_existing_virtualenvs = True
+# the stdlib venv of each interpreter: recent virtualenv releases cannot seed Python 3.8
+nox.options.default_venv_backend = "venv"
 nox.options.error_on_missing_interpreters = True
 
 

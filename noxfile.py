@@ -75,4 +75,9 @@ def bench(session: nox.Session) -> None:
     install_project(session)
     for script in sorted(os.listdir("bench")):
         if script.endswith(".py"):
-            session.run("python", os.path.join("bench", script), *session.posargs)
+            session.run(
+                "python",
+                os.path.join("bench", script),
+                *session.posargs,
+                env={"GLOG_minloglevel": "2"},
+            )

@@ -27,16 +27,20 @@ def f(x, y):
     return x + y * 2
 
 
-def per_call_us(fn, args, repeat: int, rounds: int = 7) -> float:
-    for _ in range(200):
-        fn(*args)
-    samples = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        for _ in range(repeat):
+def per_call_us(fns, args, repeat: int, rounds: int = 15) -> list:
+    """Median microseconds per call of each function. Rounds interleave the functions so
+    that drift of the machine (frequency, other processes) hits all of them alike."""
+    for fn in fns:
+        for _ in range(200):
             fn(*args)
-        samples.append((time.perf_counter() - start) / repeat * 1e6)
-    return statistics.median(samples)
+    samples = [[] for _ in fns]
+    for _ in range(rounds):
+        for i, fn in enumerate(fns):
+            start = time.perf_counter()
+            for _ in range(repeat):
+                fn(*args)
+            samples[i].append((time.perf_counter() - start) / repeat * 1e6)
+    return [statistics.median(s) for s in samples]
 
 
 def first_call_ms(make, x) -> float:
@@ -48,18 +52,15 @@ def first_call_ms(make, x) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=5000)
+    parser.add_argument("--repeat", type=int, default=2000)
     parser.add_argument("--skip-resnet", action="store_true")
     args = parser.parse_args()
 
     x, y = paddle.rand([8, 16]), paddle.rand([8, 16])
     sot = paddle.jit.to_static(f, full_graph=False)
     jit = jit_core.optimize(f)
-    rows = [
-        ("eager", per_call_us(f, (x, y), args.repeat)),
-        ("paddle.jit.to_static (SOT)", per_call_us(sot, (x, y), args.repeat)),
-        ("jit_core.optimize", per_call_us(jit, (x, y), args.repeat)),
-    ]
+    names = ["eager", "paddle.jit.to_static (SOT)", "jit_core.optimize"]
+    rows = list(zip(names, per_call_us([f, sot, jit], (x, y), args.repeat)))
     eager = rows[0][1]
     print(f"python {sys.version.split()[0]}, paddle {paddle.__version__}")
     print("cache-hit cost per call, f(x, y) = x + y * 2, [8, 16] float32")

@@ -151,12 +151,19 @@ class CompileContext:
         self._counter = 0
         self.callback = self._callback  # bound once: a new bound method each call costs
         #: targets whose frames the hook cannot see; ``run`` enters them itself
-        self.direct_codes = {c for c in self.targets if _compat.hook_skips(c)}
+        #: targets that ``run`` enters itself (all but generators, which must start
+        #: through CPython's own call to become generator objects)
+        self.direct_codes = {c for c in self.targets if not c.co_flags & _GENERATOR_FLAGS}
+        #: targets whose arguments bind by position alone: the cheap way to build locals
+        self._positional_codes = {
+            c for c in self.direct_codes if not c.co_flags & 0x0C and not c.co_kwonlyargcount
+        }
         _never_skip(self.targets)
         for code in self.targets:
             if code.co_flags & _GENERATOR_FLAGS:  # the shim never shows us their frames
                 self._new_cache(code)
         self._signatures: Dict[types.CodeType, inspect.Signature] = {}
+        self._forwards: Dict[type, Any] = {}
         self._entry_functions: Dict[types.CodeType, Callable] = {}
 
     # ------------------------------------------------------------------ the hook
@@ -318,31 +325,41 @@ class CompileContext:
 
     # ------------------------------------------------------------------ running
     def run(self, fn: Callable, args, kwargs) -> Any:
-        if self.direct_codes:
-            direct = self._direct_entry(fn)
-            if direct is not None:
-                func, lead = direct
-                return self._run_direct(func, lead + tuple(args), kwargs)
+        """Call ``fn`` with the JIT on. The target frame is entered directly when possible
+        (``direct_entry``); anything it calls is seen through the frame hook."""
+        direct = self.direct_entry(fn)
+        if direct is not None:
+            func, lead = direct
+            return self.run_direct(func, lead + tuple(args) if lead else args, kwargs)
         prev = set_eval_frame(self.callback)
         try:
             return fn(*args, **kwargs)
         finally:
             set_eval_frame(prev)
 
-    def _direct_entry(self, fn: Callable):
-        """``(function, leading args)`` when the frame ``fn`` starts is one the hook cannot
-        see (``_compat.hook_skips``) and we can enter it ourselves; else None."""
+    def direct_entry(self, fn: Callable):
+        """``(function, leading args)`` when ``fn`` starts a target frame that we can enter
+        ourselves; else None and the frame hook has to find it.
+
+        Entering directly skips the C shim's per-frame work (locals dict, frame proxy, a
+        new function per call) on every cache hit, and on 3.11+ it is the only way into a
+        code with an exception table, which the shim never hands to the hook."""
         if isinstance(fn, paddle.nn.Layer):
-            forward = inspect.getattr_static(type(fn), "forward", None)
-            if getattr(forward, "__code__", None) not in self.direct_codes:
+            cls = type(fn)
+            forward = self._forwards.get(cls)
+            if forward is None:
+                forward = self._forwards[cls] = inspect.getattr_static(cls, "forward", None)
+            code = getattr(forward, "__code__", None)
+            if code not in self.direct_codes:
                 return None
             # Layer.__call__ is exactly ``self.forward(*args)`` when no hook and no lazy
-            # build is pending; otherwise its own code must run and forward stays eager.
+            # build is pending; otherwise its own code must run.
             built = type(fn)._build_once is paddle.nn.Layer._build_once or getattr(
                 fn, "_built", True
             )
             if fn._forward_pre_hooks or fn._forward_post_hooks or not built:
-                self._note_invisible(forward.__code__, "the layer has forward hooks")
+                if _compat.hook_skips(code):
+                    self._note_invisible(code, "the layer has forward hooks")
                 return None
             return forward, (fn,)
         func = getattr(fn, "__func__", fn)
@@ -362,23 +379,42 @@ class CompileContext:
             location = f"{code.co_filename}:{code.co_firstlineno}"
             self.events.append(CaptureEvent(code.co_name, location, False, None, reason))
 
-    def _run_direct(self, func: types.FunctionType, args: tuple, kwargs: dict) -> Any:
+    def run_direct(self, func: types.FunctionType, args: tuple, kwargs: dict) -> Any:
+        """Run a target function as the hook would: guards, then the transformed code of
+        the entry that matches, or a capture on a miss."""
         code = func.__code__
-        sig = self._signatures.get(code)
-        if sig is None:
-            sig = self._signatures[code] = inspect.signature(func)
-        try:
-            bound = sig.bind(*args, **kwargs)
-        except TypeError:
-            return func(*args, **kwargs)  # the same TypeError the call itself raises
-        bound.apply_defaults()
-        f_locals = dict(bound.arguments)
-        for name, cell in zip(code.co_freevars, func.__closure__ or ()):
+        cache = self.cache.get(code)
+        hot = cache.hot if cache is not None else ()
+        if hot is None:  # runs eagerly for good: its callees still go through the hook
+            prev = set_eval_frame(self.callback)
             try:
-                f_locals[name] = cell.cell_contents
-            except ValueError:  # an empty cell is not a local yet
-                pass
-        frame = _compat.EntryFrame(code, f_locals, func.__globals__, _builtins_of(func))
+                return func(*args, **kwargs)
+            finally:
+                set_eval_frame(prev)
+        if not kwargs and code in self._positional_codes and len(args) == code.co_argcount:
+            f_locals = dict(zip(code.co_varnames, args))  # the cheap way, most calls
+            if code.co_freevars:
+                self._add_free_vars(func, code, f_locals)
+        else:
+            f_locals = self._bind(func, code, args, kwargs)
+            if f_locals is None:
+                return func(*args, **kwargs)  # the same TypeError the call itself raises
+        f_globals = func.__globals__
+        for guard, result in hot:
+            try:
+                ok = guard(f_locals, f_globals)
+            except Exception:  # noqa: BLE001 - a guard that cannot run has failed
+                ok = False
+            if ok:
+                fn = self._entry_functions.get(result.code)
+                if fn is None or fn.__closure__ is not func.__closure__:
+                    fn = self._entry_function(func, result.code)
+                prev = set_eval_frame(None)
+                try:
+                    return fn(*args, **kwargs)
+                finally:
+                    set_eval_frame(prev)
+        frame = _compat.EntryFrame(code, f_locals, f_globals, _builtins_of(func))
         prev = set_eval_frame(None)
         try:
             result = self._callback(frame)
@@ -388,6 +424,33 @@ class CompileContext:
             return self._entry_function(func, result.code)(*args, **kwargs)
         finally:
             set_eval_frame(prev)
+
+    def _bind(self, func: types.FunctionType, code: types.CodeType, args, kwargs):
+        """The frame's locals at entry (arguments and free variables), or None when the
+        call itself would raise TypeError."""
+        if not kwargs and code in self._positional_codes and len(args) == code.co_argcount:
+            f_locals = dict(zip(code.co_varnames, args))
+        else:
+            sig = self._signatures.get(code)
+            if sig is None:
+                sig = self._signatures[code] = inspect.signature(func)
+            try:
+                bound = sig.bind(*args, **kwargs)
+            except TypeError:
+                return None
+            bound.apply_defaults()
+            f_locals = dict(bound.arguments)
+        if code.co_freevars:
+            self._add_free_vars(func, code, f_locals)
+        return f_locals
+
+    @staticmethod
+    def _add_free_vars(func: types.FunctionType, code: types.CodeType, f_locals: dict) -> None:
+        for name, cell in zip(code.co_freevars, func.__closure__ or ()):
+            try:
+                f_locals[name] = cell.cell_contents
+            except ValueError:  # an empty cell is not a local yet
+                pass
 
     def _entry_function(self, func: types.FunctionType, code: types.CodeType) -> Callable:
         fn = self._entry_functions.get(code)

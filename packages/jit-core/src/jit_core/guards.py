@@ -47,6 +47,27 @@ def _probe_dtype_identity() -> bool:
 DTYPE_IS_SINGLETON = _probe_dtype_identity()
 
 
+def _probe_dtype_value() -> bool:
+    # Where dtypes are fresh pybind enum objects, comparing their integer ``value`` costs
+    # half of ``==`` (0.45 against 0.84 us on Paddle 3.0).
+    d = paddle.zeros([1]).dtype
+    return (
+        isinstance(getattr(d, "value", None), int)
+        and paddle.zeros([1], "int64").dtype.value != d.value
+    )
+
+
+DTYPE_BY_VALUE = not DTYPE_IS_SINGLETON and _probe_dtype_value()
+
+
+def _dtype_check(e: str, dtype: Any, namer: _Namer) -> str:
+    if DTYPE_IS_SINGLETON:
+        return f"{e}.dtype is {namer.obj(dtype, 'dtype_')}"
+    if DTYPE_BY_VALUE:
+        return f"{e}.dtype.value == {int(dtype.value)}"
+    return f"{e}.dtype == {namer.obj(dtype, 'dtype_')}"
+
+
 def _needs_place_guard() -> bool:
     # A CPU-only build can only make CPU tensors; checking the place costs ~1 us a tensor.
     try:
@@ -195,16 +216,17 @@ class GuardSet:
             elif g.kind == TENSOR_MATCH:
                 spec: TensorSpec = g.value
                 tname = namer.obj(spec.type, "t")
-                dname = namer.obj(spec.dtype, "dtype_")
-                dcheck = f"{e}.dtype is {dname}" if DTYPE_IS_SINGLETON else f"{e}.dtype == {dname}"
+                # fetch the tensor once: its source may be a chain of lookups
+                v = f"___v{next(namer._n)}"
+                dcheck = _dtype_check(v, spec.dtype, namer)
                 checks = [
-                    f"type({e}) is {tname}",
-                    f"{e}.shape == {list(spec.shape)!r}",
+                    f"type({v} := {e}) is {tname}",
+                    f"{v}.shape == {list(spec.shape)!r}",
                     dcheck,
-                    f"{e}.stop_gradient is {spec.stop_gradient!r}",
+                    f"{v}.stop_gradient is {spec.stop_gradient!r}",
                 ]
                 if PLACE_GUARD:
-                    checks.append(f"str({e}.place) == {spec.place!r}")
+                    checks.append(f"str({v}.place) == {spec.place!r}")
                 parts.append(("tensor", " and ".join(checks)))
             else:  # pragma: no cover - programming error
                 raise ValueError(g.kind)

@@ -55,36 +55,39 @@ class OptimizedFunction:
         self._callback = self._ctx.callback
         #: (function, leading args) when the target frame is entered without the hook
         self._direct = self._ctx.direct_entry(fn)
+        #: (function, code, its cache) when plain positional calls can take the fast path
+        self._fast = None
+        if self._direct is not None and not self._direct[1]:
+            code = self._direct[0].__code__
+            if code in self._ctx._positional_codes and not code.co_freevars:
+                self._fast = (self._direct[0], code, self._ctx.cache_for(code))
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args, **kwargs):
+        fast = self._fast
+        if fast is not None and not kwargs:
+            # The cache-hit path of CompileContext.run_direct for plain positional calls,
+            # inlined: this runs on every call. The hook is left as it is (normally off):
+            # the transformed code only calls the compiled graph, and an outer hook, if
+            # any, leaves generated and Paddle frames alone.
+            func, code, cache = fast
+            hot = cache.hot
+            if hot and len(args) == code.co_argcount:
+                f_locals = dict(zip(code.co_varnames, args))
+                for guard, result in hot:
+                    try:
+                        ok = guard(f_locals, func.__globals__)
+                    except Exception:  # noqa: BLE001 - a guard that cannot run has failed
+                        ok = False
+                    if ok:
+                        fn = self._ctx._entry_functions.get(result.code)
+                        if fn is None:
+                            break
+                        return fn(*args)
         direct = self._direct
         if direct is not None:
             func, lead = direct
-            if lead:
-                args = lead + args
-            # The cache-hit path of CompileContext.run_direct for plain positional calls,
-            # inlined: one Python call less on every call.
-            code = func.__code__
-            cache = self._ctx.cache.get(code)
-            if cache is not None and cache.hot and not kwargs and len(args) == code.co_argcount:
-                if code in self._ctx._positional_codes and not code.co_freevars:
-                    f_locals = dict(zip(code.co_varnames, args))
-                    for guard, result in cache.hot:
-                        try:
-                            ok = guard(f_locals, func.__globals__)
-                        except Exception:  # noqa: BLE001 - a guard that cannot run failed
-                            ok = False
-                        if ok:
-                            fn = self._ctx._entry_functions.get(result.code)
-                            if fn is None:
-                                break
-                            prev = set_eval_frame(None)
-                            try:
-                                return fn(*args)
-                            finally:
-                                set_eval_frame(prev)
-            return self._ctx.run_direct(func, args, kwargs)
+            return self._ctx.run_direct(func, lead + args if lead else args, kwargs)
         # the same as CompileContext.run, inlined: this is on every call's path
         prev = set_eval_frame(self._callback)
         try:

@@ -186,6 +186,11 @@ class CompileContext:
                     pass
         return self._miss(frame, frame.f_code, cache)
 
+    def cache_for(self, code: types.CodeType) -> CodeCache:
+        """The cache of ``code``, made now if it has none yet."""
+        cache = self.cache.get(code)
+        return cache if cache is not None else self._new_cache(code)
+
     def _new_cache(self, code: types.CodeType) -> CodeCache:
         _keep_hooking(code)
         cache = CodeCache()
@@ -464,9 +469,17 @@ class CompileContext:
 
     def reset(self) -> None:
         with self._lock:
+            # the targets' caches are emptied in place: optimized objects hold them
+            kept = {code: self.cache[code] for code in self.targets if code in self.cache}
+            for cache in kept.values():
+                cache.entries = []
+                cache.eager_reason = None
+                cache.hot = ()
             self.cache.clear()
+            self.cache.update(kept)
             self.events.clear()
             self._entry_functions.clear()
             for code in self.targets:
                 if code.co_flags & _GENERATOR_FLAGS:
+                    self.cache.pop(code, None)
                     self._new_cache(code)

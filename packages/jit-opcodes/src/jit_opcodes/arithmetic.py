@@ -88,7 +88,8 @@ def binary_op(tx, inst):
     _binary(tx, fn, inplace)
 
 
-@handler("UNARY_NEGATIVE", "UNARY_POSITIVE", "UNARY_INVERT", "UNARY_NOT")
+@handler("UNARY_NEGATIVE", "UNARY_INVERT", "UNARY_NOT")
+@handler("UNARY_POSITIVE", versions=versions("3.8", "3.11"))  # 3.12: CALL_INTRINSIC_1
 def unary(tx, inst):
     fn = {
         "UNARY_NEGATIVE": operator.neg,

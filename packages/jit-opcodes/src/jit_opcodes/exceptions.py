@@ -42,7 +42,8 @@ def with_block(tx, inst):
     raise Unsupported("`with` blocks are not captured yet")
 
 
-@handler("RAISE_VARARGS", "RERAISE")
+@handler("RAISE_VARARGS")
+@handler("RERAISE", versions=versions("3.9", "3.12"))
 def raise_varargs(tx, inst):
     raise Unsupported("the code raises an exception; it runs eagerly so Python raises it")
 

@@ -21,7 +21,9 @@ def return_const(tx, inst):
     tx.do_return(wrap_static(inst.argval))
 
 
-@handler("JUMP_FORWARD", "JUMP_ABSOLUTE", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP")
+@handler("JUMP_FORWARD")
+@handler("JUMP_ABSOLUTE", versions=versions("3.8", "3.10"))
+@handler("JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", versions=versions("3.11", "3.12"))
 def jump(tx, inst):
     tx.jump(inst)
 
@@ -30,13 +32,15 @@ def _is_none(v):
     return isinstance(v, ConstantVariable) and v.value is None
 
 
-@handler("POP_JUMP_IF_TRUE", "POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_BACKWARD_IF_TRUE")
+@handler("POP_JUMP_IF_TRUE", versions=("3.8", "3.9", "3.10", "3.12"))
+@handler("POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_BACKWARD_IF_TRUE", versions=("3.11",))
 def pop_jump_if_true(tx, inst):
     if tx.pop().truthy(tx):
         tx.jump(inst)
 
 
-@handler("POP_JUMP_IF_FALSE", "POP_JUMP_FORWARD_IF_FALSE", "POP_JUMP_BACKWARD_IF_FALSE")
+@handler("POP_JUMP_IF_FALSE", versions=("3.8", "3.9", "3.10", "3.12"))
+@handler("POP_JUMP_FORWARD_IF_FALSE", "POP_JUMP_BACKWARD_IF_FALSE", versions=("3.11",))
 def pop_jump_if_false(tx, inst):
     if not tx.pop().truthy(tx):
         tx.jump(inst)
@@ -47,23 +51,15 @@ def _none_check(tx, v):
     return _is_none(v)
 
 
-@handler(
-    "POP_JUMP_IF_NONE",
-    "POP_JUMP_FORWARD_IF_NONE",
-    "POP_JUMP_BACKWARD_IF_NONE",
-    versions=versions("3.11", "3.12"),
-)
+@handler("POP_JUMP_IF_NONE", versions=("3.12",))
+@handler("POP_JUMP_FORWARD_IF_NONE", "POP_JUMP_BACKWARD_IF_NONE", versions=("3.11",))
 def pop_jump_if_none(tx, inst):
     if _none_check(tx, tx.pop()):
         tx.jump(inst)
 
 
-@handler(
-    "POP_JUMP_IF_NOT_NONE",
-    "POP_JUMP_FORWARD_IF_NOT_NONE",
-    "POP_JUMP_BACKWARD_IF_NOT_NONE",
-    versions=versions("3.11", "3.12"),
-)
+@handler("POP_JUMP_IF_NOT_NONE", versions=("3.12",))
+@handler("POP_JUMP_FORWARD_IF_NOT_NONE", "POP_JUMP_BACKWARD_IF_NOT_NONE", versions=("3.11",))
 def pop_jump_if_not_none(tx, inst):
     if not _none_check(tx, tx.pop()):
         tx.jump(inst)

@@ -12,9 +12,8 @@ def nop(tx, inst):
     pass
 
 
-@handler(
-    "RESUME", "PRECALL", "CACHE", "MAKE_CELL", "COPY_FREE_VARS", versions=versions("3.11", "3.12")
-)
+@handler("RESUME", "CACHE", "MAKE_CELL", "COPY_FREE_VARS", versions=versions("3.11", "3.12"))
+@handler("PRECALL", versions=("3.11",))
 def nop_311(tx, inst):
     # RESUME/CACHE do nothing observable; PRECALL's work is done by CALL; cells and free
     # variables are set up by the translator before the first instruction.

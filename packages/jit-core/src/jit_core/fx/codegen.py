@@ -75,12 +75,15 @@ class _Namespace:
         name = getattr(fn, "__name__", None)
         candidates: List[str] = []
         if name:
-            candidates += [
-                f"paddle.{name}",
-                f"paddle.nn.functional.{name}",
-                f"paddle.linalg.{name}",
-                f"paddle.fft.{name}",
-            ]
+            # Paddle generates some functions under private names (``_tanh`` in
+            # generated_tensor_methods_patch) and exports them as ``paddle.tanh``
+            for public in dict.fromkeys([name, name.lstrip("_")]):
+                candidates += [
+                    f"paddle.{public}",
+                    f"paddle.nn.functional.{public}",
+                    f"paddle.linalg.{public}",
+                    f"paddle.fft.{public}",
+                ]
             mod = getattr(fn, "__module__", None)
             qual = getattr(fn, "__qualname__", name)
             if mod:

@@ -162,7 +162,13 @@ class Graph:
             seen.add(node)
 
     # -- display and code
-    def print_tabular(self) -> str:
+    def print_tabular(self, file=None) -> str:
+        """Print the nodes as a table (to ``file``, default stdout) and return its text."""
+        text = self.tabular()
+        print(text, file=file)
+        return text
+
+    def tabular(self) -> str:
         rows = [("opcode", "name", "target", "args", "kwargs")]
         for n in self.nodes:
             target = (

@@ -11,7 +11,7 @@ from typing import Any, Callable, List
 
 import paddle
 
-from ..hookspecs import hookimpl
+from .hookspecs import hookimpl
 
 MODES = ("eager", "static")
 

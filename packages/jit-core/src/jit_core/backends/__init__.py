@@ -1,1 +1,0 @@
-"""Backends embedded in jit-core (registered through the same hooks as plugins)."""

@@ -78,6 +78,29 @@ class VariableTracker:
         )
 
 
+class KnownValueVariable(VariableTracker):
+    """A Python object known at capture time and used as it is (a constant, a function, a
+    module, a class). Its identity or value is what the guards check."""
+
+    def __init__(self, value: Any, source=None):
+        super().__init__(source)
+        self.value = value
+
+    @property
+    def fn(self) -> Any:
+        """The same object, under the name the function trackers read best with."""
+        return self.value
+
+    def python_type(self) -> type:
+        return type(self.value)
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self) -> Any:
+        return self.value
+
+
 class NullVariable(VariableTracker):
     """The NULL that CPython pushes below a callable (LOAD_METHOD, 3.11+ PUSH_NULL)."""
 

@@ -14,7 +14,7 @@ from .. import guards
 from ..errors import Unsupported
 from ..skipfiles import is_library_module, is_skipped_file
 from ..sources import ItemSource, Source
-from .base import VariableTracker
+from .base import KnownValueVariable, VariableTracker
 from .constant import ConstantVariable
 from .containers import DictVariable, ListVariable, TupleVariable
 from .functions import (
@@ -166,22 +166,12 @@ def _lib(value):
     return _LibraryFunctionVariable(value, None)
 
 
-class _LibraryFunctionVariable(VariableTracker):
+class _LibraryFunctionVariable(KnownValueVariable):
     """A Python function of a library we do not trace into (the standard library, ...)."""
-
-    def __init__(self, fn, source=None):
-        super().__init__(source)
-        self.fn = fn
 
     def describe(self) -> str:
         mod = getattr(self.fn, "__module__", "?")
         return f"library function {mod}.{getattr(self.fn, '__qualname__', self.fn)}"
-
-    def is_python_constant(self) -> bool:
-        return True
-
-    def as_python_constant(self):
-        return self.fn
 
     def call_function(self, tx, args, kwargs):
         raise Unsupported(f"call to {self.describe()}, which is not traced")

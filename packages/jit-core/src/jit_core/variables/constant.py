@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import operator
-from typing import Any, Dict, List
+from typing import Dict, List
 
 from ..errors import Unsupported
-from .base import VariableTracker
+from .base import KnownValueVariable, VariableTracker
 
 #: methods of constants that are pure, so capture can call them on the real value
 _PURE_METHODS = {
@@ -42,20 +42,7 @@ _PURE_METHODS = {
 }
 
 
-class ConstantVariable(VariableTracker):
-    def __init__(self, value: Any, source=None):
-        super().__init__(source)
-        self.value = value
-
-    def python_type(self) -> type:
-        return type(self.value)
-
-    def is_python_constant(self) -> bool:
-        return True
-
-    def as_python_constant(self) -> Any:
-        return self.value
-
+class ConstantVariable(KnownValueVariable):
     def describe(self) -> str:
         r = repr(self.value)
         return f"constant {r if len(r) < 40 else r[:37] + '...'}"

@@ -9,7 +9,7 @@ import types
 from typing import Any, Callable, Dict, List, Optional
 
 from ..errors import Unsupported
-from .base import VariableTracker
+from .base import KnownValueVariable, VariableTracker
 from .constant import FOLDABLE, ConstantVariable
 from .containers import (
     BaseListVariable,
@@ -80,20 +80,10 @@ _IO_BUILTINS = {
 }
 
 
-class BuiltinVariable(VariableTracker):
+class BuiltinVariable(KnownValueVariable):
     def __init__(self, fn: Callable, source=None, pure: bool = False):
-        super().__init__(source)
-        self.fn = fn
+        super().__init__(fn, source)
         self.pure = pure
-
-    def python_type(self) -> type:
-        return type(self.fn)
-
-    def is_python_constant(self) -> bool:
-        return True
-
-    def as_python_constant(self) -> Any:
-        return self.fn
 
     def describe(self) -> str:
         return f"builtin {getattr(self.fn, '__name__', self.fn)!r}"
@@ -350,20 +340,7 @@ _SPECIAL: Dict[Any, Callable] = {
 _METADATA_FNS = {"is_tensor", "is_floating_point", "is_complex", "is_integer", "in_dynamic_mode"}
 
 
-class PaddleFunctionVariable(VariableTracker):
-    def __init__(self, fn: Callable, source=None):
-        super().__init__(source)
-        self.fn = fn
-
-    def python_type(self) -> type:
-        return type(self.fn)
-
-    def is_python_constant(self) -> bool:
-        return True
-
-    def as_python_constant(self) -> Any:
-        return self.fn
-
+class PaddleFunctionVariable(KnownValueVariable):
     def describe(self) -> str:
         mod = getattr(self.fn, "__module__", "") or ""
         return f"paddle function {mod}.{getattr(self.fn, '__name__', '?')}"
@@ -386,21 +363,8 @@ class PaddleFunctionVariable(VariableTracker):
 # ---------------------------------------------------------------- user functions
 
 
-class UserFunctionVariable(VariableTracker):
+class UserFunctionVariable(KnownValueVariable):
     """A Python function of the user's (or of a model zoo): its bytecode is inlined."""
-
-    def __init__(self, fn: types.FunctionType, source=None):
-        super().__init__(source)
-        self.fn = fn
-
-    def python_type(self) -> type:
-        return types.FunctionType
-
-    def is_python_constant(self) -> bool:
-        return True
-
-    def as_python_constant(self) -> Any:
-        return self.fn
 
     def describe(self) -> str:
         return f"function {self.fn.__qualname__}"

@@ -8,24 +8,11 @@ from typing import Any
 
 from ..errors import Unsupported
 from ..sources import AttrSource
-from .base import VariableTracker
+from .base import KnownValueVariable, VariableTracker
 from .constant import ConstantVariable
 
 
-class ModuleVariable(VariableTracker):
-    def __init__(self, module: types.ModuleType, source=None):
-        super().__init__(source)
-        self.value = module
-
-    def python_type(self) -> type:
-        return types.ModuleType
-
-    def is_python_constant(self) -> bool:
-        return True
-
-    def as_python_constant(self) -> Any:
-        return self.value
-
+class ModuleVariable(KnownValueVariable):
     def describe(self) -> str:
         return f"module {self.value.__name__}"
 
@@ -101,21 +88,8 @@ class UserObjectVariable(VariableTracker):
         raise Unsupported(f"calling {self.describe()}")
 
 
-class ClassVariable(VariableTracker):
+class ClassVariable(KnownValueVariable):
     """A class: its attributes can be read; creating instances is not captured yet."""
-
-    def __init__(self, value: type, source=None):
-        super().__init__(source)
-        self.value = value
-
-    def python_type(self) -> type:
-        return type(self.value)
-
-    def is_python_constant(self) -> bool:
-        return True
-
-    def as_python_constant(self) -> Any:
-        return self.value
 
     def describe(self) -> str:
         return f"class {self.value.__qualname__}"

@@ -9,7 +9,7 @@ are restored, and the random generator state is put back at the end of the captu
 from __future__ import annotations
 
 import keyword
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import paddle
 
@@ -29,32 +29,29 @@ from ..variables.containers import (
 from ..variables.tensor import TensorVariable
 
 
-def example_of(v: VariableTracker) -> Any:
+def _as_argument(v: VariableTracker, tensor: Callable[[TensorVariable], Any]) -> Any:
+    """The Python value of an argument, with each tensor replaced by ``tensor(t)``."""
     if isinstance(v, TensorVariable):
-        return v.example
+        return tensor(v)
     if isinstance(v, BaseListVariable):
-        return v.container_type(example_of(i) for i in v.items)
+        return v.container_type(_as_argument(i, tensor) for i in v.items)
     if isinstance(v, DictVariable):
-        return {k: example_of(i) for k, i in v.items.items()}
+        return {k: _as_argument(i, tensor) for k, i in v.items.items()}
     if isinstance(v, SliceVariable):
-        return slice(*(example_of(p) for p in v.parts))
+        return slice(*(_as_argument(p, tensor) for p in v.parts))
     if v.is_python_constant():
         return v.as_python_constant()
     raise Unsupported(f"{v.describe()} cannot be passed to a Paddle operation")
+
+
+def example_of(v: VariableTracker) -> Any:
+    """The argument as the example run sees it: tensors are their example values."""
+    return _as_argument(v, lambda t: t.example)
 
 
 def node_arg_of(v: VariableTracker) -> Any:
-    if isinstance(v, TensorVariable):
-        return v.node
-    if isinstance(v, BaseListVariable):
-        return v.container_type(node_arg_of(i) for i in v.items)
-    if isinstance(v, DictVariable):
-        return {k: node_arg_of(i) for k, i in v.items.items()}
-    if isinstance(v, SliceVariable):
-        return slice(*(node_arg_of(p) for p in v.parts))
-    if v.is_python_constant():
-        return v.as_python_constant()
-    raise Unsupported(f"{v.describe()} cannot be passed to a Paddle operation")
+    """The argument as the graph records it: tensors are their nodes."""
+    return _as_argument(v, lambda t: t.node)
 
 
 def _identifier(hint: str) -> str:

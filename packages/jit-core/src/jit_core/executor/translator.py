@@ -459,23 +459,19 @@ def root_locals(code, f_locals: Dict[str, Any], tx: Translator) -> None:
     """Fill the root translator's locals from the real frame, each with its source."""
     nargs = code.co_argcount + code.co_kwonlyargcount
     nargs += bool(code.co_flags & 0x04) + bool(code.co_flags & 0x08)
-    for name in code.co_varnames[:nargs]:
-        if name not in f_locals:
-            continue
-        v = wrap(tx, f_locals[name], LocalSource(name))
-        if name in code.co_cellvars:
-            tx.cells[name] = CellVariable(v)
-        else:
-            tx.symbolic_locals[name] = v
-    for name in code.co_cellvars:
-        tx.cells.setdefault(name, CellVariable(None))
-    for name in code.co_freevars:
-        if name in f_locals:
-            tx.cells[name] = CellVariable(
-                wrap(tx, f_locals[name], LocalSource(name)), external=True
-            )
-        else:
-            tx.cells[name] = CellVariable(None, external=True)
+    bound = {
+        name: wrap(tx, f_locals[name], LocalSource(name))
+        for name in code.co_varnames[:nargs]
+        if name in f_locals
+    }
+    closure = [
+        CellVariable(
+            wrap(tx, f_locals[name], LocalSource(name)) if name in f_locals else None,
+            external=True,
+        )
+        for name in code.co_freevars
+    ]
+    tx.setup_locals(bound, closure)
 
 
 __all__ = ["Translator", "bind_arguments", "root_locals", "ListVariable", "TupleVariable"]

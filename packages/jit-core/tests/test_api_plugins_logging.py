@@ -191,3 +191,17 @@ def test_set_logs_from_code(caplog):
         jit_core.set_logs("recompiles", level=30)
     with pytest.raises(ValueError, match="unknown log channel"):
         jit_core.set_logs("everything")
+
+
+def test_explain_dumps_every_artifact(tmp_path):
+    x, y = paddle.rand([2, 3]), paddle.rand([2, 3])
+    report = jit_core.explain(f, x, y)
+    paths = report.dump(str(tmp_path / "dump"))
+    names = sorted(os.path.basename(p) for p in paths)
+    assert names == ["01_f.bytecode.txt", "01_f.graph.py", "01_f.guard.py", "explain.txt"]
+    graph = (tmp_path / "dump" / "01_f.graph.py").read_text()
+    assert "def forward(self, x, y):" in graph and "relu" in graph
+    compile(graph, "graph.py", "exec")
+    assert "def guard_f_" in (tmp_path / "dump" / "01_f.guard.py").read_text()
+    assert "LOAD_CONST" in (tmp_path / "dump" / "01_f.bytecode.txt").read_text()
+    assert "Graph count: 1" in (tmp_path / "dump" / "explain.txt").read_text()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, List, Optional
 
@@ -61,6 +62,31 @@ class ExplainOutput:
     @property
     def graph_code(self) -> List[str]:
         return [g.code for g in self.graphs]
+
+    def dump(self, directory: str) -> List[str]:
+        """Write every artifact as a file a person can read; returns the paths written.
+
+        Per graph: ``NN_<frame>.graph.py`` (the generated ``forward``),
+        ``NN_<frame>.guard.py`` (the guard function and its constants) and
+        ``NN_<frame>.bytecode.txt`` (``dis`` of the transformed code); ``explain.txt`` holds
+        the whole report, breaks included.
+        """
+        os.makedirs(directory, exist_ok=True)
+        written = []
+
+        def write(name: str, text: str) -> None:
+            path = os.path.join(directory, name)
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text if text.endswith("\n") else text + "\n")
+            written.append(path)
+
+        for i, g in enumerate(self.graphs, 1):
+            stem = f"{i:02d}_{g.frame}"
+            write(f"{stem}.graph.py", f"# {g.frame} ({g.location}), {g.op_count} ops\n{g.code}")
+            write(f"{stem}.guard.py", g.guard)
+            write(f"{stem}.bytecode.txt", g.transformed_bytecode)
+        write("explain.txt", str(self))
+        return written
 
     def __str__(self) -> str:
         out = [

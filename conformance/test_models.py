@@ -11,6 +11,7 @@ import pytest
 from paddle.vision import models
 
 import jit_core
+from jit_core import _compat
 
 from .helpers import assert_same
 
@@ -31,13 +32,36 @@ class MLP(paddle.nn.Layer):
         return paddle.nn.functional.log_softmax(self.head(self.body(x) + 1.0), axis=-1)
 
 
-#: name -> (factory, input shape); images are small so that five models stay quick on CPU
+class Containers(paddle.nn.Layer):
+    """Sequential, LayerList, LayerDict and a bare parameter, nested."""
+
+    def __init__(self):
+        super().__init__()
+        self.seq = paddle.nn.Sequential(
+            paddle.nn.Linear(16, 32), paddle.nn.ReLU(), paddle.nn.Linear(32, 16)
+        )
+        self.blocks = paddle.nn.LayerList([paddle.nn.Linear(16, 16) for _ in range(3)])
+        self.heads = paddle.nn.LayerDict(
+            {"a": paddle.nn.Linear(16, 8), "b": paddle.nn.Linear(16, 8)}
+        )
+        self.w = self.create_parameter([8, 8])
+
+    def forward(self, x):
+        h = self.seq(x) + x
+        for i, block in enumerate(self.blocks):
+            h = paddle.nn.functional.silu(block(h)) * (i + 1)
+        outs = [self.heads[k](h) for k in sorted(self.heads.keys())]
+        return paddle.matmul(outs[0] + outs[1], self.w)
+
+
+#: name -> (factory, input shape); images are small so that the models stay quick on CPU
 MODELS = {
     "resnet18": (models.resnet18, [1, 3, 64, 64]),
     "resnet50": (models.resnet50, [1, 3, 64, 64]),
     "mobilenet_v2": (models.mobilenet_v2, [1, 3, 64, 64]),
     "vgg11": (lambda: models.vgg11(num_classes=10), [1, 3, 32, 32]),
     "mlp": (MLP, [4, 32]),
+    "containers": (Containers, [4, 16]),
 }
 
 
@@ -170,3 +194,23 @@ def test_forward_with_exception_table_is_captured(backend):
     assert fast.jit_stats.captures == 2
     report = jit_core.explain(net, x, backend=backend)
     assert report.graph_count == 1 and report.break_count == 0, str(report)
+
+
+def test_forward_hooks_run_as_in_eager(backend):
+    paddle.seed(3)
+    plain, hooked = BranchyBlocks(), BranchyBlocks()
+    hooked.set_state_dict(plain.state_dict())
+    hooked.register_forward_pre_hook(lambda layer, inputs: (inputs[0] * 2,))
+    hooked.register_forward_post_hook(lambda layer, inputs, out: out + 1)
+    fast = jit_core.optimize(hooked, backend=backend)
+    x = paddle.randn([2, 8])
+    assert_same(fast(x), plain(x * 2) + 1)
+    assert_same(fast(x), plain(x * 2) + 1)
+    stats = fast.jit_stats
+    if _compat.hook_skips(BranchyBlocks.forward.__code__):
+        # 3.11+: Layer.__call__ must run the hooks, and the frame hook cannot see this
+        # forward (it has an exception table): it runs eagerly and says why
+        assert "forward hooks" in stats.eager_frames["forward"]
+    else:
+        # the hooks are user code too, each captured on its own frame
+        assert stats.entries["forward"] == 1 and not stats.eager_frames, stats

@@ -15,16 +15,37 @@ from typing import Tuple
 
 import paddle
 
-_OWN_TOP_LEVEL = ("jit_core", "jit_opcodes", "pluggy", "bytecode", "numpy", "_pytest", "pytest")
+_OWN_TOP_LEVEL = (
+    "jit_core",
+    "jit_opcodes",
+    "pluggy",
+    "bytecode",
+    "_pytest",
+    "pytest",
+    # what Paddle runs on its own call paths (Layer.__call__ goes through `decorator`)
+    "numpy",
+    "decorator",
+    "google.protobuf",
+    "typing_extensions",
+    "opt_einsum",
+    "astor",
+)
 
 #: inside paddle, these folders hold models written like user code
 _PADDLE_USER_DIRS = ("vision/models", "text/models")
 
 
 def _dir_of(module_name: str) -> str:
+    """The folder of a package, or the file of a single-module distribution (whose folder
+    would be all of site-packages)."""
     mod = sys.modules.get(module_name)
     path = getattr(mod, "__file__", None)
-    return os.path.dirname(os.path.abspath(path)) + os.sep if path else ""
+    if not path:
+        return ""
+    path = os.path.abspath(path)
+    if hasattr(mod, "__path__"):
+        return os.path.dirname(path) + os.sep
+    return os.path.splitext(path)[0]
 
 
 def _stdlib_dirs() -> Tuple[str, ...]:
@@ -65,7 +86,7 @@ def is_skipped_file(filename: str) -> bool:
     if filename.startswith("<"):
         # exec'd code, generated graphs and guards: only user code made by exec is captured,
         # our own generated files are recognised by their prefix
-        return filename.startswith("<jit_core")
+        return filename.startswith(("<jit_core", "<decorator-gen"))
     path = os.path.abspath(filename)
     if path.startswith(_PADDLE_DIR):
         return not path.startswith(_PADDLE_USER)

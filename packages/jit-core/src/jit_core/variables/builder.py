@@ -3,6 +3,7 @@ make it safe to reuse the capture."""
 
 from __future__ import annotations
 
+import collections
 import enum
 import inspect
 import types
@@ -114,7 +115,7 @@ def _wrap(tx, value: Any, source: Optional[Source], owned_by_layer: bool) -> Var
                 f"a {type(value).__name__} (subclass of {cls.container_type.__name__})"
             )
         return cls(items, source)
-    if type(value) is dict:
+    if type(value) in (dict, collections.OrderedDict):
         for k in value:
             if not isinstance(k, (str, int, bool, float, type(None), tuple)):
                 raise Unsupported(f"a dict with a key of type {type(k).__name__}")
@@ -127,6 +128,7 @@ def _wrap(tx, value: Any, source: Optional[Source], owned_by_layer: bool) -> Var
                 for k, v in value.items()
             },
             source,
+            dict_type=type(value),
         )
     if isinstance(value, types.ModuleType):
         _guard(tx, source, guards.ID_MATCH, value)

@@ -143,12 +143,14 @@ class ListVariable(BaseListVariable):
 class DictVariable(VariableTracker):
     """A dict with constant keys (what models use for configs and named outputs)."""
 
-    def __init__(self, items: Dict[Any, VariableTracker], source=None):
+    def __init__(self, items: Dict[Any, VariableTracker], source=None, dict_type: type = dict):
         super().__init__(source)
         self.items = dict(items)
+        #: dict, or OrderedDict (what Paddle keeps sublayers in)
+        self.dict_type = dict_type
 
     def python_type(self) -> type:
-        return dict
+        return self.dict_type
 
     def describe(self) -> str:
         return f"dict of {len(self.items)}"
@@ -157,7 +159,7 @@ class DictVariable(VariableTracker):
         return all(v.is_python_constant() for v in self.items.values())
 
     def as_python_constant(self) -> Any:
-        return {k: v.as_python_constant() for k, v in self.items.items()}
+        return self.dict_type((k, v.as_python_constant()) for k, v in self.items.items())
 
     def truthy(self, tx) -> bool:
         return bool(self.items)
@@ -166,7 +168,7 @@ class DictVariable(VariableTracker):
         return [_const(k) for k in self.items]
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        if hasattr(dict, name):
+        if hasattr(dict, name):  # what OrderedDict adds (move_to_end...) is not modelled
             from .functions import BoundMethodVariable
 
             return BoundMethodVariable(self, name)

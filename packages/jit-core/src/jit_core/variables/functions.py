@@ -73,6 +73,9 @@ PURE_BUILTINS = (
     | FOLDABLE
 )
 
+#: pure builtins whose first argument is an iterable they consume
+_CONSUME_ITERABLE = {sorted, sum, min, max, any, all, frozenset}
+
 _IO_BUILTINS = {
     print: "print writes output (I/O)",
     input: "input reads from stdin (I/O)",
@@ -103,6 +106,13 @@ class BuiltinVariable(KnownValueVariable):
                     raise Unsupported("`not tensor` needs the tensor's value")
                 return tx.output.call_function(tx, fn, args, kwargs)
             raise Unsupported(f"builtin {getattr(fn, '__name__', fn)!r} on a tensor")
+        if fn in _CONSUME_ITERABLE and args and not args[0].is_python_constant():
+            # sorted(d.keys()), max(x for x in ...): fold over the items when they are
+            # constants; the iterable is consumed, as Python would consume it
+            items = _iter_items(tx, args[0])
+            if all(i.is_python_constant() for i in items):
+                folded = ConstantVariable([i.as_python_constant() for i in items])
+                args = [folded, *args[1:]]
         consts = _consts(args)
         kw = _consts(list(kwargs.values()))
         if consts is not None and kw is not None and (self.pure or fn in PURE_BUILTINS):

@@ -19,6 +19,7 @@ from typing import Any, Callable, Dict, List, Optional, Set
 
 import paddle
 from paddle.framework import core as _core
+from paddle.nn.layer import layers as _layers
 
 from . import _compat, plugins
 from .codegen.frame import build_code, collect_tensors, disassemble
@@ -57,6 +58,15 @@ def _never_skip(codes) -> None:
 
 def _identifier(name: str) -> str:
     return "".join(c if c.isalnum() or c == "_" else "_" for c in name).strip("_") or "code"
+
+
+def _layer_call_is_forward() -> bool:
+    # the same functions Layer.__call__ asks, from the module that defines it
+    return (
+        _layers.in_dygraph_mode()
+        and not _layers.in_to_static_mode()
+        and not _layers.in_profiler_mode()
+    )
 
 
 def _builtins_of(func: types.FunctionType) -> dict:
@@ -357,14 +367,24 @@ class CompileContext:
             code = getattr(forward, "__code__", None)
             if code not in self.direct_codes:
                 return None
-            # Layer.__call__ is exactly ``self.forward(*args)`` when no hook and no lazy
-            # build is pending; otherwise its own code must run.
+            # Layer.__call__ is exactly ``self.forward(*args)`` under the conditions it
+            # checks itself (no hook, no lazy build pending, plain dygraph, no profiler);
+            # otherwise its own code must run.
             built = type(fn)._build_once is paddle.nn.Layer._build_once or getattr(
                 fn, "_built", True
             )
-            if fn._forward_pre_hooks or fn._forward_post_hooks or not built:
+            if (
+                fn._forward_pre_hooks
+                or fn._forward_post_hooks
+                or not built
+                or not _layer_call_is_forward()
+            ):
                 if _compat.hook_skips(code):
-                    self._note_invisible(code, "the layer has forward hooks")
+                    self._note_invisible(
+                        code,
+                        "Layer.__call__ has to run its own code (forward hooks, a pending "
+                        "lazy build, static or profiler mode)",
+                    )
                 return None
             return forward, (fn,)
         func = getattr(fn, "__func__", fn)

@@ -185,3 +185,23 @@ def test_reset_forgets_compiled_frames():
     assert fast.jit_stats.captures == 0
     same(fast(x, x), add_mul(x, x))
     assert fast.jit_stats.captures == 1
+
+
+inner_fast = jit_core.optimize(add_mul)
+
+
+def outer(x, y):
+    print("an eager frame around an optimized call")  # makes outer run eagerly
+    return inner_fast(x, y) * 2
+
+
+def test_nested_optimize_keeps_each_context_to_its_own_frames(capsys):
+    x, y = paddle.rand([2, 3]), paddle.rand([2, 3])
+    inner_fast(x, y)  # compiled before the outer context exists
+    fast_outer = jit_core.optimize(outer)
+    for _ in range(2):
+        same(fast_outer(x, y), add_mul(x, y) * 2)
+    assert inner_fast.jit_stats.captures == 1
+    # the outer context saw only its own frame: not the inner transformed code
+    assert set(fast_outer.jit_stats.eager_frames) == {"outer"}
+    assert fast_outer.jit_stats.entries == {}

@@ -22,7 +22,7 @@ from paddle.framework import core as _core
 from paddle.nn.layer import layers as _layers
 
 from . import _compat, plugins
-from .codegen.frame import build_code, collect_tensors, disassemble
+from .codegen.frame import GENERATED_CODES, build_code, collect_tensors, disassemble
 from .config import Options
 from .errors import BackendCompileError, GraphBreakError, Unsupported
 from .executor.output_graph import OutputGraph
@@ -204,7 +204,9 @@ class CompileContext:
     def _new_cache(self, code: types.CodeType) -> CodeCache:
         _keep_hooking(code)
         cache = CodeCache()
-        if code not in self.targets and is_skipped_file(code.co_filename):
+        if code not in self.targets and (
+            is_skipped_file(code.co_filename) or code in GENERATED_CODES
+        ):
             cache.skipped = True
             cache.hot = None
         elif code.co_flags & _GENERATOR_FLAGS:

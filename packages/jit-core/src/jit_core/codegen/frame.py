@@ -11,6 +11,7 @@ from __future__ import annotations
 import dis
 import io
 import types
+import weakref
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from bytecode import Bytecode, Instr
@@ -92,6 +93,11 @@ def collect_tensors(v: VariableTracker, out: List[TensorVariable]) -> None:
             collect_tensors(item, out)
 
 
+#: every code object built here: it keeps the original's file name, so the frame hook of
+#: an enclosing optimize() must be told that it is ours and not user code to capture
+GENERATED_CODES: weakref.WeakSet[types.CodeType] = weakref.WeakSet()
+
+
 def build_code(
     code: types.CodeType,
     compiled: Optional[Callable],
@@ -119,7 +125,9 @@ def build_code(
         if isinstance(ins, Instr) and ins.lineno is None:
             ins.lineno = line
     bc.extend(instrs)
-    return bc.to_code()
+    new_code = bc.to_code()
+    GENERATED_CODES.add(new_code)
+    return new_code
 
 
 def disassemble(code: types.CodeType) -> str:

@@ -68,6 +68,25 @@ def main() -> None:
     for name, us in rows:
         print(f"{name:30s} {us:10.2f} {us - eager:12.2f}")
 
+    # the same for a layer: OptimizedLayer has to check what Layer.__call__ checks
+    layer = paddle.nn.Linear(16, 16)
+    layer.eval()
+    xl = paddle.rand([4, 16])
+    sot_layer = paddle.jit.to_static(paddle.nn.Linear(16, 16), full_graph=False)
+    sot_layer.eval()
+    rows = list(
+        zip(
+            names,
+            per_call_us([layer, sot_layer, jit_core.optimize(layer)], (xl,), args.repeat),
+        )
+    )
+    eager = rows[0][1]
+    print()
+    print("cache-hit cost per call, paddle.nn.Linear(16, 16) on [4, 16] float32")
+    print(f"{'':30s} {'us/call':>10s} {'above eager':>12s}")
+    for name, us in rows:
+        print(f"{name:30s} {us:10.2f} {us - eager:12.2f}")
+
     if args.skip_resnet:
         return
     from paddle.vision.models import resnet18

@@ -11,7 +11,7 @@ from typing import Any, Callable, Dict, Optional, Set
 import paddle
 
 from .config import Options
-from .eval_frame import CompileContext, set_eval_frame
+from .eval_frame import CompileContext, layer_call_is_forward, set_eval_frame
 
 
 def _target_codes(fn: Callable) -> Set[types.CodeType]:
@@ -45,6 +45,39 @@ def _stats(ctx: CompileContext) -> JitStats:
     return JitStats(len(ctx.events), compiled, eager, entries)
 
 
+_MISS = object()
+
+
+def _cache_hit(ctx: CompileContext, fast: tuple, args: tuple) -> Any:
+    """The cache-hit path of ``CompileContext.run_direct`` for a plain positional call of a
+    target without free variables: the result of the matching entry, or ``_MISS``.
+
+    It runs on every call, so it is kept to a dict, the guards and one call. The hook is
+    left as it is (normally off): the transformed code only calls the compiled graph, and
+    an enclosing hook, if any, leaves generated and Paddle frames alone."""
+    func, code, cache = fast
+    hot = cache.hot
+    if hot and len(args) == code.co_argcount:
+        f_locals = dict(zip(code.co_varnames, args))
+        for guard, result in hot:
+            try:
+                ok = guard(f_locals, func.__globals__)
+            except Exception:  # noqa: BLE001 - a guard that cannot run has failed
+                ok = False
+            if ok:
+                fn = ctx._entry_functions.get(result.code)
+                return _MISS if fn is None else fn(*args)
+    return _MISS
+
+
+def _fast_path(ctx: CompileContext, func: Any) -> Optional[tuple]:
+    """``(function, code, cache)`` when calls of ``func`` can take ``_cache_hit``."""
+    code = getattr(func, "__code__", None)
+    if code in ctx._positional_codes and not code.co_freevars:
+        return (func, code, ctx.cache_for(code))
+    return None
+
+
 class OptimizedFunction:
     """A function whose frames run through the JIT. Call it like the original."""
 
@@ -55,35 +88,17 @@ class OptimizedFunction:
         self._callback = self._ctx.callback
         #: (function, leading args) when the target frame is entered without the hook
         self._direct = self._ctx.direct_entry(fn)
-        #: (function, code, its cache) when plain positional calls can take the fast path
+        #: (function, code, its cache) when plain positional calls can take _cache_hit
         self._fast = None
         if self._direct is not None and not self._direct[1]:
-            code = self._direct[0].__code__
-            if code in self._ctx._positional_codes and not code.co_freevars:
-                self._fast = (self._direct[0], code, self._ctx.cache_for(code))
+            self._fast = _fast_path(self._ctx, self._direct[0])
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args, **kwargs):
-        fast = self._fast
-        if fast is not None and not kwargs:
-            # The cache-hit path of CompileContext.run_direct for plain positional calls,
-            # inlined: this runs on every call. The hook is left as it is (normally off):
-            # the transformed code only calls the compiled graph, and an outer hook, if
-            # any, leaves generated and Paddle frames alone.
-            func, code, cache = fast
-            hot = cache.hot
-            if hot and len(args) == code.co_argcount:
-                f_locals = dict(zip(code.co_varnames, args))
-                for guard, result in hot:
-                    try:
-                        ok = guard(f_locals, func.__globals__)
-                    except Exception:  # noqa: BLE001 - a guard that cannot run has failed
-                        ok = False
-                    if ok:
-                        fn = self._ctx._entry_functions.get(result.code)
-                        if fn is None:
-                            break
-                        return fn(*args)
+        if self._fast is not None and not kwargs:
+            out = _cache_hit(self._ctx, self._fast, args)
+            if out is not _MISS:
+                return out
         direct = self._direct
         if direct is not None:
             func, lead = direct
@@ -121,10 +136,28 @@ class OptimizedLayer:
     def __init__(self, layer: paddle.nn.Layer, options: Options):
         object.__setattr__(self, "_orig_layer", layer)
         object.__setattr__(self, "_options", options)
-        object.__setattr__(self, "_ctx", CompileContext(options, _target_codes(layer)))
+        ctx = CompileContext(options, _target_codes(layer))
+        object.__setattr__(self, "_ctx", ctx)
+        forward = inspect.getattr_static(type(layer), "forward", None)
+        #: (forward, code, its cache) when plain positional calls can take _cache_hit
+        fast = _fast_path(ctx, forward) if isinstance(forward, types.FunctionType) else None
+        object.__setattr__(self, "_fast", fast)
+        object.__setattr__(self, "_fast_type", type(layer))
 
     def __call__(self, *args, **kwargs):
-        return self._ctx.run(self._orig_layer, args, kwargs)
+        layer = self._orig_layer
+        if (
+            self._fast is not None
+            and not kwargs
+            and type(layer) is self._fast_type
+            and not layer._forward_pre_hooks
+            and not layer._forward_post_hooks
+            and layer_call_is_forward()
+        ):
+            out = _cache_hit(self._ctx, self._fast, (layer, *args))
+            if out is not _MISS:
+                return out
+        return self._ctx.run(layer, args, kwargs)
 
     def forward(self, *args, **kwargs):
         return self(*args, **kwargs)

@@ -60,7 +60,7 @@ def _identifier(name: str) -> str:
     return "".join(c if c.isalnum() or c == "_" else "_" for c in name).strip("_") or "code"
 
 
-def _layer_call_is_forward() -> bool:
+def layer_call_is_forward() -> bool:
     # the same functions Layer.__call__ asks, from the module that defines it
     return (
         _layers.in_dygraph_mode()
@@ -379,7 +379,7 @@ class CompileContext:
                 fn._forward_pre_hooks
                 or fn._forward_post_hooks
                 or not built
-                or not _layer_call_is_forward()
+                or not layer_call_is_forward()
             ):
                 if _compat.hook_skips(code):
                     self._note_invisible(

@@ -106,6 +106,27 @@ class Guard:
         return (self.source.name(), self.kind)
 
 
+_LAYER_STORES = ("_parameters", "_sub_layers", "_buffers")
+
+
+def _layer_store(obj: Any, attr: str) -> Optional[str]:
+    """Where a layer keeps ``attr`` when ``Layer.__getattr__`` is what finds it.
+
+    Reading ``layer.weight`` goes through that Python-level ``__getattr__`` (half a
+    microsecond); ``layer._parameters['weight']`` is two dict lookups. Only used where
+    the two are the same thing: the name is neither in the instance dict nor on the class.
+    """
+    if not isinstance(obj, paddle.nn.Layer):
+        return None
+    if attr in vars(obj) or hasattr(type(obj), attr):
+        return None
+    for store in _LAYER_STORES:
+        d = vars(obj).get(store)
+        if isinstance(d, dict) and attr in d:
+            return store
+    return None
+
+
 class _Namer:
     """Hands out names for the objects a guard needs as constants."""
 
@@ -175,6 +196,9 @@ class GuardSet:
                 return pinned[src.name()]
             if isinstance(src, AttrSource):
                 base = expr(src.base)
+                store = _layer_store(namer.scope.get(base), src.attr)
+                if store is not None:
+                    return f"{base}.{store}[{src.attr!r}]"
                 if src.attr.isidentifier():
                     return f"{base}.{src.attr}"
                 return f"getattr({base}, {src.attr!r})"

@@ -86,7 +86,7 @@ def is_skipped_file(filename: str) -> bool:
     if filename.startswith("<"):
         # exec'd code, generated graphs and guards: only user code made by exec is captured,
         # our own generated files are recognised by their prefix
-        return filename.startswith(("<jit_core", "<decorator-gen"))
+        return filename.startswith(("<jit_core", "<decorator-gen", "<__array_function__"))
     path = os.path.abspath(filename)
     if path.startswith(_PADDLE_DIR):
         return not path.startswith(_PADDLE_USER)

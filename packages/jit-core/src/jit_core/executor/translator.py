@@ -111,14 +111,14 @@ class Translator:
             if line is not None:
                 self.lineno = line
             self.steps += 1
-            if self.steps > MAX_INSTRUCTIONS:
-                raise Unsupported(f"more than {MAX_INSTRUCTIONS} instructions simulated")
-            h = handlers.get(inst.opname)
-            if h is None:
-                raise Unsupported(
-                    f"no handler for opcode {inst.opname} on Python {_compat.VERSION_STR}"
-                )
             try:
+                if self.steps > MAX_INSTRUCTIONS:
+                    raise Unsupported(f"more than {MAX_INSTRUCTIONS} instructions simulated")
+                h = handlers.get(inst.opname)
+                if h is None:
+                    raise Unsupported(
+                        f"no handler for opcode {inst.opname} on Python {_compat.VERSION_STR}"
+                    )
                 h.handler(self, inst)
             except Unsupported as e:
                 if e.location is None:

@@ -1,0 +1,424 @@
+"""Guards and the compiled-frame cache, observed through ``jit_core.optimize``."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import warnings
+
+import numpy as np
+import paddle
+import pytest
+from paddle.framework import core
+
+import jit_core
+from jit_core.errors import GraphBreakError
+
+SCALE = 2.0
+
+
+def scaled(x):
+    return x * SCALE + 1
+
+
+def hook_is_off() -> bool:
+    """True when no frame hook is installed in this thread (and leaves none installed)."""
+    prev = core.set_eval_frame(None)
+    if prev is not None:  # put it back so a failure does not break later tests
+        core.set_eval_frame(prev)
+    return prev is None
+
+
+def close(a, b):
+    np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.fixture(autouse=True)
+def _no_hook_leak():
+    assert hook_is_off()
+    yield
+    assert hook_is_off(), "a test left the frame hook installed"
+
+
+def test_cache_hit_on_second_call():
+    def f(x, y):
+        return paddle.matmul(x, y) + x
+
+    of = jit_core.optimize(f)
+    x, y = paddle.randn([4, 4]), paddle.randn([4, 4])
+    close(of(x, y), f(x, y))
+    assert of.jit_stats.captures == 1
+    assert of.jit_stats.compiled == 1
+    x2, y2 = paddle.randn([4, 4]), paddle.randn([4, 4])
+    close(of(x2, y2), f(x2, y2))  # new values, same specs: the same entry
+    close(of(x, y), f(x, y))
+    assert of.jit_stats.captures == 1
+    assert of.jit_stats.entries == {"f": 1}
+    assert of.jit_stats.eager_frames == {}
+
+
+def test_new_shape_recompiles_once():
+    def f(x):
+        return paddle.nn.functional.relu(x).sum(axis=0)
+
+    of = jit_core.optimize(f)
+    a = paddle.randn([4, 4])
+    b = paddle.randn([2, 3])
+    close(of(a), f(a))
+    close(of(b), f(b))
+    assert of.jit_stats.captures == 2
+    # both entries stay usable: no further capture when the shapes come back
+    for t in (a, b, a, b):
+        close(of(t), f(t))
+    assert of.jit_stats.captures == 2
+    assert of.jit_stats.entries == {"f": 2}
+
+
+def test_new_dtype_recompiles():
+    def f(x):
+        return x * 3 - 1
+
+    of = jit_core.optimize(f)
+    a32 = paddle.ones([4, 4], dtype="float32")
+    a64 = paddle.ones([4, 4], dtype="float64")
+    out32 = of(a32)
+    out64 = of(a64)
+    assert of.jit_stats.captures == 2
+    assert out32.dtype == paddle.float32
+    assert out64.dtype == paddle.float64
+    close(out64, f(a64))
+    of(a32)
+    of(a64)
+    assert of.jit_stats.captures == 2
+
+
+def test_stop_gradient_change_recompiles():
+    def f(x):
+        return x * x
+
+    of = jit_core.optimize(f)
+    a = paddle.ones([4])
+    of(a)
+    b = paddle.ones([4])
+    b.stop_gradient = False
+    y = of(b)
+    assert of.jit_stats.captures == 2
+    y.sum().backward()
+    close(b.grad, 2 * b.detach())
+
+
+def test_changing_a_global_recompiles_with_correct_result():
+    global SCALE
+    of = jit_core.optimize(scaled)
+    x = paddle.full([4, 4], 3.0)
+    old = SCALE
+    try:
+        close(of(x), x * 2.0 + 1)
+        SCALE = 5.0
+        close(of(x), x * 5.0 + 1)
+        assert of.jit_stats.captures == 2
+        SCALE = 2.0
+        close(of(x), x * 2.0 + 1)  # the first entry again
+        assert of.jit_stats.captures == 2
+    finally:
+        SCALE = old
+
+
+def test_int_argument_change_recompiles_with_correct_result():
+    def f(x, n):
+        return x * n + n
+
+    of = jit_core.optimize(f)
+    x = paddle.full([4, 4], 2.0)
+    close(of(x, 3), x * 3 + 3)
+    close(of(x, 3), x * 3 + 3)
+    assert of.jit_stats.captures == 1
+    close(of(x, 4), x * 4 + 4)
+    assert of.jit_stats.captures == 2
+    # 3.0 == 3, but an int tensor times a float is a float: the int entry must not run
+    xi = paddle.to_tensor([1, 2, 3, 4])
+    assert of(xi, 3).dtype == f(xi, 3).dtype
+    before = of.jit_stats.captures
+    out = of(xi, 3.0)
+    assert of.jit_stats.captures == before + 1
+    assert out.dtype == f(xi, 3.0).dtype
+    close(out, f(xi, 3.0))
+
+
+def test_recompile_log_names_failing_guard(caplog):
+    def f(x, n):
+        return x + n
+
+    of = jit_core.optimize(f)
+    x = paddle.ones([4])
+    with caplog.at_level(logging.INFO, logger="jit_core.recompiles"):
+        of(x, 1)
+        assert not [r for r in caplog.records if r.name == "jit_core.recompiles"]
+        of(x, 2)
+    msgs = [r.getMessage() for r in caplog.records if r.name == "jit_core.recompiles"]
+    assert len(msgs) == 1
+    assert "recompiling f" in msgs[0]
+    assert "L['n'] == 1" in msgs[0]
+
+
+def test_recompile_limit_falls_back_to_eager_with_warning():
+    def f(x, n):
+        return x * n
+
+    of = jit_core.optimize(f, recompile_limit=2)
+    x = paddle.full([4, 4], 1.5)
+    close(of(x, 1), x * 1)
+    close(of(x, 2), x * 2)
+    assert of.jit_stats.captures == 2
+    with pytest.warns(RuntimeWarning) as record:
+        out = of(x, 3)
+    close(out, x * 3)
+    msgs = [str(w.message) for w in record if issubclass(w.category, RuntimeWarning)]
+    assert len(msgs) == 1
+    assert "recompile limit (2)" in msgs[0]
+    assert "f (" in msgs[0] and "runs eagerly" in msgs[0]
+    assert "L['n']" in msgs[0]  # the guard that failed
+    reason = of.jit_stats.eager_frames["f"]
+    assert "recompile limit (2)" in reason and "L['n']" in reason
+
+    # from now on: eager, correct, quiet, and no more captures
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for n in (4, 5, 1, 2):
+            close(of(x, n), x * n)
+    assert of.jit_stats.captures == 2
+
+
+def test_recompile_limit_must_be_positive():
+    with pytest.raises(ValueError, match="recompile_limit"):
+        jit_core.optimize(lambda x: x, recompile_limit=0)
+
+
+def test_guard_is_readable_code():
+    out = jit_core.explain(scaled, paddle.ones([4, 4]))
+    assert len(out.guards) == 1
+    guard = out.guards[0]
+    assert isinstance(guard, str)
+    assert "def guard_" in guard
+    assert "L['x']" in guard
+    assert "[4, 4]" in guard  # the shape it was captured with
+    assert "G['SCALE']" in guard
+    close(out.result, paddle.ones([4, 4]) * SCALE + 1)
+
+
+def test_full_graph_with_data_dependent_branch_raises():
+    def branchy(x):
+        if x.sum() > 0:
+            return x + 1
+        return x - 1
+
+    of = jit_core.optimize(branchy, full_graph=True)
+    with pytest.raises(GraphBreakError) as info:
+        of(paddle.ones([4]))
+    err = info.value
+    msg = str(err)
+    assert "full_graph=True" in msg
+    assert "tensor" in err.reason and "branch" in err.reason
+    assert err.reason in msg
+    expected_line = branchy.__code__.co_firstlineno + 1
+    assert err.location == f"{__file__}:{expected_line}"
+    assert f"{__file__}:{expected_line}" in msg
+    assert isinstance(err, jit_core.JitError)
+
+
+def test_data_dependent_branch_without_full_graph_runs_eagerly():
+    def branchy(x):
+        if x.sum() > 0:
+            return x + 1
+        return x - 1
+
+    of = jit_core.optimize(branchy)
+    pos, neg = paddle.ones([4]), -paddle.ones([4])
+    close(of(pos), pos + 1)
+    close(of(neg), neg - 1)
+    assert "branch" in of.jit_stats.eager_frames["branchy"]
+
+
+def test_threads_with_different_shapes():
+    def f(x):
+        return paddle.nn.functional.relu(x) * 2 + 1
+
+    of = jit_core.optimize(f)
+    shapes = [[2, 3], [4, 4], [3, 1], [1, 4]] * 3
+    errors = []
+    hooks_left = []
+    barrier = threading.Barrier(len(shapes))
+
+    def work(shape):
+        try:
+            barrier.wait(timeout=30)
+            for _ in range(4):
+                x = paddle.randn(shape)
+                np.testing.assert_allclose(
+                    of(x).numpy(), (paddle.nn.functional.relu(x) * 2 + 1).numpy(), rtol=1e-6
+                )
+            hooks_left.append(not hook_is_off())
+        except BaseException as e:  # noqa: BLE001 - reported in the main thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in shapes]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in threads)
+    assert errors == []
+    assert hooks_left == [False] * len(shapes)
+    # one entry per distinct shape, never a duplicate from a race
+    assert of.jit_stats.entries == {"f": 4}
+    assert of.jit_stats.captures == 4
+
+    # the hook is not left installed here either: a plain function is not captured
+    def plain(x):
+        return x + 1
+
+    assert hook_is_off()
+    before = of.jit_stats.captures
+    plain(paddle.ones([4]))
+    assert of.jit_stats.captures == before
+
+
+def test_hook_restored_after_exception_in_optimized_function():
+    def raises(x):
+        y = x + 1
+        raise ValueError(f"boom {int(y.shape[0])}")
+
+    of = jit_core.optimize(raises)
+    with pytest.raises(ValueError, match="boom 4"):
+        of(paddle.ones([4]))
+    assert hook_is_off()
+    with pytest.raises(ValueError, match="boom"):  # the eager path, second time round
+        of(paddle.ones([4]))
+    assert hook_is_off()
+
+
+def test_hook_restored_after_exception_in_compiled_callee():
+    def helper(x, n):
+        if n < 0:
+            raise KeyError("negative")
+        return x * n
+
+    def outer(x, n):
+        return helper(x, n) + 1
+
+    of = jit_core.optimize(outer)
+    close(of(paddle.ones([4]), 2), paddle.ones([4]) * 2 + 1)
+    assert hook_is_off()
+    with pytest.raises(KeyError, match="negative"):
+        of(paddle.ones([4]), -1)
+    assert hook_is_off()
+    close(of(paddle.ones([4]), 3), paddle.ones([4]) * 3 + 1)
+
+
+class ModeNet(paddle.nn.Layer):
+    def forward(self, x):
+        if self.training:
+            return x * 2
+        else:
+            return x * 3
+
+
+def test_layer_train_and_eval_never_share_a_graph():
+    net = jit_core.optimize(ModeNet())
+    x = paddle.ones([4, 4])
+    close(net(x), x * 2)
+    net.eval()
+    close(net(x), x * 3)
+    net.train()
+    close(net(x), x * 2)
+    # switching the wrapped layer directly is seen too
+    net._orig_layer.eval()
+    close(net(x), x * 3)
+    assert net.jit_stats.captures == 2
+    assert net.jit_stats.entries == {"forward": 2}
+
+
+def test_eval_first_then_train():
+    layer = ModeNet()
+    layer.eval()
+    net = jit_core.optimize(layer)
+    x = paddle.ones([4])
+    close(net(x), x * 3)
+    layer.train()
+    close(net(x), x * 2)
+
+
+class Holder(paddle.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.fc = paddle.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return paddle.nn.functional.relu(self.fc(x))
+
+
+def test_swapping_a_sublayer_recompiles():
+    paddle.seed(1)
+    net = jit_core.optimize(Holder())
+    x = paddle.randn([4, 4])
+    first = net(x)
+    close(first, paddle.nn.functional.relu(net.fc(x)))
+    assert net.jit_stats.captures == 1
+
+    old_fc = net.fc
+    net.fc = paddle.nn.Linear(4, 4)  # goes through to the layer
+    assert net._orig_layer.fc is not old_fc
+    second = net(x)
+    close(second, paddle.nn.functional.relu(net.fc(x)))
+    assert not np.allclose(first.numpy(), second.numpy())
+    assert net.jit_stats.captures == 2
+
+
+def test_parameter_update_needs_no_recompile():
+    paddle.seed(2)
+    net = jit_core.optimize(Holder())
+    x = paddle.randn([4, 4])
+    net(x)
+    net.fc.weight.set_value(paddle.eye(4))
+    net.fc.bias.set_value(paddle.zeros([4]))
+    close(net(x), paddle.nn.functional.relu(x))
+    assert net.jit_stats.captures == 1
+
+
+def test_reset_forgets_entries():
+    def f(x):
+        return x - 2
+
+    of = jit_core.optimize(f)
+    of(paddle.ones([4]))
+    assert of.jit_stats.entries == {"f": 1}
+    of.reset()
+    assert of.jit_stats.entries == {}
+    assert of.jit_stats.captures == 0
+    close(of(paddle.ones([4])), paddle.ones([4]) - 2)
+    assert of.jit_stats.captures == 1
+
+
+def _add_mul(x, y):
+    return x + y * 2
+
+
+_inner = jit_core.optimize(_add_mul)
+
+
+def _outer(x, y):
+    print("an eager frame around an optimized call")  # makes _outer run eagerly
+    return _inner(x, y) * 2
+
+
+def test_nested_optimize_keeps_each_context_to_its_own_frames(capsys):
+    # the inner transformed code keeps _add_mul's file name: the outer hook must still
+    # recognise it as generated, not as user code to capture
+    x, y = paddle.rand([2, 3]), paddle.rand([2, 3])
+    _inner(x, y)
+    fast_outer = jit_core.optimize(_outer)
+    for _ in range(2):
+        close(fast_outer(x, y), _add_mul(x, y) * 2)
+    assert _inner.jit_stats.captures == 1
+    assert set(fast_outer.jit_stats.eager_frames) == {"_outer"}
+    assert fast_outer.jit_stats.entries == {}

@@ -1,0 +1,370 @@
+"""The public API surface: backends as plugins, optimize() forms and errors, OptimizedLayer,
+and the logging channels."""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import paddle
+import pytest
+
+import jit_core
+from jit_core import logs, plugins
+from jit_core.errors import BackendCompileError, BackendNotFoundError, JitError
+
+
+def close(a, b):
+    np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def add_one(x):
+    return x + 1
+
+
+# ---------------------------------------------------------------------------- backends
+
+
+def test_paddle_backend_is_installed():
+    found = jit_core.backends()
+    assert "paddle" in found
+    backend = found["paddle"]
+    assert backend.name == "paddle"
+    assert callable(backend.compile)
+    assert backend.plugin == "paddle"  # the entry point that registered it
+    assert backend.description
+
+
+def test_unknown_backend_lists_installed_ones():
+    with pytest.raises(BackendNotFoundError) as info:
+        jit_core.optimize(add_one, backend="nope")
+    msg = str(info.value)
+    assert "'nope'" in msg
+    assert "paddle" in msg
+    assert isinstance(info.value, JitError)
+    assert isinstance(info.value, LookupError)
+
+
+def test_unknown_backend_in_decorator_form_raises_at_decoration():
+    deco = jit_core.optimize(backend="nope-either")
+    with pytest.raises(BackendNotFoundError, match="paddle"):
+        deco(add_one)
+
+
+def test_list_plugins_names_distributions_and_versions():
+    found = jit_core.list_plugins()
+    assert found == sorted(found)
+    by_dist = {dist: (name, version) for name, dist, version in found}
+    assert "jit-core" in by_dist and "jit-opcodes" in by_dist
+    import jit_opcodes
+
+    assert by_dist["jit-core"][1] == jit_core.__version__
+    assert by_dist["jit-opcodes"][1] == jit_opcodes.__version__
+    assert by_dist["jit-core"][0] == "paddle"
+    assert by_dist["jit-opcodes"][0] == "opcodes"
+
+
+class RecordingBackend:
+    """A backend plugin registered through the real hookspec."""
+
+    def __init__(self):
+        self.calls = []
+        self.runs = 0
+
+    @jit_core.hookimpl
+    def jit_register_backends(self, register):
+        def compile_fn(graph_module, example_inputs, **options):
+            self.calls.append((graph_module, list(example_inputs), dict(options)))
+
+            def run(*args):
+                self.runs += 1
+                return graph_module.forward(*args)
+
+            return run
+
+        register("recording", compile_fn, description="records its calls")
+
+
+@pytest.fixture
+def recording():
+    plugin = RecordingBackend()
+    plugins.register_plugin(plugin, name="recording-test")
+    try:
+        yield plugin
+    finally:
+        pm = plugins.get_plugin_manager()
+        if pm.is_registered(plugin):
+            pm.unregister(plugin)
+        plugins.reset_plugins()
+        assert "recording" not in jit_core.backends()
+
+
+def test_extra_backend_plugin_is_used(recording):
+    assert "recording" in jit_core.backends()
+    assert jit_core.backends()["recording"].plugin == "recording-test"
+    assert ("recording-test", "", "") in jit_core.list_plugins()
+
+    def f(x, y):
+        return paddle.matmul(x, y) * 2
+
+    of = jit_core.optimize(f, backend="recording", answer=42)
+    x, y = paddle.randn([4, 4]), paddle.randn([4, 4])
+    close(of(x, y), f(x, y))
+    assert len(recording.calls) == 1
+    gm, examples, options = recording.calls[0]
+    assert isinstance(gm, jit_core.fx.GraphModule)
+    assert "paddle.matmul" in gm.code
+    assert options == {"answer": 42}
+    assert len(examples) == 2
+    assert [list(e.shape) for e in examples] == [[4, 4], [4, 4]]
+    assert recording.runs == 1
+
+    close(of(y, x), f(y, x))  # a cache hit runs the backend's callable, no compile
+    assert len(recording.calls) == 1
+    assert recording.runs == 2
+    assert "recording" in repr(of)
+
+
+def test_unregistering_removes_the_backend(recording):
+    assert "recording" in jit_core.backends()
+    plugins.get_plugin_manager().unregister(recording)
+    plugins.reset_plugins()
+    assert "recording" not in jit_core.backends()
+    assert "paddle" in jit_core.backends()  # the entry points load again
+    with pytest.raises(BackendNotFoundError):
+        jit_core.optimize(add_one, backend="recording")
+
+
+def test_unknown_paddle_backend_option():
+    # the paddle backend rejects it with TypeError; jit-core reports it on the first call,
+    # wrapped in BackendCompileError with the TypeError as its cause
+    of = jit_core.optimize(add_one, no_such_option=1)
+    with pytest.raises(BackendCompileError, match="no_such_option") as info:
+        of(paddle.ones([4]))
+    assert isinstance(info.value.__cause__, TypeError)
+    assert "mode" in str(info.value.__cause__)
+    prev = paddle.framework.core.set_eval_frame(None)
+    assert prev is None
+
+
+def test_paddle_backend_compile_rejects_options_directly():
+    from jit_core.paddle_backend import compile_graph
+
+    g = jit_core.fx.Graph()
+    g.output(g.placeholder("x"))
+    gm = jit_core.fx.GraphModule({}, g)
+    with pytest.raises(TypeError, match="unknown options"):
+        compile_graph(gm, [paddle.ones([2])], bogus=True)
+    with pytest.raises(ValueError, match="mode"):
+        compile_graph(gm, [paddle.ones([2])], mode="turbo")
+    assert compile_graph(gm, [paddle.ones([2])]) == gm.forward
+
+
+def test_paddle_backend_explicit_eager_mode():
+    of = jit_core.optimize(add_one, backend="paddle", mode="eager")
+    close(of(paddle.ones([4])), paddle.full([4], 2.0))
+
+
+# ---------------------------------------------------------------------------- optimize()
+
+
+def test_decorator_forms():
+    @jit_core.optimize
+    def plain(x):
+        return x * 2
+
+    @jit_core.optimize(backend="paddle")
+    def configured(x):
+        return x * 3
+
+    assert isinstance(plain, jit_core.OptimizedFunction)
+    assert isinstance(configured, jit_core.OptimizedFunction)
+    x = paddle.ones([4])
+    close(plain(x), x * 2)
+    close(configured(x), x * 3)
+    assert plain.__name__ == "plain" and configured.__name__ == "configured"
+    assert plain.jit_stats.compiled == 1 and configured.jit_stats.compiled == 1
+
+
+def test_decorated_method_binds_self():
+    class Scaler:
+        def __init__(self, k):
+            self.k = k
+
+        @jit_core.optimize
+        def apply(self, x):
+            return x * self.k
+
+    x = paddle.ones([4])
+    close(Scaler(2).apply(x), x * 2)
+    close(Scaler(5).apply(x), x * 5)
+
+
+def test_non_callable_is_rejected():
+    with pytest.raises(TypeError, match="int"):
+        jit_core.optimize(3)
+    with pytest.raises(TypeError):
+        jit_core.optimize("add_one")
+
+
+def test_optimizing_twice_is_rejected():
+    of = jit_core.optimize(add_one)
+    with pytest.raises(TypeError, match="already optimized"):
+        jit_core.optimize(of)
+    ol = jit_core.optimize(paddle.nn.Linear(4, 4))
+    with pytest.raises(TypeError, match="already optimized"):
+        jit_core.optimize(ol)
+
+
+class Small(paddle.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.fc = paddle.nn.Linear(4, 4)
+        self.k = 2.0
+
+    def forward(self, x):
+        return self.fc(x) * self.k
+
+
+def test_optimized_layer_keeps_the_layer_state():
+    paddle.seed(5)
+    layer = Small()
+    ol = jit_core.optimize(layer)
+    assert isinstance(ol, jit_core.OptimizedLayer)
+    assert [id(p) for p in ol.parameters()] == [id(p) for p in layer.parameters()]
+    sd = ol.state_dict()
+    assert set(sd) == {"fc.weight", "fc.bias"}
+    assert sd["fc.weight"] is layer.fc.weight or np.array_equal(
+        sd["fc.weight"].numpy(), layer.fc.weight.numpy()
+    )
+    assert ol.fc is layer.fc
+    assert "Small" in repr(ol) and "paddle" in repr(ol)
+
+    x = paddle.randn([4, 4])
+    close(ol(x), layer.fc(x) * 2.0)
+    close(ol.forward(x), layer.fc(x) * 2.0)
+
+    # setattr goes through to the layer, and the result follows it
+    ol.k = 3.0
+    assert layer.k == 3.0
+    close(ol(x), layer.fc(x) * 3.0)
+
+    # loading a state dict changes what the compiled graph computes
+    new_sd = {"fc.weight": paddle.eye(4), "fc.bias": paddle.zeros([4])}
+    ol.set_state_dict(new_sd)
+    close(ol(x), x * 3.0)
+
+    # gradients flow to the layer's own parameters
+    ol(x).sum().backward()
+    assert layer.fc.weight.grad is not None
+    assert ol.train() is ol and ol.eval() is ol
+    assert layer.training is False
+
+
+# ---------------------------------------------------------------------------- logging
+
+
+@pytest.fixture
+def restore_log_levels():
+    names = ["jit_core"] + [f"jit_core.{c}" for c in logs.CHANNELS]
+    levels = {n: logging.getLogger(n).level for n in names}
+    handlers = list(logging.getLogger("jit_core").handlers)
+    yield
+    for n, lvl in levels.items():
+        logging.getLogger(n).setLevel(lvl)
+    logging.getLogger("jit_core").handlers[:] = handlers
+
+
+def test_channels_are_quiet_by_default():
+    if os.environ.get(logs.ENV_VAR):
+        pytest.skip("JIT_LOGS is set for this run")
+    for channel in logs.CHANNELS:
+        assert not logs.get_logger(channel).isEnabledFor(logging.INFO)
+
+
+def test_set_logs_turns_on_named_channels(restore_log_levels, caplog):
+    jit_core.set_logs("graphs, guards")
+    assert logs.get_logger("graphs").isEnabledFor(logging.DEBUG)
+    assert logs.get_logger("guards").isEnabledFor(logging.DEBUG)
+    if not os.environ.get(logs.ENV_VAR):
+        assert not logs.get_logger("bytecode").isEnabledFor(logging.DEBUG)
+
+    def f(x):
+        return paddle.nn.functional.sigmoid(x) - 1
+
+    jit_core.optimize(f)(paddle.ones([4]))
+    graphs = [r.getMessage() for r in caplog.records if r.name == "jit_core.graphs"]
+    guards = [r.getMessage() for r in caplog.records if r.name == "jit_core.guards"]
+    assert len(graphs) == 1
+    assert "def forward(self, x):" in graphs[0]
+    # the public name Paddle exports the function under (it varies by Paddle version)
+    assert re.search(r"sigmoid = paddle\.(nn\.functional\.)?sigmoid\(x\)", graphs[0])
+    assert "sub = sigmoid - 1" in graphs[0]
+    assert len(guards) == 1 and "def guard_f_" in guards[0]
+
+
+def test_set_logs_all_and_unknown(restore_log_levels):
+    jit_core.set_logs(["all"])
+    for channel in logs.CHANNELS:
+        assert logs.get_logger(channel).isEnabledFor(logging.DEBUG)
+    with pytest.raises(ValueError, match="unknown log channel"):
+        jit_core.set_logs("graphs,nonsense")
+
+
+_SCRIPT = textwrap.dedent(
+    """
+    import paddle, jit_core
+
+    def f(x, n):
+        return paddle.nn.functional.relu(x) * n
+
+    of = jit_core.optimize(f)
+    of(paddle.ones([4, 4]), 2)
+    of(paddle.ones([4, 4]), 2)
+
+    def branchy(x):
+        if x.sum() > 0:
+            return x
+        return -x
+
+    jit_core.optimize(branchy)(paddle.ones([2]))
+    print("DONE")
+    """
+)
+
+
+def _run(env_extra):
+    env = {k: v for k, v in os.environ.items() if k != "JIT_LOGS"}
+    env.update(env_extra)
+    return subprocess.run(
+        [sys.executable, "-W", "ignore", "-c", _SCRIPT],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_jit_logs_env_var_prints_graph_code():
+    proc = _run({"JIT_LOGS": "graphs"})
+    assert proc.returncode == 0, proc.stderr
+    text = proc.stdout + proc.stderr
+    assert "DONE" in proc.stdout
+    assert text.count("def forward(self, x):") == 1  # one capture, then cache hits
+    assert "relu = paddle.nn.functional.relu(x)" in text
+    assert "graph of f" in text
+    assert "guard_" not in text  # only the channel asked for
+
+
+def test_no_jit_logs_means_no_output():
+    proc = _run({})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "DONE"
+    assert "jit_core" not in proc.stderr
+    assert "def forward" not in proc.stderr
+    assert "runs eagerly" not in proc.stderr

@@ -1,0 +1,353 @@
+"""The opcode registry: declared versions, what the running interpreter gets, and plugins
+that override a handler."""
+
+from __future__ import annotations
+
+import dis
+import importlib
+import sys
+
+import numpy as np
+import paddle
+import pytest
+
+import jit_core
+import jit_opcodes
+from jit_core import _compat, plugins
+from jit_core.errors import GraphBreakError, Unsupported
+from jit_opcodes import plugin as opcodes_plugin
+from jit_opcodes.registry import ALL_VERSIONS, HANDLERS, handler, versions
+
+RUNNING = f"{sys.version_info[0]}.{sys.version_info[1]}"
+ADD_OPNAME = "BINARY_OP" if sys.version_info >= (3, 11) else "BINARY_ADD"
+
+
+@pytest.fixture
+def fresh_plugins():
+    """Plugins registered inside the test are gone afterwards."""
+    registered = []
+
+    def register(obj, name):
+        plugins.register_plugin(obj, name=name)
+        registered.append(obj)
+
+    try:
+        yield register
+    finally:
+        pm = plugins.get_plugin_manager()
+        for obj in registered:
+            if pm.is_registered(obj):
+                pm.unregister(obj)
+        plugins.reset_plugins()
+
+
+def own_handlers():
+    jit_opcodes.load_families()
+    return [(op, fn, vs, fam) for op, fn, vs, fam in HANDLERS]
+
+
+# ---------------------------------------------------------------------------- registry
+
+
+def test_running_version_is_known():
+    assert RUNNING == _compat.VERSION_STR
+    assert RUNNING in ALL_VERSIONS
+
+
+def test_registry_is_built_once():
+    first = plugins.opcode_handlers()
+    second = plugins.opcode_handlers()
+    assert first is second
+    assert len(first) > 40
+
+
+def test_every_handler_declares_known_versions():
+    entries = own_handlers()
+    assert entries
+    for opname, fn, vs, family in entries:
+        assert vs, f"{opname} declares no version"
+        assert isinstance(vs, tuple)
+        assert set(vs) <= set(ALL_VERSIONS), (opname, vs)
+        assert callable(fn)
+        assert family in jit_opcodes.FAMILIES
+        assert opname.isupper() and opname.isidentifier()
+
+
+def test_only_running_version_handlers_are_registered():
+    registry = plugins.opcode_handlers()
+    serving = {}
+    for opname, fn, vs, _ in own_handlers():
+        if RUNNING in vs:
+            assert opname not in serving, f"two handlers of {opname} on {RUNNING}"
+            serving[opname] = fn
+    declared_elsewhere = {op for op, _, vs, _ in own_handlers() if RUNNING not in vs}
+
+    ours = {op: h for op, h in registry.items() if h.plugin == "opcodes"}
+    assert set(ours) == set(serving)
+    for opname, h in ours.items():
+        assert h.handler is serving[opname]
+        assert h.priority == 0
+    # an opcode declared only for other versions is absent here
+    for opname in declared_elsewhere - set(serving):
+        assert opname not in registry
+
+
+def test_every_registered_opname_exists_in_this_python():
+    registry = plugins.opcode_handlers()
+    missing = sorted(op for op in registry if op not in dis.opmap)
+    assert missing == []
+    assert "RETURN_VALUE" in registry
+    assert ADD_OPNAME in registry
+
+
+def test_version_specific_opcodes():
+    registry = plugins.opcode_handlers()
+    if sys.version_info >= (3, 11):
+        assert "BINARY_ADD" not in registry
+        assert "BINARY_OP" in registry
+    else:
+        assert "BINARY_OP" not in registry
+        assert "BINARY_ADD" in registry
+
+
+def test_versions_helper():
+    assert versions() == ALL_VERSIONS
+    assert versions("3.11") == ("3.11", "3.12")
+    assert versions(last="3.10") == ("3.8", "3.9", "3.10")
+    assert versions("3.9", "3.9") == ("3.9",)
+    assert versions("3.10", "3.9") == ()
+    with pytest.raises(ValueError):
+        versions("2.7")
+
+
+def test_handler_decorator_rejects_unknown_versions():
+    before = len(HANDLERS)
+    with pytest.raises(ValueError, match="3.99"):
+        handler("NOP", versions=["3.99"])
+    assert len(HANDLERS) == before
+
+
+def test_handler_decorator_records_family_and_returns_function():
+    before = list(HANDLERS)
+    try:
+
+        def fake(tx, inst):
+            return None
+
+        fake.__module__ = "jit_opcodes.somefamily"
+        out = handler("FAKE_ONE", "FAKE_TWO", versions=versions("3.10", "3.11"))(fake)
+        assert out is fake
+        added = HANDLERS[len(before) :]
+        assert added == [
+            ("FAKE_ONE", fake, ("3.10", "3.11"), "somefamily"),
+            ("FAKE_TWO", fake, ("3.10", "3.11"), "somefamily"),
+        ]
+    finally:
+        HANDLERS[:] = before
+
+
+def test_a_module_per_family():
+    assert set(jit_opcodes.FAMILIES) == {
+        "load_store",
+        "stack",
+        "arithmetic",
+        "containers",
+        "calls",
+        "jumps",
+        "closures",
+        "exceptions",
+        "imports",
+    }
+    per_family = {}
+    for opname, _, _, family in own_handlers():
+        per_family.setdefault(family, set()).add(opname)
+    for family in jit_opcodes.FAMILIES:
+        mod = importlib.import_module(f"jit_opcodes.{family}")
+        assert mod.__name__ == f"jit_opcodes.{family}"
+        assert per_family.get(family), f"family {family} declares no handler"
+    assert set(per_family) == set(jit_opcodes.FAMILIES)
+    # a few handlers sit where their family says
+    fams = {op: fam for op, _, vs, fam in own_handlers() if RUNNING in vs}
+    assert fams["LOAD_FAST"] == "load_store"
+    assert fams[ADD_OPNAME] == "arithmetic"
+    assert fams["BUILD_TUPLE"] == "containers"
+
+
+def test_plugin_hook_registers_everything_at_priority_zero():
+    calls = []
+    opcodes_plugin.jit_register_opcodes(
+        register=lambda op, fn, vs, priority=10: calls.append((op, fn, tuple(vs), priority))
+    )
+    assert len(calls) == len(own_handlers())
+    assert {c[3] for c in calls} == {0}
+    assert [(op, fn, vs) for op, fn, vs, _ in calls] == [
+        (op, fn, vs) for op, fn, vs, _ in own_handlers()
+    ]
+
+
+# ---------------------------------------------------------------------------- overrides
+
+
+class AddRecorder:
+    """Overrides the add opcode with a wrapper around the original handler."""
+
+    def __init__(self, original, priority=None, serve=(RUNNING,)):
+        self.original = original
+        self.priority = priority
+        self.serve = serve
+        self.seen = []
+
+    def wrapper(self, tx, inst):
+        self.seen.append(inst.opname)
+        return self.original(tx, inst)
+
+    @jit_core.hookimpl
+    def jit_register_opcodes(self, register):
+        if self.priority is None:
+            register(ADD_OPNAME, self.wrapper, self.serve)
+        else:
+            register(ADD_OPNAME, self.wrapper, self.serve, priority=self.priority)
+
+
+def add(x, y):
+    return x + y
+
+
+def test_plugin_overrides_an_opcode(fresh_plugins):
+    original = plugins.opcode_handlers()[ADD_OPNAME]
+    assert original.plugin == "opcodes"
+    rec = AddRecorder(original.handler)
+    fresh_plugins(rec, "add-recorder")
+
+    registry = plugins.opcode_handlers()
+    assert registry[ADD_OPNAME].handler == rec.wrapper
+    assert registry[ADD_OPNAME].plugin == "add-recorder"
+    assert registry[ADD_OPNAME].priority == 10  # the default beats jit-opcodes' 0
+    assert registry["LOAD_FAST"].plugin == "opcodes"  # everything else untouched
+
+    of = jit_core.optimize(add)
+    x, y = paddle.randn([4, 4]), paddle.randn([4, 4])
+    np.testing.assert_allclose(of(x, y).numpy(), (x + y).numpy())
+    assert rec.seen == [ADD_OPNAME]
+    assert of.jit_stats.compiled == 1
+    of(x, y)  # a cache hit does not simulate bytecode again
+    assert rec.seen == [ADD_OPNAME]
+
+
+def test_lower_priority_plugin_does_not_override(fresh_plugins):
+    original = plugins.opcode_handlers()[ADD_OPNAME]
+    rec = AddRecorder(original.handler, priority=-1)
+    fresh_plugins(rec, "add-recorder-low")
+    assert plugins.opcode_handlers()[ADD_OPNAME].plugin == "opcodes"
+    of = jit_core.optimize(add)
+    x = paddle.ones([4])
+    np.testing.assert_allclose(of(x, x).numpy(), (x + x).numpy())
+    assert rec.seen == []
+
+
+def test_plugin_for_another_version_is_ignored(fresh_plugins):
+    original = plugins.opcode_handlers()[ADD_OPNAME]
+    others = tuple(v for v in ALL_VERSIONS if v != RUNNING)
+    rec = AddRecorder(original.handler, serve=others)
+    fresh_plugins(rec, "add-recorder-other")
+    assert plugins.opcode_handlers()[ADD_OPNAME].plugin == "opcodes"
+
+
+def test_plugin_handler_raising_unsupported_runs_eagerly(fresh_plugins):
+    class Refuse:
+        @jit_core.hookimpl
+        def jit_register_opcodes(self, register):
+            def refuse(tx, inst):
+                raise Unsupported("the test plugin refuses additions")
+
+            register(ADD_OPNAME, refuse, [RUNNING])
+
+    fresh_plugins(Refuse(), "refuse-add")
+    x = paddle.full([4], 2.0)
+    out = jit_core.explain(add, x, x)
+    np.testing.assert_allclose(out.result.numpy(), (x + x).numpy())
+    assert out.graph_count == 0 and out.break_count == 1
+    brk = out.breaks[0]
+    assert brk.reason == "the test plugin refuses additions"
+    assert brk.location == f"{__file__}:{add.__code__.co_firstlineno + 1}"
+    assert ADD_OPNAME in brk.instruction
+
+
+# ---------------------------------------------------------------------------- unhandled
+
+
+def set_display(x, n):
+    s = {n, 1}
+    return x * len(s)
+
+
+def class_statement(x, n):
+    class Local:
+        k = n
+
+    return x * Local.k
+
+
+_CANDIDATES = [("BUILD_SET", set_display), ("LOAD_BUILD_CLASS", class_statement)]
+
+
+def unhandled_candidate():
+    registry = plugins.opcode_handlers()
+    for opname, fn in _CANDIDATES:
+        if opname not in registry:
+            assert opname in {i.opname for i in dis.get_instructions(fn)}
+            return opname, fn
+    pytest.skip("every candidate opcode has a handler on this Python")
+
+
+def test_unhandled_opcode_runs_eagerly_and_is_named():
+    opname, fn = unhandled_candidate()
+    x = paddle.full([4, 4], 1.5)
+    expected = fn(x, 3)
+    out = jit_core.explain(fn, x, 3)
+    np.testing.assert_allclose(out.result.numpy(), expected.numpy())
+    assert out.graph_count == 0
+    assert out.break_count == 1
+    reason = out.breaks[0].reason
+    assert opname in reason
+    assert f"Python {RUNNING}" in reason
+    assert opname in str(out)
+
+    of = jit_core.optimize(fn)
+    for n in (3, 4):
+        np.testing.assert_allclose(of(x, n).numpy(), fn(x, n).numpy())
+    assert opname in of.jit_stats.eager_frames[fn.__name__]
+    assert of.jit_stats.captures == 1  # eager for good, no capture per call
+
+
+def test_unhandled_opcode_under_full_graph():
+    opname, fn = unhandled_candidate()
+    with pytest.raises(GraphBreakError, match=opname):
+        jit_core.optimize(fn, full_graph=True)(paddle.ones([4]), 3)
+
+
+def test_unhandled_opcode_break_has_location():
+    opname, fn = unhandled_candidate()
+    out = jit_core.explain(fn, paddle.ones([4]), 3)
+    brk = out.breaks[0]
+    assert brk.location == f"{__file__}:{fn.__code__.co_firstlineno + 1}"
+    assert brk.instruction is not None and opname in brk.instruction
+
+
+def test_a_handler_taken_away_is_named_with_its_location(monkeypatch):
+    # independent of which opcodes happen to lack a handler today
+    add_op = "BINARY_OP" if "BINARY_OP" in dis.opmap else "BINARY_ADD"
+
+    def add(x, y):
+        return x + y
+
+    table = dict(plugins.opcode_handlers())
+    del table[add_op]
+    monkeypatch.setattr(plugins, "_opcodes", table)
+    x, y = paddle.rand([3]), paddle.rand([3])
+    fast = jit_core.optimize(add)
+    np.testing.assert_allclose(fast(x, y).numpy(), (x + y).numpy())
+    assert f"no handler for opcode {add_op}" in fast.jit_stats.eager_frames["add"]
+    brk = jit_core.explain(add, x, y).breaks[0]
+    assert brk.location == f"{__file__}:{add.__code__.co_firstlineno + 1}"
+    assert brk.instruction.startswith(add_op)

@@ -43,13 +43,12 @@ def hook_skips(code) -> bool:
 class EntryFrame:
     """What the hook reads of a frame, made by hand for a call the hook cannot see."""
 
-    __slots__ = ("f_code", "f_locals", "f_globals", "f_builtins")
+    __slots__ = ("f_code", "f_locals", "f_globals")
 
-    def __init__(self, code, f_locals: dict, f_globals: dict, f_builtins: dict):
+    def __init__(self, code, f_locals: dict, f_globals: dict):
         self.f_code = code
         self.f_locals = f_locals
         self.f_globals = f_globals
-        self.f_builtins = f_builtins
 
 
 def instructions(code) -> List[dis.Instruction]:

@@ -11,13 +11,12 @@ from typing import Any, Callable, Dict, Optional, Set
 import paddle
 
 from .config import Options
-from .eval_frame import CompileContext, layer_call_is_forward, set_eval_frame
+from .eval_frame import CompileContext, forward_of, layer_call_is_forward, set_eval_frame
 
 
 def _target_codes(fn: Callable) -> Set[types.CodeType]:
     if isinstance(fn, paddle.nn.Layer):
-        forward = inspect.getattr_static(type(fn), "forward", None)
-        code = getattr(forward, "__code__", None)
+        code = getattr(forward_of(type(fn)), "__code__", None)
         return {code} if code is not None else set()
     fn = inspect.unwrap(getattr(fn, "__func__", fn))
     code = getattr(fn, "__code__", None)
@@ -138,7 +137,7 @@ class OptimizedLayer:
         object.__setattr__(self, "_options", options)
         ctx = CompileContext(options, _target_codes(layer))
         object.__setattr__(self, "_ctx", ctx)
-        forward = inspect.getattr_static(type(layer), "forward", None)
+        forward = forward_of(type(layer))
         #: (forward, code, its cache) when plain positional calls can take _cache_hit
         fast = _fast_path(ctx, forward) if isinstance(forward, types.FunctionType) else None
         object.__setattr__(self, "_fast", fast)
@@ -150,9 +149,7 @@ class OptimizedLayer:
             self._fast is not None
             and not kwargs
             and type(layer) is self._fast_type
-            and not layer._forward_pre_hooks
-            and not layer._forward_post_hooks
-            and layer_call_is_forward()
+            and layer_call_is_forward(layer)
         ):
             out = _cache_hit(self._ctx, self._fast, (layer, *args))
             if out is not _MISS:

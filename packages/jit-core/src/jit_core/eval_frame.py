@@ -8,12 +8,12 @@ only in the thread that runs it.
 
 from __future__ import annotations
 
-import builtins
 import contextlib
 import inspect
 import threading
 import types
 import warnings
+import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Set
 
@@ -60,18 +60,34 @@ def _identifier(name: str) -> str:
     return "".join(c if c.isalnum() or c == "_" else "_" for c in name).strip("_") or "code"
 
 
-def layer_call_is_forward() -> bool:
-    # the same functions Layer.__call__ asks, from the module that defines it
+def _location(code: types.CodeType) -> str:
+    return f"{code.co_filename}:{code.co_firstlineno}"
+
+
+_forwards: weakref.WeakKeyDictionary[type, Any] = weakref.WeakKeyDictionary()
+
+
+def forward_of(cls: type) -> Any:
+    """The ``forward`` a layer class defines (looked up once per class)."""
+    forward = _forwards.get(cls)
+    if forward is None:
+        forward = _forwards[cls] = inspect.getattr_static(cls, "forward", None)
+    return forward
+
+
+def layer_call_is_forward(layer: paddle.nn.Layer) -> bool:
+    """Whether ``layer(*args)`` is exactly ``layer.forward(*args)``: the conditions
+    Layer.__call__ checks itself (no hook, no lazy build pending, plain dygraph, no
+    profiler), with the functions of the module that defines it."""
+    built = type(layer)._build_once is paddle.nn.Layer._build_once or getattr(layer, "_built", True)
     return (
-        _layers.in_dygraph_mode()
+        not layer._forward_pre_hooks
+        and not layer._forward_post_hooks
+        and built
+        and _layers.in_dygraph_mode()
         and not _layers.in_to_static_mode()
         and not _layers.in_profiler_mode()
     )
-
-
-def _builtins_of(func: types.FunctionType) -> dict:
-    b = func.__globals__.get("__builtins__", builtins)
-    return b if isinstance(b, dict) else b.__dict__
 
 
 class FrameResult:
@@ -121,6 +137,16 @@ class CodeCache:
         self.entries.append(entry)
         self.hot = tuple((e.guard.fn, e.result) for e in self.entries)
 
+    def match(self, L: dict, G: dict) -> Optional[FrameResult]:
+        """The result of the first entry whose guard passes, or None.
+
+        (The hook and ``api._cache_hit`` loop over ``hot`` inline: they run on every call.)
+        """
+        for entry in self.entries:
+            if entry.guard(L, G):
+                return entry.result
+        return None
+
     def run_eagerly(self, reason: str) -> None:
         self.eager_reason = reason
         self.hot = None
@@ -160,7 +186,6 @@ class CompileContext:
         self._lock = threading.RLock()
         self._counter = 0
         self.callback = self._callback  # bound once: a new bound method each call costs
-        #: targets whose frames the hook cannot see; ``run`` enters them itself
         #: targets that ``run`` enters itself (all but generators, which must start
         #: through CPython's own call to become generator objects)
         self.direct_codes = {c for c in self.targets if not c.co_flags & _GENERATOR_FLAGS}
@@ -169,11 +194,8 @@ class CompileContext:
             c for c in self.direct_codes if not c.co_flags & 0x0C and not c.co_kwonlyargcount
         }
         _never_skip(self.targets)
-        for code in self.targets:
-            if code.co_flags & _GENERATOR_FLAGS:  # the shim never shows us their frames
-                self._new_cache(code)
+        self._mark_generator_targets()
         self._signatures: Dict[types.CodeType, inspect.Signature] = {}
-        self._forwards: Dict[type, Any] = {}
         self._entry_functions: Dict[types.CodeType, Callable] = {}
 
     # ------------------------------------------------------------------ the hook
@@ -196,6 +218,13 @@ class CompileContext:
                     pass
         return self._miss(frame, frame.f_code, cache)
 
+    def _mark_generator_targets(self) -> None:
+        # the shim never shows us generator frames: say up front that they run eagerly
+        for code in self.targets:
+            if code.co_flags & _GENERATOR_FLAGS:
+                self.cache.pop(code, None)
+                self._new_cache(code)
+
     def cache_for(self, code: types.CodeType) -> CodeCache:
         """The cache of ``code``, made now if it has none yet."""
         cache = self.cache.get(code)
@@ -212,8 +241,7 @@ class CompileContext:
         elif code.co_flags & _GENERATOR_FLAGS:
             reason = "generators and coroutines run eagerly"
             cache.run_eagerly(reason)
-            location = f"{code.co_filename}:{code.co_firstlineno}"
-            self.events.append(CaptureEvent(code.co_name, location, False, None, reason))
+            self.events.append(CaptureEvent(code.co_name, _location(code), False, None, reason))
         self.cache[code] = cache
         return cache
 
@@ -221,9 +249,9 @@ class CompileContext:
         with self._lock:
             L = frame.f_locals
             G = frame.f_globals
-            for entry in cache.entries:  # another thread may have compiled it meanwhile
-                if entry.guard(L, G):
-                    return entry.result
+            result = cache.match(L, G)  # another thread may have compiled it meanwhile
+            if result is not None:
+                return result
             if cache.entries:
                 failed = cache.entries[-1].guard.first_failure(L, G)
                 if len(cache.entries) >= self.options.recompile_limit:
@@ -232,7 +260,7 @@ class CompileContext:
                         f"the guard that kept failing: {failed}"
                     )
                     warnings.warn(
-                        f"jit_core: {code.co_name} ({code.co_filename}:{code.co_firstlineno}) "
+                        f"jit_core: {code.co_name} ({_location(code)}) "
                         f"now runs eagerly: {cache.eager_reason}",
                         RuntimeWarning,
                         stacklevel=2,
@@ -246,7 +274,7 @@ class CompileContext:
                     code.co_firstlineno,
                     failed,
                 )
-            location = f"{code.co_filename}:{code.co_firstlineno}"
+            location = _location(code)
             try:
                 entry = self._capture(frame, code)
             except Unsupported as e:
@@ -362,25 +390,11 @@ class CompileContext:
         new function per call) on every cache hit, and on 3.11+ it is the only way into a
         code with an exception table, which the shim never hands to the hook."""
         if isinstance(fn, paddle.nn.Layer):
-            cls = type(fn)
-            forward = self._forwards.get(cls)
-            if forward is None:
-                forward = self._forwards[cls] = inspect.getattr_static(cls, "forward", None)
+            forward = forward_of(type(fn))
             code = getattr(forward, "__code__", None)
             if code not in self.direct_codes:
                 return None
-            # Layer.__call__ is exactly ``self.forward(*args)`` under the conditions it
-            # checks itself (no hook, no lazy build pending, plain dygraph, no profiler);
-            # otherwise its own code must run.
-            built = type(fn)._build_once is paddle.nn.Layer._build_once or getattr(
-                fn, "_built", True
-            )
-            if (
-                fn._forward_pre_hooks
-                or fn._forward_post_hooks
-                or not built
-                or not layer_call_is_forward()
-            ):
+            if not layer_call_is_forward(fn):  # Layer.__call__'s own code must run
                 if _compat.hook_skips(code):
                     self._note_invisible(
                         code,
@@ -396,15 +410,14 @@ class CompileContext:
         return func, lead
 
     def _note_invisible(self, code: types.CodeType, why: str) -> None:
-        cache = self.cache.get(code) or self._new_cache(code)
+        cache = self.cache_for(code)
         if cache.eager_reason is None:
             reason = (
                 "runs eagerly: on Python 3.11+ the frame hook does not see code with an "
                 f"exception table (try, with, inlined comprehension), and {why}"
             )
             cache.run_eagerly(reason)
-            location = f"{code.co_filename}:{code.co_firstlineno}"
-            self.events.append(CaptureEvent(code.co_name, location, False, None, reason))
+            self.events.append(CaptureEvent(code.co_name, _location(code), False, None, reason))
 
     def run_direct(self, func: types.FunctionType, args: tuple, kwargs: dict) -> Any:
         """Run a target function as the hook would: guards, then the transformed code of
@@ -418,30 +431,19 @@ class CompileContext:
                 return func(*args, **kwargs)
             finally:
                 set_eval_frame(prev)
-        if not kwargs and code in self._positional_codes and len(args) == code.co_argcount:
-            f_locals = dict(zip(code.co_varnames, args))  # the cheap way, most calls
-            if code.co_freevars:
-                self._add_free_vars(func, code, f_locals)
-        else:
-            f_locals = self._bind(func, code, args, kwargs)
-            if f_locals is None:
-                return func(*args, **kwargs)  # the same TypeError the call itself raises
+        f_locals = self._bind(func, code, args, kwargs)
+        if f_locals is None:
+            return func(*args, **kwargs)  # the same TypeError the call itself raises
         f_globals = func.__globals__
-        for guard, result in hot:
+        result = cache.match(f_locals, f_globals) if cache is not None else None
+        if result is not None:
+            fn = self._entry_function(func, result.code)
+            prev = set_eval_frame(None)
             try:
-                ok = guard(f_locals, f_globals)
-            except Exception:  # noqa: BLE001 - a guard that cannot run has failed
-                ok = False
-            if ok:
-                fn = self._entry_functions.get(result.code)
-                if fn is None or fn.__closure__ is not func.__closure__:
-                    fn = self._entry_function(func, result.code)
-                prev = set_eval_frame(None)
-                try:
-                    return fn(*args, **kwargs)
-                finally:
-                    set_eval_frame(prev)
-        frame = _compat.EntryFrame(code, f_locals, f_globals, _builtins_of(func))
+                return fn(*args, **kwargs)
+            finally:
+                set_eval_frame(prev)
+        frame = _compat.EntryFrame(code, f_locals, f_globals)
         prev = set_eval_frame(None)
         try:
             result = self._callback(frame)
@@ -501,7 +503,4 @@ class CompileContext:
             self.cache.update(kept)
             self.events.clear()
             self._entry_functions.clear()
-            for code in self.targets:
-                if code.co_flags & _GENERATOR_FLAGS:
-                    self.cache.pop(code, None)
-                    self._new_cache(code)
+            self._mark_generator_targets()

@@ -135,6 +135,10 @@ class _Namer:
         self._ids: Dict[int, str] = {}
         self._n = itertools.count()
 
+    def local(self) -> str:
+        """A fresh name for a value the guard fetches once and checks several times."""
+        return f"___v{next(self._n)}"
+
     def obj(self, value: Any, hint: str = "o") -> str:
         if id(value) in self._ids:
             return self._ids[id(value)]
@@ -241,7 +245,7 @@ class GuardSet:
                 spec: TensorSpec = g.value
                 tname = namer.obj(spec.type, "t")
                 # fetch the tensor once: its source may be a chain of lookups
-                v = f"___v{next(namer._n)}"
+                v = namer.local()
                 dcheck = _dtype_check(v, spec.dtype, namer)
                 checks = [
                     f"type({v} := {e}) is {tname}",

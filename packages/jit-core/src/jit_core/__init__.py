@@ -8,17 +8,25 @@ plugin. ``explain(fn, *args)`` reports what was captured and why anything was no
 from __future__ import annotations
 
 from .api import OptimizedFunction, OptimizedLayer, optimize
-from .errors import BackendNotFoundError, GraphBreakError, JitError, Unsupported
+from .capture import capture
+from .errors import BackendNotFoundError, CaptureError, GraphBreakError, JitError, Unsupported
 from .explain import ExplainOutput, explain
 from .hookspecs import hookimpl
 from .logs import set_logs
-from .plugins import backends, list_plugins
+from .passes import GraphPass, graph_pass, replace_pattern
+from .plugins import backends, graph_passes, list_plugins
 
 __version__ = "0.1.0"
 
 __all__ = [
     "optimize",
     "explain",
+    "capture",
+    "replace_pattern",
+    "graph_pass",
+    "GraphPass",
+    "graph_passes",
+    "CaptureError",
     "ExplainOutput",
     "OptimizedFunction",
     "OptimizedLayer",

@@ -195,8 +195,15 @@ def optimize(
 
     ``backend`` names an installed backend plugin (an unknown name raises an error listing
     the installed ones). ``full_graph=True`` raises ``GraphBreakError`` instead of running a
-    frame eagerly. ``recompile_limit`` (default 8) caps the cache entries per code object;
-    every other keyword goes to the backend.
+    frame eagerly. ``recompile_limit`` (default 8) caps the cache entries per code object.
+
+    Graph passes run before the backend: ``passes=None`` (the default pipeline), a list of
+    pass names, or ``False``; ``disable_passes=["cse", ...]`` turns some off;
+    ``freeze=True`` promises that parameters and buffers do not change, which lets the
+    inference passes (BatchNorm folding, constant folding) run on graphs captured under
+    ``paddle.no_grad()`` (call ``reset()`` after changing the parameters of a frozen
+    model); ``debug=True`` lints the graph after every pass. Every other keyword goes to
+    the backend.
     """
     opts = Options.from_kwargs(backend, full_graph, options)
     if fn_or_layer is None:

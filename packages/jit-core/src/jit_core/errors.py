@@ -47,3 +47,7 @@ class GraphBreakError(JitError):
         where = f" at {location}" if location else ""
         inst = f" ({instruction})" if instruction else ""
         super().__init__(f"full_graph=True, but the graph breaks{where}{inst}: {reason}")
+
+
+class CaptureError(JitError):
+    """``jit_core.capture`` could not turn the call into one graph."""

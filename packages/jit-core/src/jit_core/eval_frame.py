@@ -14,7 +14,7 @@ import threading
 import types
 import warnings
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Set
 
 import paddle
@@ -30,6 +30,8 @@ from .executor.translator import Translator, root_locals
 from .fx import GraphModule
 from .guards import CompiledGuard
 from .logs import breaks_log, bytecode_log, graphs_log, guards_log, recompiles_log
+from .passes.manager import PassContext, PassManager, PassRecord
+from .passes.manager import op_count as op_count_of
 from .skipfiles import is_skipped_file
 
 set_eval_frame = _core.set_eval_frame
@@ -117,6 +119,23 @@ class CacheEntry:
     result: FrameResult
     original: types.CodeType
     op_count: int
+    #: what each graph pass did to this entry's graph
+    pass_records: List[PassRecord] = field(default_factory=list)
+
+
+@dataclass
+class Traced:
+    """The result of the symbolic executor on one frame, before the backend sees it."""
+
+    number: int
+    output: OutputGraph
+    ret: Any
+    tensors: list
+    graph_module: Optional[GraphModule] = None
+    #: where each graph input comes from, and its example value, in placeholder order
+    sources: list = field(default_factory=list)
+    examples: list = field(default_factory=list)
+    pass_records: List[PassRecord] = field(default_factory=list)
 
 
 class CodeCache:
@@ -180,6 +199,9 @@ class CompileContext:
     def __init__(self, options: Options, targets: Set[types.CodeType]):
         self.options = options
         self.backend = plugins.get_backend(options.backend)
+        self.passes = PassManager.from_options(
+            options.passes, options.disable_passes, options.debug
+        )
         self.targets = set(targets)
         self.cache: Dict[types.CodeType, CodeCache] = {}
         self.events: List[CaptureEvent] = []
@@ -311,7 +333,10 @@ class CompileContext:
             return entry.result
 
     # ------------------------------------------------------------------ capture
-    def _capture(self, frame, code: types.CodeType) -> CacheEntry:
+    def trace(self, frame, code: types.CodeType) -> Traced:
+        """Run the symbolic executor over ``frame`` and the graph passes over its graph.
+
+        Raises ``Unsupported`` when the frame cannot be captured."""
         output = OutputGraph()
         f_globals = frame.f_globals
         with _preserve_rng():
@@ -322,34 +347,49 @@ class CompileContext:
             collect_tensors(ret, tensors)
             self._counter += 1
             n = self._counter
-            gm = compiled = None
-            sources = []
-            op_count = 0
+            traced = Traced(n, output, ret, tensors)
             if tensors:
                 output.set_outputs(tensors)
-                output.graph.eliminate_dead_code()
-                op_count = sum(
-                    1
-                    for nd in output.graph.nodes
-                    if nd.op in ("call_function", "call_method", "call_module")
-                )
                 gm = GraphModule(output.root, output.graph, class_name=f"Graph_{code.co_name}_{n}")
-                used = {nd.name for nd in output.graph.nodes if nd.op == "placeholder"}
-                inputs = [(s, nd, ex) for s, nd, ex in output.inputs if nd.name in used]
-                sources = [s for s, _, _ in inputs]
-                examples = [ex for _, _, ex in inputs]
-                try:
-                    compiled = self.backend.compile(gm, examples, **self.options.backend_options)
-                except Unsupported:
-                    raise
-                except Exception as e:
-                    raise BackendCompileError(
-                        f"backend {self.backend.name!r} failed to compile the graph of "
-                        f"{code.co_name}: {type(e).__name__}: {e}"
-                    ) from e
-                graphs_log.info("graph of %s:\n%s", code.co_name, gm.code)
-            new_code = build_code(code, compiled, sources, tensors, ret)
-        guard = output.guards.build(f"guard_{_identifier(code.co_name)}_{n}")
+                placeholders = [nd for nd in output.graph.nodes if nd.op == "placeholder"]
+                by_node = {nd: (s, ex) for s, nd, ex in output.inputs}
+                traced.graph_module = gm
+                traced.sources = [by_node[nd][0] for nd in placeholders]
+                traced.examples = [by_node[nd][1] for nd in placeholders]
+                ctx = PassContext(traced.examples, facts=self._facts())
+                traced.pass_records = self.passes.run(gm, ctx)
+                if "no_grad" in ctx.relied_on:
+                    # a pass used that gradients were off: they must be off on a hit too
+                    output.guards.grad_enabled = False
+        return traced
+
+    def _facts(self) -> Set[str]:
+        facts = set()
+        if self.options.freeze:
+            facts.add("frozen")
+        if not paddle.is_grad_enabled():
+            facts.add("no_grad")
+        return facts
+
+    def _capture(self, frame, code: types.CodeType) -> CacheEntry:
+        traced = self.trace(frame, code)
+        gm, n = traced.graph_module, traced.number
+        compiled = None
+        op_count = 0
+        if gm is not None:
+            op_count = op_count_of(gm.graph)
+            try:
+                compiled = self.backend.compile(gm, traced.examples, **self.options.backend_options)
+            except Unsupported:
+                raise
+            except Exception as e:
+                raise BackendCompileError(
+                    f"backend {self.backend.name!r} failed to compile the graph of "
+                    f"{code.co_name}: {type(e).__name__}: {e}"
+                ) from e
+            graphs_log.info("graph of %s:\n%s", code.co_name, gm.code)
+        new_code = build_code(code, compiled, traced.sources, traced.tensors, traced.ret)
+        guard = traced.output.guards.build(f"guard_{_identifier(code.co_name)}_{n}")
         guards_log.info("%s", guard.readable())
         if bytecode_log.isEnabledFor(10):
             bytecode_log.debug(
@@ -366,6 +406,7 @@ class CompileContext:
             result=FrameResult(new_code, True),
             original=code,
             op_count=op_count,
+            pass_records=traced.pass_records,
         )
 
     # ------------------------------------------------------------------ running

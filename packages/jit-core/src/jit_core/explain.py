@@ -35,6 +35,8 @@ class GraphInfo:
     code: str
     guard: str
     transformed_bytecode: str
+    #: what each graph pass did (or why it was skipped), in the order they ran
+    passes: List[str] = field(default_factory=list)
 
 
 @dataclass
@@ -101,6 +103,9 @@ class ExplainOutput:
         for i, g in enumerate(self.graphs, 1):
             out.append("")
             out.append(f"Graph {i}: {g.frame} ({g.location}), {g.op_count} ops")
+            if g.passes:
+                out.append("  Passes:")
+                out.extend("    " + p for p in g.passes)
             out.append("  Guards:")
             out.extend("    " + line for line in g.guard.splitlines())
             out.append("  Graph code:")
@@ -138,6 +143,7 @@ def explain(fn: Callable, *args, backend: Optional[str] = None, **kwargs) -> Exp
                     code=gm.code if gm is not None else "# no tensor work: no graph\n",
                     guard=entry.guard.readable(),
                     transformed_bytecode=disassemble(entry.code),
+                    passes=[str(r) for r in entry.pass_records],
                 )
             )
         else:

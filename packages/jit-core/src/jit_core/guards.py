@@ -163,6 +163,8 @@ def _constant_literal(value: Any, namer: _Namer) -> str:
 class GuardSet:
     def __init__(self):
         self._guards: Dict[Tuple[str, str], Guard] = {}
+        #: when not None, the entry is only valid with gradients on (True) or off (False)
+        self.grad_enabled: Optional[bool] = None
 
     def add(self, source: Optional[Source], kind: str, value: Any = None) -> None:
         if source is None:
@@ -258,6 +260,9 @@ class GuardSet:
                 parts.append(("tensor", " and ".join(checks)))
             else:  # pragma: no cover - programming error
                 raise ValueError(g.kind)
+        if self.grad_enabled is not None:
+            fn = namer.obj(paddle.is_grad_enabled, "f")
+            parts.append(("gradient mode", f"{fn}() is {self.grad_enabled!r}"))
         return CompiledGuard(fn_name, parts, namer.scope)
 
 

@@ -37,3 +37,14 @@ def jit_register_opcodes(register):
     the running version, the higher priority wins (jit-opcodes uses 0, so any plugin
     overrides it by default).
     """
+
+
+@hookspec
+def jit_register_passes(register):
+    """Register graph passes: ``register(graph_pass)`` with a ``jit_core.passes.GraphPass``
+    (the ``@jit_core.passes.graph_pass(...)`` decorator makes one).
+
+    A pass rewrites a captured ``GraphModule`` in place before the backend compiles it. A
+    pass with the name of an earlier one replaces it; ``default=False`` makes a pass run
+    only when asked for by name (``optimize(..., passes=[...])``).
+    """

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import threading
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import pluggy
 
@@ -44,6 +44,7 @@ _lock = threading.Lock()
 _pm: Optional[pluggy.PluginManager] = None
 _backends: Optional[Dict[str, Backend]] = None
 _opcodes: Optional[Dict[str, OpcodeHandler]] = None
+_passes: Optional[Dict[str, Any]] = None
 
 
 def get_plugin_manager() -> pluggy.PluginManager:
@@ -124,6 +125,30 @@ def opcode_handlers() -> Dict[str, OpcodeHandler]:
     return _opcodes
 
 
+def graph_passes() -> Dict[str, Any]:
+    """name -> ``GraphPass`` of every registered graph pass (built once)."""
+    global _passes
+    if _passes is None:
+        from .passes.manager import GraphPass, PassError
+
+        found: Dict[str, GraphPass] = {}
+
+        def make_register(plugin):
+            def register(graph_pass):
+                if not isinstance(graph_pass, GraphPass):
+                    raise PassError(
+                        f"plugin {plugin!r} registered {graph_pass!r}, which is not a "
+                        "jit_core.passes.GraphPass (use @jit_core.passes.graph_pass)"
+                    )
+                found[graph_pass.name] = graph_pass
+
+            return register
+
+        _call_with_register("jit_register_passes", make_register)
+        _passes = found
+    return _passes
+
+
 def list_plugins() -> List[Tuple[str, str, str]]:
     """(plugin name, distribution, version) of every loaded plugin."""
     pm = get_plugin_manager()
@@ -140,16 +165,18 @@ def list_plugins() -> List[Tuple[str, str, str]]:
 
 def reset_plugins() -> None:
     """Forget what was loaded (tests that install plugins at run time use it)."""
-    global _pm, _backends, _opcodes
+    global _pm, _backends, _opcodes, _passes
     with _lock:
         _pm = None
         _backends = None
         _opcodes = None
+        _passes = None
 
 
 def register_plugin(plugin, name: Optional[str] = None) -> None:
     """Register a plugin object directly (without an entry point), e.g. in a test."""
-    global _backends, _opcodes
+    global _backends, _opcodes, _passes
     get_plugin_manager().register(plugin, name=name)
     _backends = None
     _opcodes = None
+    _passes = None

@@ -36,6 +36,8 @@ class GraphModule(paddle.nn.Layer):
     ):
         super().__init__()
         self.__class__ = type(class_name, (GraphModule,), {})
+        #: free-form facts about the graph (``capture`` records ``input_sources``, ``passes``)
+        self.meta: Dict[str, Any] = {}
         if isinstance(root, paddle.nn.Layer):
             for node in graph.nodes:
                 if node.op in ("get_attr", "call_module"):

@@ -1,0 +1,67 @@
+"""``capture()``: a function or layer as a ``GraphModule``, for people and for passes.
+
+It runs the same symbolic executor as ``optimize()`` on example inputs, but installs
+nothing: the graph is returned so that it can be read, rewritten (``replace_pattern``,
+passes) and exported by hand.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional, Sequence
+
+from . import _compat
+from .api import _target_codes
+from .config import Options
+from .errors import CaptureError, JitError, Unsupported
+from .eval_frame import CompileContext
+from .fx import GraphModule
+
+
+def capture(
+    fn: Callable,
+    *example_args: Any,
+    passes: Optional[Sequence[Any]] = (),
+    freeze: bool = False,
+    **example_kwargs: Any,
+) -> GraphModule:
+    """Capture ``fn(*example_args, **example_kwargs)`` into one ``GraphModule``.
+
+    ``fn`` is a function, a method or a ``paddle.nn.Layer``. The graph's inputs are the
+    tensors the call reads (``gm.meta["input_sources"]`` says where each comes from);
+    parameters and sublayers stay shared with ``fn``. By default no graph pass runs, so the
+    graph shows exactly what the code does; ``passes=None`` runs the default pipeline, or
+    name the passes to run (``freeze=True`` as in ``optimize``). Raises ``CaptureError``
+    naming the place when the call cannot be captured whole.
+    """
+    options = Options(backend="paddle", passes=passes, freeze=freeze)
+    ctx = CompileContext(options, _target_codes(fn))
+    direct = ctx.direct_entry(fn)
+    name = getattr(fn, "__qualname__", type(fn).__name__)
+    if direct is None:
+        raise CaptureError(
+            f"cannot capture {name}: only plain functions, methods and layers whose call is "
+            "their forward (no forward hooks) can be captured; generators cannot"
+        )
+    func, lead = direct
+    code = func.__code__
+    f_locals = ctx._bind(func, code, lead + tuple(example_args), example_kwargs)
+    if f_locals is None:
+        raise CaptureError(f"the example arguments do not fit the signature of {name}")
+    frame = _compat.EntryFrame(code, f_locals, func.__globals__)
+    try:
+        traced = ctx.trace(frame, code)
+    except Unsupported as e:
+        raise CaptureError(f"cannot capture {name} into one graph: {e.describe()}") from None
+    except JitError:
+        raise
+    except Exception as e:  # noqa: BLE001 - say which call failed, keep the cause
+        raise CaptureError(f"cannot capture {name}: {type(e).__name__}: {e}") from e
+    gm = traced.graph_module
+    if gm is None:
+        raise CaptureError(f"{name} returned no tensor computed by Paddle: there is no graph")
+    gm.meta["input_sources"] = [s.name() for s in traced.sources]
+    gm.meta["passes"] = traced.pass_records
+    return gm
+
+
+__all__ = ["capture"]

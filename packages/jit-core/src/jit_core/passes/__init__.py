@@ -1,0 +1,29 @@
+"""Graph passes: the pass manager, ``replace_pattern``, and the built-in passes.
+
+``optimize(..., passes=None)`` runs the default pipeline before the backend compiles a
+graph; ``passes=[...]`` chooses, ``disable_passes=[...]`` turns passes off by name, and
+``explain()`` shows what each one did. Outside plugins add passes through the
+``jit_register_passes`` hook.
+"""
+
+from .manager import (
+    GraphPass,
+    PassContext,
+    PassError,
+    PassManager,
+    PassRecord,
+    graph_pass,
+)
+from .rewrite import Match, PatternError, replace_pattern
+
+__all__ = [
+    "GraphPass",
+    "Match",
+    "PassContext",
+    "PassError",
+    "PassManager",
+    "PassRecord",
+    "PatternError",
+    "graph_pass",
+    "replace_pattern",
+]

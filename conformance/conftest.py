@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+# every graph of the suite is linted after each graph pass (jit_core.passes.manager)
+os.environ.setdefault("JIT_DEBUG", "1")
 
 import jit_core
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+import paddle
 import pytest
 
 # every graph of the suite is linted after each graph pass (jit_core.passes.manager)
@@ -26,4 +27,36 @@ def backend(request) -> str:
     installed = jit_core.backends()
     if name not in installed:
         pytest.exit(f"--backend {name!r} is not installed; installed: {', '.join(installed)}", 2)
+    from .helpers import use_backend_tolerance
+
+    use_backend_tolerance(name)
     return name
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _compile_cache(tmp_path_factory):
+    """Backends that keep a compile cache on disk keep it in the test's own folder."""
+    from jit_core.compile_cache import ENV_VAR
+
+    old = os.environ.get(ENV_VAR)
+    os.environ[ENV_VAR] = str(tmp_path_factory.mktemp("jit_core_cache"))
+    yield
+    if old is None:
+        os.environ.pop(ENV_VAR, None)
+    else:
+        os.environ[ENV_VAR] = old
+
+
+@pytest.fixture(autouse=True)
+def _inference_backend(request, backend):
+    """An inference-only backend (onnxrt, tvm, tensorrt) runs the suite under
+    ``paddle.no_grad()``, else every graph would go to the paddle backend (jit-core does
+    that when gradients may be needed). Tests marked ``autograd`` run with gradients on, on
+    any backend, and check exactly that fallback."""
+    if not jit_core.backends()[backend].inference_only or request.node.get_closest_marker(
+        "autograd"
+    ):
+        yield
+        return
+    with paddle.no_grad():
+        yield

@@ -5,6 +5,17 @@ from __future__ import annotations
 import numpy as np
 import paddle
 
+#: what each backend documents about float results that differ from eager Paddle's: a
+#: looser relative tolerance, and an absolute one relative to the largest |value|
+#: (a runtime with other convolution algorithms rounds differently)
+BACKEND_TOLERANCE = {"onnxrt": (1e-4, 2e-5)}
+_tolerance = {"rtol": 0.0, "scaled_atol": 0.0}
+
+
+def use_backend_tolerance(backend: str) -> None:
+    rtol, scaled = BACKEND_TOLERANCE.get(backend, (0.0, 0.0))
+    _tolerance.update(rtol=rtol, scaled_atol=scaled)
+
 
 def assert_same(actual, expected, rtol: float = 1e-5, atol: float = 1e-6) -> None:
     """Structural equality; tensors compared with ``allclose`` and with the same dtype."""
@@ -12,7 +23,11 @@ def assert_same(actual, expected, rtol: float = 1e-5, atol: float = 1e-6) -> Non
         assert isinstance(actual, paddle.Tensor), f"expected a Tensor, got {type(actual)}"
         assert actual.dtype == expected.dtype, (actual.dtype, expected.dtype)
         assert list(actual.shape) == list(expected.shape), (actual.shape, expected.shape)
-        np.testing.assert_allclose(actual.numpy(), expected.numpy(), rtol=rtol, atol=atol)
+        e = expected.numpy()
+        if _tolerance["rtol"] and e.dtype.kind == "f" and e.size:
+            rtol = max(rtol, _tolerance["rtol"])
+            atol = max(atol, _tolerance["scaled_atol"] * float(np.max(np.abs(e))))
+        np.testing.assert_allclose(actual.numpy(), e, rtol=rtol, atol=atol)
     elif isinstance(expected, (list, tuple)):
         assert type(actual) is type(expected), (type(actual), type(expected))
         assert len(actual) == len(expected)

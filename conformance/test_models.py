@@ -116,6 +116,7 @@ def test_cache_hit_and_one_recompile_per_shape(model, backend):
     assert stats.captures == 2 and stats.compiled == 2 and not stats.eager_frames
 
 
+@pytest.mark.autograd
 @pytest.mark.parametrize("name", ["mlp", "resnet18"])
 def test_train_and_eval_modes_never_share_a_graph(name, backend):
     eager, net = make(name), make(name)

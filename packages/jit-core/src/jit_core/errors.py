@@ -51,3 +51,11 @@ class GraphBreakError(JitError):
 
 class CaptureError(JitError):
     """``jit_core.capture`` could not turn the call into one graph."""
+
+
+class MissingDependencyError(JitError, ImportError):
+    """An optional package that a feature needs is not installed; the message names it."""
+
+    def __init__(self, feature: str, package: str, install: str):
+        self.package = package
+        super().__init__(f"{feature} needs the {package!r} package: pip install {install}")

@@ -30,6 +30,7 @@ from .executor.translator import Translator, root_locals
 from .fx import GraphModule
 from .guards import CompiledGuard
 from .logs import breaks_log, bytecode_log, graphs_log, guards_log, recompiles_log
+from .passes.effects import is_random, target_name
 from .passes.manager import PassContext, PassManager, PassRecord
 from .passes.manager import op_count as op_count_of
 from .skipfiles import is_skipped_file
@@ -121,6 +122,9 @@ class CacheEntry:
     op_count: int
     #: what each graph pass did to this entry's graph
     pass_records: List[PassRecord] = field(default_factory=list)
+    #: the backend that compiled the graph, and why it is not the one asked for
+    backend: Optional[str] = None
+    backend_note: Optional[str] = None
 
 
 @dataclass
@@ -195,6 +199,23 @@ def _preserve_rng():
         paddle.set_rng_state(state)
 
 
+def _needs_training_backend(gm, traced: Traced, grad_on: bool) -> Optional[str]:
+    """Why ``gm`` cannot run on an inference-only backend, or None."""
+    if grad_on:
+        wants = [i for i, x in enumerate(traced.examples) if not x.stop_gradient]
+        if wants:
+            return f"gradients are on and input {traced.sources[wants[0]].name()} requires them"
+        params = [n for n, p in gm.named_parameters() if not p.stop_gradient]
+        if params:
+            return f"gradients are on and parameter {params[0]} requires them"
+    for node in gm.graph.nodes:
+        if node.op == "call_module" and getattr(gm, node.target).training:
+            return f"layer {node.target} is in training mode"
+        if node.op in ("call_function", "call_method") and is_random(node):
+            return f"{target_name(node)} draws random numbers"
+    return None
+
+
 class CompileContext:
     def __init__(self, options: Options, targets: Set[types.CodeType]):
         self.options = options
@@ -218,6 +239,7 @@ class CompileContext:
         _never_skip(self.targets)
         self._mark_generator_targets()
         self._signatures: Dict[types.CodeType, inspect.Signature] = {}
+        self._warned_training = False
         self._entry_functions: Dict[types.CodeType, Callable] = {}
 
     # ------------------------------------------------------------------ the hook
@@ -354,6 +376,8 @@ class CompileContext:
                 placeholders = [nd for nd in output.graph.nodes if nd.op == "placeholder"]
                 by_node = {nd: (s, ex) for s, nd, ex in output.inputs}
                 traced.graph_module = gm
+                # backends that bake parameters into what they build may do so only then
+                gm.meta["frozen"] = self.options.freeze
                 traced.sources = [by_node[nd][0] for nd in placeholders]
                 traced.examples = [by_node[nd][1] for nd in placeholders]
                 ctx = PassContext(traced.examples, facts=self._facts())
@@ -376,15 +400,19 @@ class CompileContext:
         gm, n = traced.graph_module, traced.number
         compiled = None
         op_count = 0
+        backend, backend_note = self.backend, None
         if gm is not None:
             op_count = op_count_of(gm.graph)
+            if backend.inference_only:
+                backend, backend_note = self._inference_backend(gm, traced)
+            options = self.options.backend_options if backend is self.backend else {}
             try:
-                compiled = self.backend.compile(gm, traced.examples, **self.options.backend_options)
+                compiled = backend.compile(gm, traced.examples, **options)
             except Unsupported:
                 raise
             except Exception as e:
                 raise BackendCompileError(
-                    f"backend {self.backend.name!r} failed to compile the graph of "
+                    f"backend {backend.name!r} failed to compile the graph of "
                     f"{code.co_name}: {type(e).__name__}: {e}"
                 ) from e
             graphs_log.info("graph of %s:\n%s", code.co_name, gm.code)
@@ -407,7 +435,28 @@ class CompileContext:
             original=code,
             op_count=op_count,
             pass_records=traced.pass_records,
+            backend=backend.name if gm is not None else None,
+            backend_note=backend_note,
         )
+
+    def _inference_backend(self, gm, traced: Traced):
+        """The backend for a graph when the chosen one is for inference only (computes no
+        gradients, keeps no layer state, has its own random numbers): the paddle backend
+        when the graph needs any of that, else the chosen one. The entry is only valid in
+        the gradient mode it was captured in (layer modes are guarded anyway)."""
+        grad_on = paddle.is_grad_enabled()
+        traced.output.guards.grad_enabled = grad_on
+        why = _needs_training_backend(gm, traced, grad_on)
+        if why is None:
+            return self.backend, None
+        note = (
+            f"runs on the paddle backend: {why}, which {self.backend.name!r} cannot do "
+            "(it is for inference: eval() under paddle.no_grad())"
+        )
+        if not self._warned_training:
+            self._warned_training = True
+            warnings.warn(f"jit_core: a graph {note}", RuntimeWarning, stacklevel=3)
+        return plugins.get_backend("paddle"), note
 
     # ------------------------------------------------------------------ running
     def run(self, fn: Callable, args, kwargs) -> Any:

@@ -37,6 +37,8 @@ class GraphInfo:
     transformed_bytecode: str
     #: what each graph pass did (or why it was skipped), in the order they ran
     passes: List[str] = field(default_factory=list)
+    #: the backend that compiled it, with the reason when it is not the one asked for
+    backend: Optional[str] = None
 
 
 @dataclass
@@ -103,6 +105,8 @@ class ExplainOutput:
         for i, g in enumerate(self.graphs, 1):
             out.append("")
             out.append(f"Graph {i}: {g.frame} ({g.location}), {g.op_count} ops")
+            if g.backend:
+                out.append(f"  Backend: {g.backend}")
             if g.passes:
                 out.append("  Passes:")
                 out.extend("    " + p for p in g.passes)
@@ -144,11 +148,18 @@ def explain(fn: Callable, *args, backend: Optional[str] = None, **kwargs) -> Exp
                     guard=entry.guard.readable(),
                     transformed_bytecode=disassemble(entry.code),
                     passes=[str(r) for r in entry.pass_records],
+                    backend=_backend_line(entry),
                 )
             )
         else:
             out.breaks.append(BreakInfo(ev.code_name, ev.reason, ev.break_location, ev.instruction))
     return out
+
+
+def _backend_line(entry) -> Optional[str]:
+    if entry.backend is None:
+        return None
+    return f"{entry.backend} ({entry.backend_note})" if entry.backend_note else entry.backend
 
 
 __all__ = ["explain", "ExplainOutput", "BreakInfo", "GraphInfo"]

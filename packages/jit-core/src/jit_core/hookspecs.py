@@ -20,11 +20,17 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 
 @hookspec
 def jit_register_backends(register):
-    """Register backends: ``register(name, compile_fn, description="")``.
+    """Register backends:
+    ``register(name, compile_fn, description="", inference_only=False)``.
 
     ``compile_fn(graph_module, example_inputs, **options) -> callable`` returns a callable
     that takes the graph's inputs positionally and returns the same tuple of tensors as
-    ``graph_module.forward``.
+    ``graph_module.forward``. A backend that runs inference only (its results carry no
+    gradients, it cannot update layer state such as BatchNorm statistics, it has its own
+    random numbers) registers with ``inference_only=True``: jit-core then compiles a graph
+    that needs any of that (gradients on while an input or parameter requires them, a
+    layer in training mode, a random operation) with the ``paddle`` backend instead, says
+    so in ``explain()``, and guards every entry on the gradient mode.
     """
 
 

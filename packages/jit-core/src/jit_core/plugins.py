@@ -30,6 +30,9 @@ class Backend:
     compile: Callable
     description: str
     plugin: str
+    #: it runs inference only (no gradients, no layer state, no Paddle random numbers):
+    #: jit-core gives graphs that need any of that to the paddle backend instead
+    inference_only: bool = False
 
 
 @dataclass
@@ -79,8 +82,8 @@ def backends() -> Dict[str, Backend]:
         found: Dict[str, Backend] = {}
 
         def make_register(plugin):
-            def register(name, compile_fn, description=""):
-                found[name] = Backend(name, compile_fn, description, plugin)
+            def register(name, compile_fn, description="", inference_only=False):
+                found[name] = Backend(name, compile_fn, description, plugin, bool(inference_only))
 
             return register
 

@@ -117,6 +117,22 @@ class Graph:
         new.meta = dict(node.meta)
         return new
 
+    def copy(self) -> Graph:
+        """A new graph with copies of these nodes (same placeholder names, meta copied)."""
+        new = Graph()
+        env: Dict[Node, Node] = {}
+        for node in self.nodes:
+            if node.op == "output":
+                new.output(map_arg(node.args[0], env.__getitem__))
+                continue
+            if node.op == "placeholder":
+                copy = new.placeholder(node.target)
+                copy.meta = dict(node.meta)
+            else:
+                copy = new.node_copy(node, env.__getitem__)
+            env[node] = copy
+        return new
+
     def erase_node(self, node: Node) -> None:
         if node.users:
             raise RuntimeError(

@@ -20,6 +20,24 @@ def _resolve(root: paddle.nn.Layer, path: str) -> Any:
     return obj
 
 
+def _is_parameter(obj: Any) -> bool:
+    return isinstance(obj, paddle.Tensor) and type(obj).__name__ in ("EagerParamBase", "Parameter")
+
+
+def _register_on(holder: paddle.nn.Layer, name: str, obj: Any) -> None:
+    """Keep ``obj`` on ``holder`` by reference, as what it is: a sublayer, a parameter, a
+    buffer (any other tensor: so that ``to_static`` and ``state_dict`` see it), or a plain
+    attribute."""
+    if isinstance(obj, paddle.nn.Layer):
+        holder.add_sublayer(name, obj)
+    elif _is_parameter(obj):
+        holder.add_parameter(name, obj)
+    elif isinstance(obj, paddle.Tensor):
+        holder.register_buffer(name, obj)
+    else:
+        object.__setattr__(holder, name, obj)
+
+
 class GraphModule(paddle.nn.Layer):
     """Holds the objects the graph refers to *by reference* (parameters stay shared with
     the user's layers) and a generated ``forward``.
@@ -49,15 +67,7 @@ class GraphModule(paddle.nn.Layer):
         self.recompile()
 
     def _register(self, name: str, obj: Any) -> None:
-        if isinstance(obj, paddle.nn.Layer):
-            self.add_sublayer(name, obj)
-        elif isinstance(obj, paddle.Tensor) and type(obj).__name__ in (
-            "EagerParamBase",
-            "Parameter",
-        ):
-            self.add_parameter(name, obj)
-        else:
-            object.__setattr__(self, name, obj)
+        _register_on(self, name, obj)
 
     def _copy_path(self, root: paddle.nn.Layer, path: str) -> None:
         parts = path.split(".")
@@ -70,18 +80,7 @@ class GraphModule(paddle.nn.Layer):
                 sub = paddle.nn.Layer()
                 holder.add_sublayer(part, sub)
             holder = sub
-        value = getattr(src, parts[-1])
-        if isinstance(value, paddle.nn.Layer):
-            holder.add_sublayer(parts[-1], value)
-        elif isinstance(holder, GraphModule):
-            holder._register(parts[-1], value)
-        elif isinstance(value, paddle.Tensor) and type(value).__name__ in (
-            "EagerParamBase",
-            "Parameter",
-        ):
-            holder.add_parameter(parts[-1], value)
-        else:
-            object.__setattr__(holder, parts[-1], value)
+        _register_on(holder, parts[-1], getattr(src, parts[-1]))
 
     @property
     def graph(self) -> Graph:
@@ -99,6 +98,7 @@ class GraphModule(paddle.nn.Layer):
     def recompile(self) -> None:
         pc = self._graph.python_code("self")
         self._code = pc.src
+        self._code_globals = dict(pc.globals)
         filename = f"<jit_core.fx.{type(self).__name__}_{next(_counter)}>"
         linecache.cache[filename] = (len(pc.src), None, pc.src.splitlines(True), filename)
         ns: Dict[str, Any] = dict(pc.globals)
@@ -106,6 +106,10 @@ class GraphModule(paddle.nn.Layer):
         fn = ns["forward"]
         # set on the class so that paddle.jit.to_static finds a normal method
         type(self).forward = fn
+
+    def code_globals(self) -> Dict[str, Any]:
+        """The objects the generated code refers to by name (modules, functions, constants)."""
+        return dict(self._code_globals)
 
     def print_readable(self) -> str:
         return f"class {type(self).__name__}(paddle.nn.Layer):\n" + "".join(

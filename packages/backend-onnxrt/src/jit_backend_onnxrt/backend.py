@@ -1,0 +1,316 @@
+"""Compile a captured graph for ONNX Runtime: export (or take from the on-disk cache), build
+an ``InferenceSession``, and wrap it as a callable that takes and returns Paddle tensors."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import logging
+import warnings
+from typing import Any, Dict, List, Optional, Sequence
+
+import numpy as np
+import paddle
+
+from jit_core.compile_cache import DiskCache, graph_key
+from jit_core.errors import JitError
+from jit_core.onnx import DEFAULT_OPSET, OnnxExportError, export_onnx, require
+
+log = logging.getLogger("jit_core.onnxrt")
+
+_CACHE = DiskCache("onnxrt")
+LEVELS = {
+    "disable": "ORT_DISABLE_ALL",
+    "basic": "ORT_ENABLE_BASIC",
+    "extended": "ORT_ENABLE_EXTENDED",
+    "all": "ORT_ENABLE_ALL",
+}
+
+#: what this process did: models exported, models taken from the disk cache, graphs that
+#: fell back to the paddle backend
+stats: Dict[str, int] = {"exports": 0, "cache_hits": 0, "fallbacks": 0}
+
+
+class OnnxRuntimeError(JitError):
+    """ONNX Runtime cannot load or run an exported graph; the message names the node."""
+
+
+def _version(dist: str) -> str:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return "missing"
+
+
+def _session_options(ort, intra: Optional[int], inter: Optional[int], level: str):
+    if level not in LEVELS:
+        raise ValueError(f"graph_optimization_level must be one of {sorted(LEVELS)}, got {level!r}")
+    so = ort.SessionOptions()
+    so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, LEVELS[level])
+    for name, value in (("intra_op_num_threads", intra), ("inter_op_num_threads", inter)):
+        if value is not None:
+            if not isinstance(value, int) or value < 0:
+                raise ValueError(f"{name} must be a non-negative int, got {value!r}")
+            setattr(so, name, value)
+    so.log_severity_level = 3  # ORT's warnings about unused initializers are noise here
+    return so
+
+
+def _providers(ort, providers: Optional[Sequence[str]]) -> List[str]:
+    if providers is None:
+        return ["CPUExecutionProvider"]
+    providers = [providers] if isinstance(providers, str) else list(providers)
+    available = ort.get_available_providers()
+    missing = [p for p in providers if p not in available]
+    if missing:
+        raise ValueError(
+            f"onnxruntime {ort.__version__} has no provider {', '.join(missing)}; "
+            f"available: {', '.join(available)}"
+        )
+    return providers
+
+
+def compile_graph(
+    gm,
+    example_inputs: Sequence[Any],
+    *,
+    providers: Optional[Sequence[str]] = None,
+    intra_op_num_threads: Optional[int] = None,
+    inter_op_num_threads: Optional[int] = None,
+    graph_optimization_level: str = "all",
+    opset: int = DEFAULT_OPSET,
+    cache: bool = True,
+    fallback: bool = False,
+):
+    """The backend's ``compile``: see the package README for the options."""
+    ort = require("onnxruntime", "the onnxrt backend", "jit-backend-onnxrt")
+    options = _session_options(
+        ort, intra_op_num_threads, inter_op_num_threads, graph_optimization_level
+    )
+    providers = _providers(ort, providers)
+    frozen = bool(gm.meta.get("frozen"))
+    try:
+        model = _model_bytes(gm, example_inputs, opset, ort, cache, frozen)
+        try:
+            session = ort.InferenceSession(model, options, providers=providers)
+        except Exception as e:  # ORT's own exception types differ between releases
+            raise OnnxRuntimeError(
+                f"onnxruntime {ort.__version__} cannot load the exported graph: "
+                f"{str(e).strip()[:800]}"
+            ) from e
+        compiled = OrtGraph(session, gm, {} if frozen else _live_tensors(gm))
+        validate(compiled, gm, example_inputs)
+    except (OnnxExportError, OnnxRuntimeError) as e:
+        if not fallback:
+            raise
+        stats["fallbacks"] += 1
+        warnings.warn(
+            f"jit_core onnxrt: {e}. This graph runs on the paddle backend (fallback=True).",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        return gm.forward
+    return compiled
+
+
+def _live_tensors(gm) -> Dict[str, paddle.Tensor]:
+    """The parameters and buffers the graph reads, by the name Paddle gave them (the name
+    they have in the exported model)."""
+    found: Dict[str, paddle.Tensor] = {}
+    for node in gm.graph.nodes:
+        if node.op == "call_module":
+            layer = getattr(gm, node.target)
+            tensors = list(layer.parameters()) + list(layer.buffers())
+        elif node.op == "get_attr":
+            value = gm
+            for part in node.target.split("."):
+                value = getattr(value, part)
+            tensors = [value] if isinstance(value, paddle.Tensor) else []
+        else:
+            continue
+        for t in tensors:
+            found[t.name] = t
+    return found
+
+
+def _model_bytes(gm, example_inputs, opset: int, ort, use_cache: bool, frozen: bool) -> bytes:
+    key = None
+    if use_cache:
+        extra = (
+            "onnxrt",
+            "frozen" if frozen else "live parameters",
+            opset,
+            _version("paddle2onnx"),
+            _version("onnx"),
+            ort.__version__,
+        )
+        # a model with live parameters does not depend on their values
+        key = graph_key(gm, example_inputs, extra, values=frozen)
+        data = _CACHE.get(key)
+        if data is not None:
+            stats["cache_hits"] += 1
+            log.info("%s: ONNX model from the cache (%s)", type(gm).__name__, key[:12])
+            return data
+    model = export_onnx(gm, example_inputs, opset)
+    stats["exports"] += 1
+    if not frozen:
+        lift_parameters(model, _live_tensors(gm))
+    data = model.SerializeToString()
+    if key is not None:
+        _CACHE.put(key, data)
+    return data
+
+
+def lift_parameters(model, tensors: Dict[str, paddle.Tensor]) -> None:
+    """Turn the constants that hold parameters and buffers into model inputs, so that
+    every run reads their current values (``set_state_dict``, an optimizer step) instead
+    of the values at export time. Every tensor must be found by name: one that
+    paddle2onnx transformed could not be kept current, and the export is refused."""
+    from onnx import helper
+
+    graph = model.graph
+    found = set()
+    nodes = []
+    for node in graph.node:
+        name = node.output[0] if len(node.output) == 1 else None
+        if node.op_type == "Constant" and name in tensors:
+            t = node.attribute[0].t
+            graph.input.append(helper.make_tensor_value_info(name, t.data_type, t.dims))
+            found.add(name)
+        else:
+            nodes.append(node)
+    for init in list(graph.initializer):
+        if init.name in tensors:
+            graph.input.append(helper.make_tensor_value_info(init.name, init.data_type, init.dims))
+            graph.initializer.remove(init)
+            found.add(init.name)
+    missing = [n for n in tensors if n not in found]
+    if missing:
+        raise OnnxExportError(
+            f"the exported model does not hold the parameters {', '.join(missing[:5])} "
+            "under their names, so they could not stay current; optimize(..., "
+            "freeze=True) bakes parameters into the model instead"
+        )
+    del graph.node[:]
+    graph.node.extend(nodes)
+
+
+def _to_numpy(t: paddle.Tensor) -> np.ndarray:
+    # a view of the tensor's memory where DLPack allows it (Paddle 3.3), else a copy
+    try:
+        return np.from_dlpack(t)
+    except Exception:  # noqa: BLE001 - older Paddle, or a dtype DLPack lacks
+        return t.numpy()
+
+
+def _dlpack_to_paddle():
+    from paddle.utils import dlpack
+
+    try:
+        probe = np.zeros([2], np.float32)
+        t = dlpack.from_dlpack(probe)
+        probe[0] = 1.0
+        if float(t[0]) == 1.0:  # shares memory: no copy
+            return dlpack.from_dlpack
+    except Exception:  # noqa: BLE001 - Paddle 3.0 takes capsules only
+        pass
+    return None
+
+
+_FROM_DLPACK = _dlpack_to_paddle()
+
+
+def _to_paddle(a: np.ndarray, dtype: Optional[str]) -> paddle.Tensor:
+    t = None
+    if _FROM_DLPACK is not None and a.flags.c_contiguous and a.dtype != np.bool_:
+        try:
+            t = _FROM_DLPACK(a)
+        except Exception:  # noqa: BLE001 - fall back to a copy
+            t = None
+    if t is None:
+        t = paddle.to_tensor(a)
+    if dtype is not None and str(t.dtype).replace("paddle.", "") != dtype:
+        t = t.astype(dtype)
+    return t
+
+
+class OrtGraph:
+    """A compiled graph: call it with the graph's input tensors, get its output tuple."""
+
+    def __init__(self, session, gm, live: Dict[str, paddle.Tensor]):
+        self.session = session
+        placeholders = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+        names = [i.name for i in session.get_inputs()]
+        # paddle2onnx drops inputs that nothing reads: feed by name
+        self._feeds = [(n, placeholders.index(n)) for n in names if n in placeholders]
+        self._live = [(n, live.get(n)) for n in names if n not in placeholders]
+        unknown = [n for n, t in self._live if t is None]
+        if unknown:
+            raise OnnxRuntimeError(f"the exported model has inputs {unknown} the graph lacks")
+        self._outputs = [o.name for o in session.get_outputs()]
+        out = gm.graph.nodes[-1].args[0]
+        out = out if isinstance(out, (tuple, list)) else (out,)
+        self._dtypes = [getattr(n, "meta", {}).get("dtype") for n in out]
+        # paddle2onnx gives 0-D results the shape [1]: put Paddle's shape back
+        self._shapes = [getattr(n, "meta", {}).get("shape") for n in out]
+        if len(self._dtypes) != len(self._outputs):
+            raise OnnxRuntimeError(
+                f"the exported model has {len(self._outputs)} outputs, the graph "
+                f"{len(self._dtypes)}"
+            )
+
+    def __call__(self, *tensors):
+        feeds = {name: _to_numpy(tensors[i]) for name, i in self._feeds}
+        for name, t in self._live:
+            feeds[name] = _to_numpy(t.detach())
+        outs = self.session.run(self._outputs, feeds)
+        return tuple(
+            _to_paddle(_reshaped(a, s), d) for a, s, d in zip(outs, self._shapes, self._dtypes)
+        )
+
+
+def _reshaped(a: np.ndarray, shape: Optional[List[int]]) -> np.ndarray:
+    if shape is None or list(a.shape) == shape:
+        return a
+    if a.size == int(np.prod(shape, dtype=np.int64)):
+        return a.reshape(shape)
+    return a
+
+
+def validate(compiled: OrtGraph, gm, example_inputs, rtol: float = 1e-3) -> None:
+    """Run the model once on the example inputs and compare with Paddle's own result:
+    a model that paddle2onnx converted wrongly is refused before it gives a wrong answer."""
+    with paddle.no_grad():
+        expected = gm.forward(*example_inputs)
+        got = compiled(*example_inputs)
+    for i, (g, e) in enumerate(zip(got, expected)):
+        where = f"output {i} of the exported model"
+        if list(g.shape) != list(e.shape) or g.dtype != e.dtype:
+            raise OnnxRuntimeError(
+                f"{where} is {g.dtype} {list(g.shape)}, Paddle computes {e.dtype} "
+                f"{list(e.shape)}: paddle2onnx converted an operator wrongly"
+            )
+        a, b = g.numpy(), e.numpy()
+        if a.dtype.kind in "fc":
+            scale = float(np.max(np.abs(b))) if b.size else 0.0
+            ok = np.allclose(a, b, rtol=rtol, atol=rtol * max(scale, 1.0), equal_nan=True)
+        else:
+            ok = np.array_equal(a, b)
+        if not ok:
+            diff = np.max(np.abs(a.astype(np.float64) - b.astype(np.float64)))
+            raise OnnxRuntimeError(
+                f"{where} differs from Paddle's result on the example inputs (max abs "
+                f"difference {diff:.3g}): paddle2onnx converted an operator wrongly. "
+                f"Operators of the graph: {', '.join(_operators(gm))}"
+            )
+
+
+def _operators(gm) -> List[str]:
+    names: List[str] = []
+    for n in gm.graph.nodes:
+        if n.op in ("call_function", "call_method", "call_module"):
+            t = n.target if isinstance(n.target, str) else getattr(n.target, "__name__", "?")
+            if n.op == "call_module":
+                t = type(getattr(gm, n.target)).__name__
+            if t not in names:
+                names.append(t)
+    return names

@@ -1,0 +1,175 @@
+"""The persistent compile cache: artifacts of slow compilations kept on disk, per backend.
+
+Backends ask for it by namespace (``DiskCache("onnxrt")``) and store bytes under a key
+that they build with ``graph_key``: the generated graph code, the values of the parameters
+and buffers it reads, the input specs, and the versions of everything that shapes the
+artifact. Entries live under the platform's cache directory (``$XDG_CACHE_HOME/jit_core``
+or ``~/.cache/jit_core`` on Linux, ``~/Library/Caches/jit_core`` on macOS,
+``%LOCALAPPDATA%\\jit_core`` on Windows); ``JIT_CORE_CACHE_DIR`` moves it.
+
+Every entry carries a header with its length and SHA-256: a truncated or corrupt entry is
+reported with one warning, removed and rebuilt, never trusted. Writes go to a temporary
+file in the same folder and are renamed into place, so a reader sees a whole entry or
+none, and two processes writing the same key do not clobber each other.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import struct
+import sys
+import tempfile
+import types
+import warnings
+from typing import Any, Iterable, Optional
+
+log = logging.getLogger("jit_core.cache")
+
+ENV_VAR = "JIT_CORE_CACHE_DIR"
+_MAGIC = b"JITCACHE1\n"
+_HEADER = struct.Struct(">Q32s")  # payload length, sha256 of the payload
+
+
+def cache_root() -> str:
+    """The folder that holds every backend's cache."""
+    env = os.environ.get(ENV_VAR)
+    if env:
+        return os.path.abspath(os.path.expanduser(env))
+    if sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA") or os.path.expanduser("~\\AppData\\Local")
+    elif sys.platform == "darwin":
+        base = os.path.expanduser("~/Library/Caches")
+    else:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    return os.path.join(base, "jit_core")
+
+
+class DiskCache:
+    def __init__(self, namespace: str, root: Optional[str] = None):
+        self.namespace = namespace
+        self._root = root
+
+    @property
+    def directory(self) -> str:
+        # read the environment on each use: tests and users may move it at run time
+        return os.path.join(self._root or cache_root(), self.namespace)
+
+    def path(self, key: str) -> str:
+        return os.path.join(self.directory, key[:2], key)
+
+    def get(self, key: str) -> Optional[bytes]:
+        """The bytes stored under ``key``; None when absent, or when corrupt (removed)."""
+        path = self.path(key)
+        try:
+            with open(path, "rb") as f:
+                blob = f.read()
+        except FileNotFoundError:
+            return None
+        except OSError as e:
+            warnings.warn(
+                f"jit_core: cannot read cache entry {path}: {e}", RuntimeWarning, stacklevel=2
+            )
+            return None
+        payload = _unpack(blob)
+        if payload is None:
+            warnings.warn(
+                f"jit_core: cache entry {path} is corrupt or truncated; it is rebuilt",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+            return None
+        log.debug("cache hit %s/%s", self.namespace, key)
+        return payload
+
+    def put(self, key: str, data: bytes) -> Optional[str]:
+        """Store ``data`` atomically; returns the path, or None when the disk refused
+        (a cache that cannot be written only costs time)."""
+        path = self.path(key)
+        folder = os.path.dirname(path)
+        try:
+            os.makedirs(folder, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(_MAGIC)
+                    f.write(_HEADER.pack(len(data), hashlib.sha256(data).digest()))
+                    f.write(data)
+                    f.flush()
+                    os.fsync(f.fileno())
+                os.replace(tmp, path)
+            except BaseException:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+                raise
+        except OSError as e:
+            warnings.warn(
+                f"jit_core: cannot write cache entry {path}: {e}", RuntimeWarning, stacklevel=2
+            )
+            return None
+        log.debug("cache store %s/%s (%d bytes)", self.namespace, key, len(data))
+        return path
+
+
+def _unpack(blob: bytes) -> Optional[bytes]:
+    head = len(_MAGIC) + _HEADER.size
+    if len(blob) < head or not blob.startswith(_MAGIC):
+        return None
+    length, digest = _HEADER.unpack(blob[len(_MAGIC) : head])
+    payload = blob[head:]
+    if len(payload) != length or hashlib.sha256(payload).digest() != digest:
+        return None
+    return payload
+
+
+def graph_key(
+    gm, example_inputs: Iterable[Any], extra: Iterable[Any] = (), values: bool = True
+) -> str:
+    """A key for what a backend builds from ``gm``: its code and the objects the code
+    names, its parameters and buffers (names, shapes, dtypes, and with ``values`` their
+    contents: for artifacts that bake them in), the example inputs' specs, the Paddle
+    version and ``extra`` (the backend's own versions and options)."""
+    import paddle
+
+    h = hashlib.sha256()
+
+    def add(*parts: Any) -> None:
+        for p in parts:
+            h.update(repr(p).encode())
+            h.update(b"\0")
+
+    add("jit_core graph", paddle.__version__, paddle.version.commit, gm.code)
+    for name, value in sorted(gm.code_globals().items()):
+        add(name, _describe(value))
+    for name, t in sorted(gm.state_dict().items()):
+        add(name, t.name, list(t.shape), str(t.dtype))
+        if values:
+            h.update(_tensor_bytes(t))
+    for t in example_inputs:
+        add(list(t.shape), str(t.dtype), bool(t.stop_gradient))
+    add(*extra)
+    return h.hexdigest()
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, types.ModuleType):
+        return f"module {value.__name__}"
+    mod = getattr(value, "__module__", None)
+    qual = getattr(value, "__qualname__", None)
+    if mod and qual:
+        return f"{mod}.{qual}"
+    return repr(value)
+
+
+def _tensor_bytes(t) -> bytes:
+    return t.numpy().tobytes()
+
+
+__all__ = ["DiskCache", "cache_root", "graph_key", "ENV_VAR"]

@@ -1,0 +1,253 @@
+"""GraphModule -> ONNX, shared by every ONNX-based backend.
+
+The path: the GraphModule -> ``paddle.jit.to_static(full_graph=True)`` with the example
+inputs' shapes and dtypes -> ``paddle.jit.save`` into a temporary folder -> paddle2onnx
+(opset ``DEFAULT_OPSET``, ``optimize_tool="None"``), run in a worker process -> an
+``onnx.ModelProto`` whose inputs are named like the graph's placeholders.
+
+Shapes are static: a cache entry's guard fixes every input shape, so each shape is its own
+graph and its own model.
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib.util
+import json
+import logging
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+from typing import Any, List, Optional, Sequence
+
+from ..errors import JitError, MissingDependencyError
+
+log = logging.getLogger("jit_core.onnx")
+
+#: ONNX opset of exported models (ONNX Runtime 1.19+ runs it; paddle2onnx raises it for an
+#: operator that needs a newer one)
+DEFAULT_OPSET = 17
+PADDLE2ONNX_VERSION = "2.1.0"
+_INSTALL = "'jit-core[onnx]' (paddle2onnx and onnx)"
+
+
+class OnnxExportError(JitError):
+    """The graph cannot be exported to ONNX; the message names the operators at fault."""
+
+    def __init__(self, message: str, operators: Sequence[str] = ()):
+        super().__init__(message)
+        self.operators = list(operators)
+
+
+def require(module: str, feature: str = "the ONNX export", install: str = _INSTALL):
+    """Import an optional dependency, or raise an error that says what to install."""
+    if importlib.util.find_spec(module) is None:
+        raise MissingDependencyError(feature, module, install)
+    return importlib.import_module(module)
+
+
+def export_onnx(gm, example_inputs: Sequence[Any], opset: int = DEFAULT_OPSET):
+    """The ONNX model of ``gm`` for inputs shaped like ``example_inputs``."""
+    onnx = require("onnx")
+    if importlib.util.find_spec("paddle2onnx") is None:
+        raise MissingDependencyError("the ONNX export", "paddle2onnx", _INSTALL)
+    with tempfile.TemporaryDirectory(prefix="jit_core_onnx_") as folder:
+        prefix = os.path.join(folder, "graph")
+        save_static(gm, example_inputs, prefix)
+        model = prefix + ".json" if os.path.exists(prefix + ".json") else prefix + ".pdmodel"
+        params = prefix + ".pdiparams" if os.path.exists(prefix + ".pdiparams") else ""
+        out = os.path.join(folder, "graph.onnx")
+        _WORKER.export(model, params, opset, out)
+        return onnx.load(out)
+
+
+def save_static(gm, example_inputs: Sequence[Any], prefix: str) -> None:
+    """``paddle.jit.save`` of ``gm`` as a static program with the example inputs' specs."""
+    import paddle
+
+    from ..fx import GraphModule
+    from .prepare import prepare_graph
+
+    example = {n.name: x for n, x in zip(_placeholders(gm.graph), example_inputs)}
+    graph = prepare_graph(gm)
+    specs = [
+        paddle.static.InputSpec(list(example[p.name].shape), example[p.name].dtype, name=p.name)
+        for p in _placeholders(graph)
+    ]
+    # a copy that shares the parameters and layers (their modes untouched): to_static
+    # replaces the forward of the layer it gets
+    layer = GraphModule(gm, graph, class_name=type(gm).__name__ + "_export")
+    static = paddle.jit.to_static(layer, input_spec=specs, full_graph=True)
+    try:
+        paddle.jit.save(static, prefix)
+    except Exception as e:
+        raise OnnxExportError(
+            f"paddle.jit.save could not turn the graph into a static program: "
+            f"{type(e).__name__}: {str(e).strip()[:500]}"
+        ) from e
+
+
+def _placeholders(graph) -> list:
+    return [n for n in graph.nodes if n.op == "placeholder"]
+
+
+# -------------------------------------------------------------------- the worker process
+class _ExportWorker:
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._proc: Optional[subprocess.Popen] = None
+        self._stderr = None
+        self.supported: List[str] = []
+        self.version = ""
+
+    def _start(self) -> subprocess.Popen:
+        self._stderr = tempfile.TemporaryFile()
+        env = dict(os.environ, GLOG_minloglevel="2", PYTHONWARNINGS="ignore")
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "jit_core.onnx._worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            env=env,
+            text=True,
+        )
+        hello = proc.stdout.readline()
+        if not hello:
+            proc.wait()
+            raise OnnxExportError(
+                f"the paddle2onnx worker did not start (exit code {proc.returncode}):\n"
+                f"{self._stderr_tail()}"
+            )
+        info = json.loads(hello)
+        self.supported = info["supported"]
+        self.version = info["version"]
+        log.debug("paddle2onnx %s worker started (pid %d)", self.version, proc.pid)
+        return proc
+
+    def _stderr_tail(self, limit: int = 2000) -> str:
+        if self._stderr is None:
+            return ""
+        self._stderr.seek(0)
+        text = self._stderr.read().decode(errors="replace")
+        self._stderr.seek(0)
+        self._stderr.truncate()
+        return text[-limit:]
+
+    def export(self, model: str, params: str, opset: int, out: str) -> None:
+        with self._lock:
+            if self._proc is None or self._proc.poll() is not None:
+                self._proc = self._start()
+            proc = self._proc
+            req = {"model": model, "params": params, "opset": opset, "out": out}
+            try:
+                proc.stdin.write(json.dumps(req) + "\n")
+                proc.stdin.flush()
+                line = proc.stdout.readline()
+            except (BrokenPipeError, OSError):
+                line = ""
+            if not line:
+                proc.wait()
+                self._proc = None
+                ops = unsupported_operators(model, self.supported)
+                tail = self._stderr_tail()
+                reason = _reason(tail)
+                if ops:
+                    msg = (
+                        f"paddle2onnx {self.version} cannot convert the operator"
+                        f"{'s' if len(ops) > 1 else ''} {', '.join(ops)} (it aborted: {reason})"
+                    )
+                else:
+                    msg = f"paddle2onnx {self.version} aborted: {reason}\n{tail}"
+                raise OnnxExportError(msg, ops)
+            reply = json.loads(line)
+            self._stderr_tail()  # forget the output of a good export
+            if not reply["ok"]:
+                raise OnnxExportError(f"paddle2onnx {self.version} failed: {reply['error']}")
+
+    def close(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            try:
+                proc.stdin.close()
+                proc.wait(timeout=5)
+            except Exception:  # noqa: BLE001 - shutting down anyway
+                proc.kill()
+
+
+_WORKER = _ExportWorker()
+atexit.register(_WORKER.close)
+
+
+def _reason(tail: str) -> str:
+    for line in tail.splitlines():
+        if "[ERROR]" in line:
+            return line.split("]")[-1].strip()
+    return "no reason given"
+
+
+# paddle2onnx lists the operators it converts under their pre-PIR names
+_LEGACY_NAMES = {
+    "add": "elementwise_add",
+    "subtract": "elementwise_sub",
+    "multiply": "elementwise_mul",
+    "divide": "elementwise_div",
+    "floor_divide": "elementwise_floordiv",
+    "remainder": "elementwise_mod",
+    "maximum": "elementwise_max",
+    "minimum": "elementwise_min",
+    "elementwise_pow": "pow",
+    "matmul": "matmul_v2",
+    "flatten": "flatten_contiguous_range",
+    "expand": "expand_v2",
+    "unsqueeze": "unsqueeze2",
+    "squeeze": "squeeze",
+    "topk": "top_k_v2",
+    "argmax": "arg_max",
+    "argmin": "arg_min",
+    "mean": "reduce_mean",
+    "max": "reduce_max",
+    "min": "reduce_min",
+    "prod": "reduce_prod",
+    "all": "reduce_all",
+    "any": "reduce_any",
+    "sum": "reduce_sum",
+    "hardswish": "hard_swish",
+    "hardsigmoid": "hard_sigmoid",
+    "tanh_shrink": "tanh_shrink",
+    "pool2d": "pool2d",
+}
+_ALWAYS = {"data", "fetch", "parameter", "constant", "combine", "slice", "split", "full"}
+
+
+def unsupported_operators(model_file: str, supported: Sequence[str]) -> List[str]:
+    """Operators of a saved PIR program that paddle2onnx does not list as supported."""
+    try:
+        with open(model_file, encoding="utf-8") as f:
+            text = f.read()
+    except OSError:
+        return []
+    known = set(supported)
+    found = []
+    for full in re.findall(r'"#"\s*:\s*"(\d+\.[A-Za-z_0-9]+)"', text):
+        name = full.split(".", 1)[1]
+        if name in _ALWAYS or name.startswith(("t_", "a_")):
+            continue
+        base = name[:-1] if name.endswith("_") else name
+        if {name, base, _LEGACY_NAMES.get(base, base)} & known:
+            continue
+        if base not in found:
+            found.append(base)
+    return found
+
+
+__all__ = [
+    "DEFAULT_OPSET",
+    "OnnxExportError",
+    "export_onnx",
+    "require",
+    "save_static",
+    "unsupported_operators",
+]

@@ -11,7 +11,11 @@ import os
 import nox
 
 PYTHONS = ["3.8", "3.9", "3.10", "3.11", "3.12"]
-PACKAGES = ["packages/jit-core", "packages/jit-opcodes"]
+#: jit-core with its "onnx" extra: the ONNX export the onnxrt backend (and later tvm and
+#: tensorrt) shares
+PACKAGES = ["packages/jit-core[onnx]", "packages/jit-opcodes", "packages/backend-onnxrt"]
+#: backends the conformance suite runs on besides the default paddle backend
+CONFORMANCE_BACKENDS = ["onnxrt"]
 #: example plugins that exist to be installed in the test environment (see their READMEs)
 TEST_PLUGINS = [p for p in ["examples/opcode-plugin"] if os.path.isdir(p)]
 RUFF = "ruff==0.17.5"
@@ -40,10 +44,16 @@ def install_project(session: nox.Session) -> None:
 
 @nox.session(python=PYTHONS)
 def tests(session: nox.Session) -> None:
-    """The unit tests of every package and the conformance suite."""
+    """The unit tests of every package, and the conformance suite on every backend."""
     install_project(session)
     workers = os.environ.get("JIT_TEST_WORKERS", "2")
-    session.run("pytest", "-n", workers, *session.posargs, env={"GLOG_minloglevel": "2"})
+    env = {"GLOG_minloglevel": "2"}
+    # the unit tests and the conformance suite on the default paddle backend
+    session.run("pytest", "-n", workers, *session.posargs, env=env)
+    for backend in CONFORMANCE_BACKENDS:
+        session.run(
+            "pytest", "-n", workers, "conformance", "--backend", backend, *session.posargs, env=env
+        )
 
 
 @nox.session(python="3.12")

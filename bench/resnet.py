@@ -1,20 +1,30 @@
-"""ResNet18 inference, batch 1, on CPU: the effect of the graph passes, in one run.
+"""ResNet18 inference, batch 1, on CPU: backends and graph passes, in one run.
 
-    python bench/resnet.py [--rounds N] [--size 224]
+    python bench/resnet.py [--rounds N] [--size 224] [--skip-first-call]
 
 Rows: eager Paddle, ``paddle.jit.to_static``, and ``jit_core.optimize`` on every installed
 backend that this script knows (``paddle``; ``onnxrt`` when jit-backend-onnxrt is
 installed) with passes off, the default passes, and the default passes with
-``freeze=True`` (BatchNorm and constant folding). Everything runs under
-``paddle.no_grad()`` in ``eval()`` mode, the setting the inference passes need. Columns:
-operations in the captured graph, median latency, and speed-up against eager. The rows'
-runs are interleaved so that drift of the machine hits all of them alike.
+``freeze=True`` (BatchNorm and constant folding; onnxrt then bakes the parameters into
+the model); with onnxrt, also a raw ONNX Runtime session on the same exported model.
+Everything runs under ``paddle.no_grad()`` in ``eval()`` mode. Columns: operations in the
+captured graph, median latency, speed-up against eager, largest difference from eager.
+The rows' runs are interleaved so that drift of the machine hits all of them alike; two
+untimed calls start each block, as the previous row's thread pool is still spinning.
+
+Then, per ONNX backend, the first call of a fresh process: cold (empty compile cache: the
+export runs) and warm (the model comes from the on-disk cache).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 import warnings
 
@@ -41,6 +51,10 @@ def median_ms(fns, x, rounds: int, inner: int = 3) -> list:
         samples = [[] for _ in fns]
         for _ in range(rounds):
             for i, fn in enumerate(fns):
+                # untimed: the previous row's runtime leaves its thread pool spinning for a
+                # while (OpenMP in Paddle, ORT's own), which would be billed to this row
+                fn(x)
+                fn(x)
                 start = time.perf_counter()
                 for _ in range(inner):
                     fn(x)
@@ -48,10 +62,57 @@ def median_ms(fns, x, rounds: int, inner: int = 3) -> list:
     return [statistics.median(s) for s in samples]
 
 
+FIRST_CALL = """
+import json, sys, time, warnings
+warnings.filterwarnings("ignore")
+import paddle, jit_core
+from paddle.vision.models import resnet18
+paddle.seed(0)
+net = resnet18(); net.eval()
+x = paddle.rand([1, 3, SIZE, SIZE])
+fast = jit_core.optimize(net, backend=BACKEND, freeze=True)
+with paddle.no_grad():
+    start = time.perf_counter()
+    fast(x)
+    print(json.dumps(time.perf_counter() - start))
+"""
+
+
+def first_call_s(backend: str, size: int, cache: str) -> float:
+    code = FIRST_CALL.replace("SIZE", str(size)).replace("BACKEND", repr(backend))
+    env = dict(os.environ, JIT_CORE_CACHE_DIR=cache, GLOG_minloglevel="2")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(out.stderr[-2000:])
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def raw_ort_session(net, x):
+    """An ONNX Runtime session on the model jit_core exports for the frozen graph."""
+    import onnxruntime as ort
+
+    from jit_core.onnx import export_onnx
+
+    with paddle.no_grad():
+        gm = jit_core.capture(net, x, passes=None, freeze=True)
+    model = export_onnx(gm, [x]).SerializeToString()
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    sess = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+    name = sess.get_inputs()[0].name
+
+    def run(t):
+        return sess.run(None, {name: t.numpy()})
+
+    diff = float(np.abs(run(x)[0] - net(x).numpy()).max())
+    return run, diff
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--size", type=int, default=224)
+    parser.add_argument("--skip-first-call", action="store_true")
     args, _ = parser.parse_known_args()  # ./dev bench hands every script the same args
 
     paddle.seed(0)
@@ -77,17 +138,32 @@ def main() -> None:
                 diff = float(np.abs(fast(x).numpy() - expected).max())
             assert report.graph_count == 1 and report.break_count == 0, str(report)
             rows.append((f"jit_core {backend}, {label}", str(report.op_count), fast, diff))
+        if backend == "onnxrt":
+            run, diff = raw_ort_session(net, x)
+            rows.append(("raw onnxruntime session (frozen model)", "-", run, diff))
 
     times = median_ms([r[2] for r in rows], x, args.rounds)
     eager = times[0]
     print(f"ResNet18, batch 1, {args.size}x{args.size}, CPU, no_grad, {args.rounds} rounds")
     print(f"Paddle {paddle.__version__}, jit_core {jit_core.__version__}")
-    head = f"{'':36} {'graph ops':>9} {'median ms':>10} {'vs eager':>9} {'max |diff|':>11}"
+    head = f"{'':40} {'graph ops':>9} {'median ms':>10} {'vs eager':>9} {'max |diff|':>11}"
     print(head)
     print("-" * len(head))
     for row, ms in zip(rows, times):
         diff = f"{row[3]:.1e}" if len(row) > 3 else "-"
-        print(f"{row[0]:36} {row[1]:>9} {ms:10.1f} {eager / ms:8.2f}x {diff:>11}")
+        print(f"{row[0]:40} {row[1]:>9} {ms:10.1f} {eager / ms:8.2f}x {diff:>11}")
+
+    onnx_backends = [b for b in ("onnxrt",) if b in installed]
+    if args.skip_first_call or not onnx_backends:
+        return
+    print()
+    print("First call in a fresh process, freeze=True (capture + compile + run):")
+    print(f"{'':12} {'cold s':>8} {'warm s':>8} {'warm/cold':>10}")
+    for backend in onnx_backends:
+        with tempfile.TemporaryDirectory(prefix="jit_bench_cache_") as cache:
+            cold = first_call_s(backend, args.size, cache)
+            warm = first_call_s(backend, args.size, cache)
+        print(f"{backend:12} {cold:8.2f} {warm:8.2f} {warm / cold:9.0%}")
 
 
 if __name__ == "__main__":

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import importlib.metadata
 import logging
+import os
+import tempfile
 import warnings
 from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 import paddle
 
-from jit_core.compile_cache import DiskCache, graph_key
+from jit_core.compile_cache import DiskCache, graph_key, machine_fingerprint
 from jit_core.errors import JitError
 from jit_core.onnx import DEFAULT_OPSET, OnnxExportError, export_onnx, require
 
@@ -83,22 +85,29 @@ def compile_graph(
 ):
     """The backend's ``compile``: see the package README for the options."""
     ort = require("onnxruntime", "the onnxrt backend", "jit-backend-onnxrt")
-    options = _session_options(
-        ort, intra_op_num_threads, inter_op_num_threads, graph_optimization_level
-    )
+    threads = (intra_op_num_threads, inter_op_num_threads)
+    options = _session_options(ort, *threads, graph_optimization_level)
     providers = _providers(ort, providers)
     frozen = bool(gm.meta.get("frozen"))
+    setup = ("frozen" if frozen else "live parameters", graph_optimization_level, providers)
     try:
-        model = _model_bytes(gm, example_inputs, opset, ort, cache, frozen)
-        try:
-            session = ort.InferenceSession(model, options, providers=providers)
-        except Exception as e:  # ORT's own exception types differ between releases
-            raise OnnxRuntimeError(
-                f"onnxruntime {ort.__version__} cannot load the exported graph: "
-                f"{str(e).strip()[:800]}"
-            ) from e
-        compiled = OrtGraph(session, gm, {} if frozen else _live_tensors(gm))
-        validate(compiled, gm, example_inputs)
+        model, key, from_cache = _model_bytes(gm, example_inputs, opset, ort, cache, setup)
+        live = {} if frozen else _live_tensors(gm)
+        if from_cache:
+            # the cached model is the one ONNX Runtime optimized when it was first built
+            warm = _session_options(ort, *threads, "disable")
+            compiled = OrtGraph(_session(ort, model, warm, providers), gm, live)
+        else:
+            with tempfile.TemporaryDirectory(prefix="jit_onnxrt_") as folder:
+                optimized = os.path.join(folder, "optimized.onnx")
+                options.optimized_model_filepath = optimized
+                compiled = OrtGraph(_session(ort, model, options, providers), gm, live)
+                validate(compiled, gm, example_inputs)
+                # only a model that passed the check is kept (and only if ORT wrote it in
+                # one file: huge models get external data files)
+                if key is not None and os.listdir(folder) == ["optimized.onnx"]:
+                    with open(optimized, "rb") as f:
+                        _CACHE.put(key, f.read())
     except (OnnxExportError, OnnxRuntimeError) as e:
         if not fallback:
             raise
@@ -110,6 +119,15 @@ def compile_graph(
         )
         return gm.forward
     return compiled
+
+
+def _session(ort, model: bytes, options, providers):
+    try:
+        return ort.InferenceSession(model, options, providers=providers)
+    except Exception as e:  # ORT's own exception types differ between releases
+        raise OnnxRuntimeError(
+            f"onnxruntime {ort.__version__} cannot load the exported graph: {str(e).strip()[:800]}"
+        ) from e
 
 
 def _live_tensors(gm) -> Dict[str, paddle.Tensor]:
@@ -132,16 +150,20 @@ def _live_tensors(gm) -> Dict[str, paddle.Tensor]:
     return found
 
 
-def _model_bytes(gm, example_inputs, opset: int, ort, use_cache: bool, frozen: bool) -> bytes:
+def _model_bytes(gm, example_inputs, opset: int, ort, use_cache: bool, setup: tuple):
+    """(the serialized model, its cache key or None, whether it came from the cache)"""
+    frozen = setup[0] == "frozen"
     key = None
     if use_cache:
         extra = (
             "onnxrt",
-            "frozen" if frozen else "live parameters",
+            setup,
             opset,
             _version("paddle2onnx"),
             _version("onnx"),
             ort.__version__,
+            # ORT's optimized models may use kernels specific to this CPU
+            machine_fingerprint(),
         )
         # a model with live parameters does not depend on their values
         key = graph_key(gm, example_inputs, extra, values=frozen)
@@ -149,15 +171,12 @@ def _model_bytes(gm, example_inputs, opset: int, ort, use_cache: bool, frozen: b
         if data is not None:
             stats["cache_hits"] += 1
             log.info("%s: ONNX model from the cache (%s)", type(gm).__name__, key[:12])
-            return data
+            return data, key, True
     model = export_onnx(gm, example_inputs, opset)
     stats["exports"] += 1
     if not frozen:
         lift_parameters(model, _live_tensors(gm))
-    data = model.SerializeToString()
-    if key is not None:
-        _CACHE.put(key, data)
-    return data
+    return model.SerializeToString(), key, False
 
 
 def lift_parameters(model, tensors: Dict[str, paddle.Tensor]) -> None:

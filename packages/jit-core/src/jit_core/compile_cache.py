@@ -168,8 +168,29 @@ def _describe(value: Any) -> str:
     return repr(value)
 
 
-def _tensor_bytes(t) -> bytes:
-    return t.numpy().tobytes()
+def _tensor_bytes(t):
+    import numpy as np
+
+    return np.ascontiguousarray(t.numpy())  # hashed through the buffer protocol, no copy
 
 
-__all__ = ["DiskCache", "cache_root", "graph_key", "ENV_VAR"]
+def machine_fingerprint() -> str:
+    """The CPU an artifact was built for (model and feature flags), for backends whose
+    artifacts are specific to it (tuned kernels, runtime-optimized models)."""
+    import platform
+
+    parts = [platform.machine(), platform.system()]
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            info = f.read()
+        for field in ("model name", "flags", "Features"):
+            for line in info.splitlines():
+                if line.startswith(field):
+                    parts.append(line.split(":", 1)[1].strip())
+                    break
+    except OSError:
+        parts.append(platform.processor())
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
+
+
+__all__ = ["DiskCache", "cache_root", "graph_key", "machine_fingerprint", "ENV_VAR"]

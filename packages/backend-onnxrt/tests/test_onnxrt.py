@@ -1,0 +1,256 @@
+"""The onnxrt backend: what runs on ONNX Runtime, what does not and why, its options, its
+errors, and its use of the on-disk compile cache."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import jit_backend_onnxrt
+import numpy as np
+import paddle
+import pytest
+from jit_backend_onnxrt.backend import OrtGraph, stats
+
+import jit_core
+from jit_core.compile_cache import ENV_VAR
+from jit_core.errors import BackendCompileError, MissingDependencyError
+
+
+@pytest.fixture(autouse=True)
+def cache_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv(ENV_VAR, str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def close(a, b, tol=1e-5):
+    np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=tol, atol=tol)
+
+
+def compiled_of(fast):
+    """The callables the backend returned, one per cache entry."""
+    return [e.compiled for c in fast._ctx.cache.values() for e in c.entries]
+
+
+class Net(paddle.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.fc = paddle.nn.Linear(8, 16)
+        self.bn = paddle.nn.BatchNorm1D(16)
+        self.out = paddle.nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.out(paddle.nn.functional.relu(self.bn(self.fc(x))))
+
+
+def make_net():
+    paddle.seed(5)
+    net = Net()
+    net.eval()
+    return net
+
+
+def test_registered_as_a_plugin_with_its_version():
+    assert ("onnxrt", "jit-backend-onnxrt", jit_backend_onnxrt.__version__) in (
+        jit_core.list_plugins()
+    )
+    assert jit_core.backends()["onnxrt"].inference_only
+
+
+def test_graph_runs_on_onnx_runtime_and_equals_eager():
+    net = make_net()
+    fast = jit_core.optimize(net, backend="onnxrt")
+    x = paddle.randn([4, 8])
+    with paddle.no_grad():
+        close(fast(x), net(x), 1e-4)
+        close(fast(x), net(x), 1e-4)
+    (compiled,) = compiled_of(fast)
+    assert isinstance(compiled, OrtGraph)
+    assert fast.jit_stats.captures == 1
+    with paddle.no_grad():
+        assert jit_core.explain(fast, x).graphs[0].backend == "onnxrt"
+
+
+def test_parameters_stay_live_unless_frozen():
+    net = make_net()
+    x = paddle.randn([4, 8])
+    fast = jit_core.optimize(net, backend="onnxrt")
+    with paddle.no_grad():
+        before = fast(x)
+        net.set_state_dict({k: v * 0.5 for k, v in net.state_dict().items()})
+        after = fast(x)
+        close(after, net(x), 1e-4)
+    assert not np.allclose(before.numpy(), after.numpy())
+    assert fast.jit_stats.captures == 1, "new weights need no new model"
+
+    frozen = jit_core.optimize(net, backend="onnxrt", freeze=True)
+    with paddle.no_grad():
+        close(frozen(x), net(x), 1e-4)
+        (compiled,) = compiled_of(frozen)
+        # the parameters are constants of the model: its only input is x
+        assert [i.name for i in compiled.session.get_inputs()] == ["x"]
+        net.set_state_dict({k: v * 2 for k, v in net.state_dict().items()})
+        frozen.reset()  # the documented way to take new weights into a frozen model
+        close(frozen(x), net(x), 1e-4)
+
+
+def test_gradients_or_training_mode_run_on_the_paddle_backend():
+    net = make_net()
+    fast = jit_core.optimize(net, backend="onnxrt")
+    x = paddle.randn([4, 8])
+    with pytest.warns(RuntimeWarning, match="runs on the paddle backend: gradients are on"):
+        out = fast(x)
+    out.sum().backward()
+    assert net.fc.weight.grad is not None
+    report = jit_core.explain(fast, x)
+    assert "Backend: paddle (runs on the paddle backend: gradients are on and parameter" in str(
+        report
+    )
+    with paddle.no_grad():
+        report = jit_core.explain(fast, x)
+        assert report.graphs[0].backend == "onnxrt"
+        net.train()  # BatchNorm statistics must move: only Paddle can do that
+        report = jit_core.explain(fast, x)
+        assert report.graphs[0].backend.startswith("paddle (runs on the paddle backend: layer")
+        assert "is in training mode" in report.graphs[0].backend
+
+
+def test_an_operator_paddle2onnx_lacks_is_named_and_can_fall_back():
+    def f(x):
+        return paddle.linalg.eigh(x)[0] + 1
+
+    x = paddle.rand([4, 4])
+    x = x + x.T
+    with paddle.no_grad():
+        with pytest.raises(BackendCompileError, match="cannot convert the operator eigh"):
+            jit_core.optimize(f, backend="onnxrt")(x)
+        fast = jit_core.optimize(f, backend="onnxrt", fallback=True)
+        with pytest.warns(RuntimeWarning, match="eigh.*runs on the paddle backend"):
+            out = fast(x)
+        close(out, f(x))
+        # the worker that paddle2onnx took down is started again for the next export
+        close(jit_core.optimize(lambda t: t * 3, backend="onnxrt")(x), x * 3)
+
+
+def test_a_wrong_conversion_is_refused_and_never_cached(monkeypatch, cache_dir):
+    # without its workaround, paddle2onnx 2.1 exports x + 1 as x: validation must see it
+    from jit_core.onnx import prepare
+
+    monkeypatch.setattr(prepare, "_scalar_add_sub", lambda graph: 0)
+
+    def f(x):
+        return x + 1
+
+    with paddle.no_grad():
+        with pytest.raises(BackendCompileError, match="differs from Paddle's result"):
+            jit_core.optimize(f, backend="onnxrt")(paddle.rand([3]))
+    assert not (cache_dir / "onnxrt").exists()
+
+
+def test_outputs_keep_paddle_dtypes_and_shapes():
+    def f(x):
+        return x.argmax(axis=1), x > 0.5, x.sum(), x.astype("float64") * 2
+
+    x = paddle.rand([3, 5])
+    with paddle.no_grad():
+        out = jit_core.optimize(f, backend="onnxrt")(x)
+        expected = f(x)
+    for a, e in zip(out, expected):
+        assert a.dtype == e.dtype and list(a.shape) == list(e.shape)
+        np.testing.assert_allclose(a.numpy(), e.numpy(), rtol=1e-6)
+
+
+def test_options_are_checked_with_clear_errors():
+    x = paddle.rand([2])
+    with paddle.no_grad():
+        with pytest.raises(BackendCompileError, match="graph_optimization_level must be one of"):
+            jit_core.optimize(lambda t: t * 2, backend="onnxrt", graph_optimization_level="max")(x)
+        with pytest.raises(BackendCompileError, match="has no provider NoSuchProvider"):
+            jit_core.optimize(lambda t: t * 2, backend="onnxrt", providers=["NoSuchProvider"])(x)
+        fast = jit_core.optimize(
+            lambda t: t * 2,
+            backend="onnxrt",
+            intra_op_num_threads=1,
+            graph_optimization_level="basic",
+        )
+        close(fast(x), x * 2)
+
+
+def test_a_missing_runtime_names_the_package(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "onnxruntime" else real(name)
+    )
+    with paddle.no_grad():
+        with pytest.raises(BackendCompileError, match="pip install jit-backend-onnxrt") as info:
+            jit_core.optimize(lambda t: t * 2, backend="onnxrt")(paddle.rand([2]))
+    assert isinstance(info.value.__cause__, MissingDependencyError)
+
+
+# ------------------------------------------------------------------ the compile cache
+
+SCRIPT = textwrap.dedent(
+    """
+    import json, warnings
+    warnings.filterwarnings("ignore")
+    import paddle, jit_core
+    from jit_backend_onnxrt.backend import stats
+    paddle.seed(1)
+    net = paddle.nn.Sequential(paddle.nn.Linear(6, 6), paddle.nn.Tanh())
+    net.eval()
+    with paddle.no_grad():
+        y = jit_core.optimize(net, backend="onnxrt")(paddle.ones([2, 6]))
+    print(json.dumps({"stats": stats, "y": y.numpy().tolist()}))
+    """
+)
+
+
+def run_script(cache: str) -> dict:
+    env = dict(os.environ, **{ENV_VAR: cache, "GLOG_minloglevel": "2"})
+    out = subprocess.run(
+        [sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_a_second_process_takes_the_model_from_the_cache(tmp_path):
+    cache = str(tmp_path / "shared")
+    first = run_script(cache)
+    second = run_script(cache)
+    assert first["stats"] == {"exports": 1, "cache_hits": 0, "fallbacks": 0}
+    assert second["stats"] == {"exports": 0, "cache_hits": 1, "fallbacks": 0}
+    assert first["y"] == second["y"]
+    assert os.listdir(os.path.join(cache, "onnxrt"))
+
+
+def test_a_corrupt_entry_is_rebuilt_with_a_warning(cache_dir):
+    net = make_net()
+    x = paddle.randn([4, 8])
+    with paddle.no_grad():
+        expected = net(x)
+        jit_core.optimize(net, backend="onnxrt")(x)
+        (entry,) = [
+            os.path.join(d, f) for d, _, files in os.walk(cache_dir / "onnxrt") for f in files
+        ]
+        with open(entry, "r+b") as f:
+            f.truncate(os.path.getsize(entry) // 2)
+        exports = stats["exports"]
+        with pytest.warns(RuntimeWarning, match="corrupt or truncated; it is rebuilt"):
+            out = jit_core.optimize(net, backend="onnxrt")(x)
+    close(out, expected, 1e-4)
+    assert stats["exports"] == exports + 1
+    assert os.path.getsize(entry) > 0
+
+
+def test_the_environment_variable_moves_the_cache(tmp_path, monkeypatch):
+    elsewhere = tmp_path / "elsewhere"
+    monkeypatch.setenv(ENV_VAR, str(elsewhere))
+    with paddle.no_grad():
+        jit_core.optimize(lambda t: paddle.tanh(t) * 3, backend="onnxrt")(paddle.rand([5]))
+    assert len(list((elsewhere / "onnxrt").rglob("*"))) >= 2  # a folder and an entry

@@ -1,0 +1,108 @@
+"""The on-disk compile cache: round trips, corrupt entries, relocation, concurrent writers,
+and the key's sensitivity to what a compiled artifact depends on."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import paddle
+import pytest
+
+import jit_core
+from jit_core.compile_cache import ENV_VAR, DiskCache, cache_root, graph_key
+
+
+def test_round_trip_and_layout(tmp_path):
+    cache = DiskCache("demo", root=str(tmp_path))
+    assert cache.get("ab" * 32) is None
+    path = cache.put("ab" * 32, b"payload")
+    assert path == str(tmp_path / "demo" / "ab" / ("ab" * 32))
+    assert cache.get("ab" * 32) == b"payload"
+    assert not [f for f in os.listdir(os.path.dirname(path)) if f.startswith(".tmp-")]
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda b: b[: len(b) // 2],  # truncated
+        lambda b: b[:-1] + bytes([b[-1] ^ 1]),  # one bit flipped
+        lambda b: b"garbage",  # not an entry at all
+    ],
+)
+def test_a_damaged_entry_is_reported_removed_and_missed(tmp_path, damage):
+    cache = DiskCache("demo", root=str(tmp_path))
+    path = cache.put("k1", b"x" * 1000)
+    with open(path, "rb") as f:
+        blob = f.read()
+    with open(path, "wb") as f:
+        f.write(damage(blob))
+    with pytest.warns(RuntimeWarning, match="corrupt or truncated; it is rebuilt"):
+        assert cache.get("k1") is None
+    assert not os.path.exists(path)
+    cache.put("k1", b"y")
+    assert cache.get("k1") == b"y"
+
+
+def test_environment_variable_and_platform_default(tmp_path, monkeypatch):
+    monkeypatch.setenv(ENV_VAR, str(tmp_path / "moved"))
+    assert cache_root() == str(tmp_path / "moved")
+    assert DiskCache("b").directory == str(tmp_path / "moved" / "b")
+    monkeypatch.delenv(ENV_VAR)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    if sys.platform.startswith("linux"):
+        assert cache_root() == str(tmp_path / "xdg" / "jit_core")
+
+
+def test_an_unwritable_cache_warns_and_does_not_fail(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    cache = DiskCache("demo", root=str(blocker))
+    with pytest.warns(RuntimeWarning, match="cannot write cache entry"):
+        assert cache.put("k", b"data") is None
+    assert cache.get("k") is None
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys
+    from jit_core.compile_cache import DiskCache
+    cache = DiskCache("race", root=sys.argv[1])
+    payload = bytes([int(sys.argv[2])]) * 2_000_000
+    for _ in range(20):
+        cache.put("same-key", payload)
+        got = cache.get("same-key")
+        assert got is not None and len(got) == len(payload) and len(set(got)) == 1, "torn"
+    """
+)
+
+
+def test_concurrent_processes_never_see_a_torn_entry(tmp_path):
+    procs = [
+        subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path), str(i)], stderr=-1)
+        for i in (1, 2)
+    ]
+    for p in procs:
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err.decode()[-2000:]
+    got = DiskCache("race", root=str(tmp_path)).get("same-key")
+    assert got in (b"\x01" * 2_000_000, b"\x02" * 2_000_000)
+
+
+def test_graph_key_follows_code_values_specs_and_extra():
+    lin = paddle.nn.Linear(3, 3)
+    x = paddle.rand([2, 3])
+    gm = jit_core.capture(lin, x)
+    base = graph_key(gm, [x], ("v1",))
+    assert graph_key(gm, [x], ("v1",)) == base
+    assert graph_key(gm, [x], ("v2",)) != base
+    assert graph_key(gm, [paddle.rand([4, 3])], ("v1",)) != base
+    no_values = graph_key(gm, [x], ("v1",), values=False)
+    with paddle.no_grad():
+        lin.weight.set_value(lin.weight * 2)
+    assert graph_key(gm, [x], ("v1",)) != base
+    assert graph_key(gm, [x], ("v1",), values=False) == no_values
+    other = jit_core.capture(lambda t: paddle.tanh(lin(t)), x)
+    assert graph_key(other, [x], ("v1",)) != graph_key(gm, [x], ("v1",))

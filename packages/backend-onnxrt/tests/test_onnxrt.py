@@ -105,7 +105,8 @@ def test_gradients_or_training_mode_run_on_the_paddle_backend():
         out = fast(x)
     out.sum().backward()
     assert net.fc.weight.grad is not None
-    report = jit_core.explain(fast, x)
+    with pytest.warns(RuntimeWarning, match="gradients are on"):  # explain: a new context
+        report = jit_core.explain(fast, x)
     assert "Backend: paddle (runs on the paddle backend: gradients are on and parameter" in str(
         report
     )
@@ -113,7 +114,8 @@ def test_gradients_or_training_mode_run_on_the_paddle_backend():
         report = jit_core.explain(fast, x)
         assert report.graphs[0].backend == "onnxrt"
         net.train()  # BatchNorm statistics must move: only Paddle can do that
-        report = jit_core.explain(fast, x)
+        with pytest.warns(RuntimeWarning, match="is in training mode"):
+            report = jit_core.explain(fast, x)
         assert report.graphs[0].backend.startswith("paddle (runs on the paddle backend: layer")
         assert "is in training mode" in report.graphs[0].backend
 

@@ -500,3 +500,18 @@ def test_operator_fallback_targets_are_left_alone():
     x = paddle.rand([3])
     gm = jit_core.capture(f, x, passes=None)
     close(gm(x)[0], f(x))
+
+
+def test_random_operations_are_told_apart_by_whole_words():
+    from jit_core.fx import Graph
+    from jit_core.passes.effects import is_pure, is_random
+
+    g = Graph()
+    x = g.placeholder("x")
+    random = [F.dropout, F.alpha_dropout, paddle.rand, paddle.randint_like, paddle.normal]
+    deterministic = [F.normalize, F.grid_sample, F.channel_shuffle, F.batch_norm, paddle.lgamma]
+    assert all(is_random(g.call_function(fn, (x,))) for fn in random)
+    assert not any(is_random(g.call_function(fn, (x,))) for fn in deterministic)
+    assert is_random(g.call_method("uniform_", (x,)))
+    assert not is_pure(g.call_method("add_", (x, 1)))  # in place
+    assert is_pure(g.call_method("add", (x, 1)))

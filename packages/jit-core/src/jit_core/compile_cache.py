@@ -65,7 +65,7 @@ class DiskCache:
         try:
             with open(path, "rb") as f:
                 blob = f.read()
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             return None
         except OSError as e:
             warnings.warn(

@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import warnings
 from typing import Any, List, Optional, Sequence
 
 from ..errors import JitError, MissingDependencyError
@@ -82,7 +83,10 @@ def save_static(gm, example_inputs: Sequence[Any], prefix: str) -> None:
     layer = GraphModule(gm, graph, class_name=type(gm).__name__ + "_export")
     static = paddle.jit.to_static(layer, input_spec=specs, full_graph=True)
     try:
-        paddle.jit.save(static, prefix)
+        with warnings.catch_warnings():
+            # a graph without parameters is fine: nothing to save but the program
+            warnings.filterwarnings("ignore", message="no variable in your model")
+            paddle.jit.save(static, prefix)
     except Exception as e:
         raise OnnxExportError(
             f"paddle.jit.save could not turn the graph into a static program: "

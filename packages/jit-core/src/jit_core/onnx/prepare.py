@@ -23,6 +23,15 @@ import paddle
 from ..fx import Graph, Node
 
 
+def _replace_with_call(graph: Graph, node: Node, fn, args) -> None:
+    """Put ``fn(*args)`` where ``node`` was; it computes the same value (meta kept)."""
+    with graph.inserting_before(node):
+        new = graph.call_function(fn, args)
+    new.meta = dict(node.meta)
+    node.replace_all_uses_with(new)
+    graph.erase_node(node)
+
+
 def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
@@ -50,11 +59,7 @@ def _scalar_add_sub(graph: Graph) -> int:
         fn = paddle.add if node.target is operator.add else paddle.subtract
         with graph.inserting_before(node):
             const = graph.call_function(paddle.full, ([], number, dtype))
-            args = (tensor, const) if first else (const, tensor)
-            new = graph.call_function(fn, args)
-        new.meta = dict(node.meta)
-        node.replace_all_uses_with(new)
-        graph.erase_node(node)
+        _replace_with_call(graph, node, fn, (tensor, const) if first else (const, tensor))
         n += 1
     return n
 
@@ -91,11 +96,7 @@ def _adaptive_pool_of_one(gm, graph: Graph) -> int:
             continue
         if getattr(layer, "_data_format", "NCHW") != "NCHW" or shape_in[2:] != [1, 1]:
             continue
-        with graph.inserting_before(node):
-            new = graph.call_function(paddle.expand, (x, list(shape_out)))
-        new.meta = dict(node.meta)
-        node.replace_all_uses_with(new)
-        graph.erase_node(node)
+        _replace_with_call(graph, node, paddle.expand, (x, list(shape_out)))
         n += 1
     return n
 

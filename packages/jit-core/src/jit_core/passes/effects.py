@@ -11,21 +11,29 @@ from __future__ import annotations
 from ..fx import Node
 from ..fx.graph import _is_impure
 
-_RANDOM_WORDS = (
-    "dropout",
-    "rand",
-    "uniform",
-    "normal",
-    "bernoulli",
-    "multinomial",
-    "poisson",
-    "gumbel",
-    "rrelu",
-    "shuffle",
-    "exponential",
-    "binomial",
-    "gamma",
-    "sample",
+# words of a Paddle function name that mean it draws random numbers; whole words, so that
+# normalize, grid_sample and channel_shuffle are not taken for random ones
+_RANDOM_WORDS = frozenset(
+    {
+        "dropout",
+        "dropout2d",
+        "dropout3d",
+        "rand",
+        "randn",
+        "randint",
+        "randperm",
+        "uniform",
+        "normal",
+        "bernoulli",
+        "multinomial",
+        "poisson",
+        "gumbel",
+        "rrelu",
+        "exponential",
+        "binomial",
+        "gamma",
+        "sampling",
+    }
 )
 
 
@@ -36,8 +44,8 @@ def target_name(node: Node) -> str:
 
 
 def is_random(node: Node) -> bool:
-    name = target_name(node).lower()
-    return any(w in name for w in _RANDOM_WORDS)
+    words = target_name(node).lower().strip("_").split("_")
+    return any(w in _RANDOM_WORDS for w in words)
 
 
 def is_pure(node: Node) -> bool:

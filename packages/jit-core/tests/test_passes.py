@@ -210,6 +210,8 @@ def test_patterns_with_example_inputs_and_clear_errors():
         replace_pattern(gm, lambda x: x + 1, lambda x, y: x + y)
     with pytest.raises(PatternError, match="returns 2 values"):
         replace_pattern(gm, lambda x: (x + 1, x + 2), lambda x: x)
+    with pytest.raises(PatternError, match="returns one of its arguments"):
+        replace_pattern(gm, lambda x: x, lambda x: x + 0)
 
 
 # ------------------------------------------------------------------ the built-in passes

@@ -104,6 +104,8 @@ class _Matcher:
         self.ignore_literals = ignore_literals
         self.placeholders = [n for n in pattern.nodes if n.op == "placeholder"]
         self.anchor = _check(pattern, "pattern")
+        if self.anchor.op == "placeholder":
+            raise PatternError("the pattern returns one of its arguments: it matches nothing")
 
     def match_at(self, node: Node) -> Optional[Match]:
         m: Dict[Node, Node] = {}

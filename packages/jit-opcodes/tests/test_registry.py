@@ -83,7 +83,9 @@ def test_only_running_version_handlers_are_registered():
     declared_elsewhere = {op for op, _, vs, _ in own_handlers() if RUNNING not in vs}
 
     ours = {op: h for op, h in registry.items() if h.plugin == "opcodes"}
-    assert set(ours) == set(serving)
+    # installed opcode plugins (examples/opcode-plugin in the test venvs) win over ours
+    taken_over = {op for op, h in registry.items() if h.plugin != "opcodes"}
+    assert set(ours) == set(serving) - taken_over
     for opname, h in ours.items():
         assert h.handler is serving[opname]
         assert h.priority == 0

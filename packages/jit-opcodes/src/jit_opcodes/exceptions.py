@@ -12,6 +12,9 @@ from jit_core.variables import NullVariable
 
 from .registry import handler, versions
 
+_WITH = "`with` blocks are not captured yet"
+_RAISES = "raising: the frame runs eagerly so Python raises the exception itself"
+
 
 @handler("SETUP_FINALLY", "POP_BLOCK", versions=versions("3.8", "3.10"))
 def block_bookkeeping(tx, inst):
@@ -31,23 +34,32 @@ def end_finally(tx, inst):
         raise Unsupported("END_FINALLY with an exception pending")
 
 
-@handler("POP_FINALLY", "CALL_FINALLY", versions=versions("3.8", "3.8"))
+@handler(
+    "POP_FINALLY",
+    "CALL_FINALLY",
+    versions=versions("3.8", "3.8"),
+    eager="return/break through a finally block is not captured yet",
+)
 def finally_jumps(tx, inst):
     raise Unsupported(f"{inst.opname}: return/break through a finally block is not captured yet")
 
 
-@handler("SETUP_WITH", versions=versions("3.8", "3.10"))
-@handler("BEFORE_WITH", versions=versions("3.11", "3.12"))
+@handler("SETUP_WITH", versions=versions("3.8", "3.10"), eager=_WITH)
+@handler("BEFORE_WITH", versions=versions("3.11", "3.12"), eager=_WITH)
 def with_block(tx, inst):
     raise Unsupported("`with` blocks are not captured yet")
 
 
-@handler("RAISE_VARARGS")
-@handler("RERAISE", versions=versions("3.9", "3.12"))
+@handler("RAISE_VARARGS", eager=_RAISES)
+@handler("RERAISE", versions=versions("3.9", "3.12"), eager=_RAISES)
 def raise_varargs(tx, inst):
     raise Unsupported("the code raises an exception; it runs eagerly so Python raises it")
 
 
-@handler("LOAD_ASSERTION_ERROR", versions=versions("3.9", "3.12"))
+@handler(
+    "LOAD_ASSERTION_ERROR",
+    versions=versions("3.9", "3.12"),
+    eager="a failing assert: the frame runs eagerly so Python raises",
+)
 def load_assertion_error(tx, inst):
     raise Unsupported("an assert fails during capture; it runs eagerly so Python raises it")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, List, Tuple
+from typing import Callable, Iterable, List, Optional, Tuple
 
 #: the Python versions this package knows
 ALL_VERSIONS: Tuple[str, ...] = ("3.8", "3.9", "3.10", "3.11", "3.12")
@@ -17,8 +17,11 @@ def versions(first: str = "3.8", last: str = "3.12") -> Tuple[str, ...]:
     return ALL_VERSIONS[lo : hi + 1]
 
 
-def handler(*opnames: str, versions: Iterable[str] = ALL_VERSIONS):
-    """Declare ``fn(tx, inst)`` as the handler of ``opnames`` on ``versions``."""
+def handler(*opnames: str, versions: Iterable[str] = ALL_VERSIONS, eager: Optional[str] = None):
+    """Declare ``fn(tx, inst)`` as the handler of ``opnames`` on ``versions``.
+
+    ``eager="why"`` declares a handler that always sends the frame to eager execution
+    (it raises ``Unsupported``); the support matrix shows the reason."""
     vs = tuple(versions)
     for v in vs:
         if v not in ALL_VERSIONS:
@@ -26,6 +29,8 @@ def handler(*opnames: str, versions: Iterable[str] = ALL_VERSIONS):
 
     def deco(fn: Callable) -> Callable:
         family = fn.__module__.rsplit(".", 1)[-1]
+        if eager is not None:
+            fn.eager_reason = eager
         for name in opnames:
             HANDLERS.append((name, fn, vs, family))
         return fn

@@ -79,6 +79,17 @@ def load_attr_312(tx, inst):
     tx.push(tx.getattr(obj, inst.argval))
 
 
+@handler("LOAD_SUPER_ATTR", versions=versions("3.12"))
+def load_super_attr(tx, inst):
+    # STACK: the global `super`, the class (the __class__ cell), the object
+    obj = tx.pop()
+    cls = tx.pop()
+    sup = tx.call(tx.pop(), [cls, obj], {})
+    if inst.arg & 1:
+        tx.push(NullVariable())  # method form, as in LOAD_ATTR
+    tx.push(tx.getattr(sup, inst.argval))
+
+
 @handler("LOAD_METHOD", versions=versions("3.8", "3.11"))
 def load_method(tx, inst):
     obj = tx.pop()

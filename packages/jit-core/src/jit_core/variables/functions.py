@@ -322,6 +322,27 @@ def _callable(tx, args, kwargs):
         return None
 
 
+def _super(tx, args, kwargs):
+    from .objects import SuperVariable
+
+    if kwargs:
+        return None
+    if not args:
+        # zero-argument form: the compiler gave the method a __class__ cell, and the object
+        # is the frame's first argument
+        code = tx.code
+        if "__class__" not in code.co_freevars or not code.co_argcount:
+            raise Unsupported("super() without arguments outside a method")
+        cell = tx.cell("__class__").contents
+        args = [cell, tx.load_local(code.co_varnames[0])]
+    if len(args) != 2:
+        return None
+    cls = args[0].as_python_constant() if args[0].is_python_constant() else None
+    if not isinstance(cls, type):
+        raise Unsupported(f"super() of {args[0].describe()}, which is not a known class")
+    return SuperVariable(cls, args[1])
+
+
 _SPECIAL: Dict[Any, Callable] = {
     len: _len,
     isinstance: _isinstance,
@@ -341,6 +362,7 @@ _SPECIAL: Dict[Any, Callable] = {
     max: _minmax(max),
     slice: _slice,
     type: _type,
+    super: _super,
 }
 
 

@@ -112,5 +112,35 @@ class ClassVariable(KnownValueVariable):
         raise Unsupported(f"creating an instance of {self.describe()} during capture")
 
 
+class SuperVariable(VariableTracker):
+    """``super(cls, obj)``: attribute lookups start after ``cls`` in the MRO of ``obj``'s
+    type. The type is pinned by the guards on ``obj`` (layers by identity), so the lookup
+    is done once, at capture."""
+
+    def __init__(self, cls: type, obj: VariableTracker):
+        super().__init__(None)
+        self.cls = cls
+        self.obj = obj
+
+    def describe(self) -> str:
+        return f"super({self.cls.__qualname__}, {self.obj.describe()})"
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        from .functions import UserMethodVariable
+
+        mro = self.obj.python_type().__mro__
+        if self.cls not in mro:
+            raise Unsupported(f"{self.describe()}: the object is not an instance of the class")
+        for klass in mro[mro.index(self.cls) + 1 :]:
+            if name in vars(klass):
+                attr = vars(klass)[name]
+                break
+        else:
+            raise Unsupported(f"{self.describe()} has no attribute {name!r}")
+        if isinstance(attr, types.FunctionType):
+            return UserMethodVariable(attr, self.obj)
+        raise Unsupported(f"{self.describe()}.{name} is a {type(attr).__name__}, not a method")
+
+
 def constant_or_none(value: Any):
     return ConstantVariable(value)

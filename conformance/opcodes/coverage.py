@@ -1,0 +1,28 @@
+"""What an opcode test covers: the opcodes it names must really occur in its function on
+the running Python, or the test would silently stop covering them."""
+
+from __future__ import annotations
+
+import dis
+import types
+from typing import Callable, Set
+
+
+def opcodes_of(fn: Callable) -> Set[str]:
+    """Opnames in ``fn``'s code and in the code objects nested in it."""
+    fn = getattr(fn, "__func__", fn)
+    todo = [fn.__code__]
+    found: Set[str] = set()
+    while todo:
+        code = todo.pop()
+        found.update(i.opname for i in dis.get_instructions(code))
+        todo.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+    return found
+
+
+def assert_covers(fn: Callable, *opnames: str) -> None:
+    """Each named opcode that this Python has occurs in ``fn``; at least one is named."""
+    here = [op for op in opnames if op in dis.opmap]
+    assert here, f"none of {opnames} exists on this Python: the test covers nothing here"
+    missing = sorted(set(here) - opcodes_of(fn))
+    assert not missing, f"{getattr(fn, '__qualname__', fn)} does not contain {missing} here"

@@ -141,6 +141,10 @@ def build_list(n: int) -> List[Instr]:
     return [Instr("BUILD_LIST", n)]
 
 
+def build_set(n: int) -> List[Instr]:
+    return [Instr("BUILD_SET", n)]
+
+
 def build_map(n: int) -> List[Instr]:
     return [Instr("BUILD_MAP", n)]
 

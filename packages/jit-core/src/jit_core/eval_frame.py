@@ -105,6 +105,7 @@ class FrameResult:
 
 #: generator, coroutine, iterable coroutine, async generator
 _GENERATOR_FLAGS = 0x20 | 0x80 | 0x100 | 0x200
+_CO_OPTIMIZED = 0x1
 
 #: run the original code and keep watching the frames it calls
 RUN_ORIGINAL = FrameResult(None, False)
@@ -278,7 +279,10 @@ class CompileContext:
         _keep_hooking(code)
         cache = CodeCache()
         if code not in self.targets and (
-            is_skipped_file(code.co_filename) or code in GENERATED_CODES
+            is_skipped_file(code.co_filename)
+            or code in GENERATED_CODES
+            # module and class bodies (no CO_OPTIMIZED): not functions, nothing to capture
+            or not code.co_flags & _CO_OPTIMIZED
         ):
             cache.skipped = True
             cache.hot = None

@@ -1,4 +1,4 @@
-"""Building and unpacking tuples, lists, dicts, slices and strings."""
+"""Building and unpacking tuples, lists, sets, dicts, slices and strings."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from jit_core.variables import (
     ConstantVariable,
     DictVariable,
     ListVariable,
+    SetVariable,
     SliceVariable,
     TupleVariable,
 )
@@ -56,6 +57,38 @@ def list_append(tx, inst):
     value = tx.pop()
     target = tx.peek(inst.arg)
     target.items.append(value)
+
+
+@handler("BUILD_SET")
+def build_set(tx, inst):
+    tx.push(SetVariable(tx.popn(inst.arg)))
+
+
+@handler("SET_ADD")
+def set_add(tx, inst):
+    value = tx.pop()
+    _set_at(tx, inst.arg).add(value)
+
+
+@handler("SET_UPDATE", versions=versions("3.9", "3.12"))
+def set_update(tx, inst):
+    seq = tx.pop()
+    _set_at(tx, inst.arg).call_method(tx, "update", [seq], {})
+
+
+@handler("BUILD_SET_UNPACK", versions=versions("3.8", "3.8"))
+def build_set_unpack(tx, inst):
+    out = SetVariable()
+    for seq in tx.popn(inst.arg):
+        out.call_method(tx, "update", [seq], {})
+    tx.push(out)
+
+
+def _set_at(tx, depth: int) -> SetVariable:
+    target = tx.peek(depth)
+    if not isinstance(target, SetVariable):
+        raise Unsupported(f"adding to {target.describe()}, not a set made during the capture")
+    return target
 
 
 @handler("MAP_ADD")

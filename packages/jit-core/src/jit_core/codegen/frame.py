@@ -23,6 +23,7 @@ from ..variables import (
     ConstantVariable,
     DictVariable,
     ListVariable,
+    SetVariable,
     TensorVariable,
     TupleVariable,
     VariableTracker,
@@ -62,6 +63,12 @@ class _Emitter:
             for item in v.items:
                 self.value(item)
             self.instrs += _compat.build_list(len(v.items))
+            return
+        if isinstance(v, SetVariable):
+            # a new set on every call, as the original code makes one
+            for item in v.value:
+                self.instrs += _compat.load_const(item)
+            self.instrs += _compat.build_set(len(v.value))
             return
         if isinstance(v, DictVariable):
             for k, item in v.items.items():

@@ -32,7 +32,7 @@ from ..variables import (
     wrap,
 )
 from ..variables.constant import FOLDABLE
-from ..variables.containers import BaseListVariable, ListIteratorVariable
+from ..variables.containers import BaseListVariable, ListIteratorVariable, SetVariable
 from ..variables.functions import _wrap_folded
 from .output_graph import OutputGraph
 
@@ -253,6 +253,8 @@ class Translator:
                 return type(a)(a.items + b.items)
         if isinstance(a, BaseListVariable) and b.is_python_constant() and fn is operator.mul:
             return type(a)(a.items * b.as_python_constant())
+        if isinstance(a, SetVariable) or isinstance(b, SetVariable):
+            return _set_operation(self, fn, a, b)
         if fn is operator.contains and isinstance(a, (BaseListVariable, DictVariable)):
             # operator.contains(container, item)
             if isinstance(a, DictVariable):
@@ -352,6 +354,36 @@ class Translator:
             raise Unsupported("closure does not match the code's free variables")
         for name, cell in zip(code.co_freevars, closure):
             self.cells[name] = cell
+
+
+_SET_OPERATORS = {
+    operator.or_: "union",
+    operator.and_: "intersection",
+    operator.sub: "difference",
+    operator.xor: "symmetric_difference",
+}
+_SET_COMPARISONS = (operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge)
+
+
+def _set_operation(tx, fn: Callable, a: VariableTracker, b: VariableTracker) -> VariableTracker:
+    """An operator with a set made during the capture on one side."""
+    if fn is operator.contains and isinstance(a, SetVariable):
+        return a.call_method(tx, "__contains__", [b], {})
+    if isinstance(a, SetVariable) and fn in _SET_OPERATORS:
+        if not (isinstance(b, SetVariable) or isinstance(_constant_or_none(b), (set, frozenset))):
+            raise Unsupported(f"{getattr(fn, '__name__', fn)} of a set and {b.describe()}")
+        return a.call_method(tx, _SET_OPERATORS[fn], [b], {})
+    if fn in _SET_COMPARISONS:
+        values = [x.value if isinstance(x, SetVariable) else _constant_or_none(x) for x in (a, b)]
+        if all(isinstance(v, (set, frozenset)) for v in values):
+            return ConstantVariable(fn(*values))
+    raise Unsupported(
+        f"operator {getattr(fn, '__name__', fn)} on {a.describe()} and {b.describe()}"
+    )
+
+
+def _constant_or_none(v: VariableTracker) -> Any:
+    return v.as_python_constant() if v.is_python_constant() else None
 
 
 def _default_eq(v: VariableTracker) -> bool:

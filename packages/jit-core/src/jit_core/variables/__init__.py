@@ -7,6 +7,7 @@ from .containers import (
     DictVariable,
     ListIteratorVariable,
     ListVariable,
+    SetVariable,
     SliceVariable,
     TupleVariable,
 )
@@ -36,6 +37,7 @@ __all__ = [
     "NestedFunctionVariable",
     "NullVariable",
     "PaddleFunctionVariable",
+    "SetVariable",
     "SliceVariable",
     "TensorVariable",
     "TupleVariable",

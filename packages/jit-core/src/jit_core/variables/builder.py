@@ -38,6 +38,7 @@ _CONSTANT_TYPES = (
     type(Ellipsis),
     type(NotImplemented),
     range,
+    frozenset,  # LOAD_CONST of `x in {1, 2}`; immutable, compared by value in guards
     types.CodeType,
 )
 

@@ -256,6 +256,86 @@ class DictVariable(VariableTracker):
         raise Unsupported(f"method {name!r} of {self.describe()}")
 
 
+class SetVariable(VariableTracker):
+    """A set made during the capture. Its items are Python constants (a set of tensors
+    would hash them by identity, which capture cannot follow), kept in a real ``set`` built
+    in the same insertion order as the eager run's, so iteration order matches."""
+
+    _SAME_TYPE_RESULTS = {"union", "intersection", "difference", "symmetric_difference", "copy"}
+    _CONSTANT_RESULTS = {"issubset", "issuperset", "isdisjoint", "__len__", "__contains__"}
+
+    def __init__(self, items=()):
+        super().__init__(None)
+        self.value: set = set()
+        for item in items:
+            self.add(item)
+
+    @staticmethod
+    def _constant(item: VariableTracker) -> Any:
+        if not item.is_python_constant():
+            raise Unsupported(f"a set holding {item.describe()}: only Python constants")
+        value = item.as_python_constant()
+        try:
+            hash(value)
+        except TypeError:
+            raise Unsupported(f"unhashable {type(value).__name__} in a set (TypeError)") from None
+        return value
+
+    def add(self, item: VariableTracker) -> None:
+        self.value.add(self._constant(item))
+
+    def python_type(self) -> type:
+        return set
+
+    def describe(self) -> str:
+        return f"set of {len(self.value)}"
+
+    def truthy(self, tx) -> bool:
+        return bool(self.value)
+
+    def unpack_var_sequence(self, tx) -> List[VariableTracker]:
+        return [ConstantVariable(v) for v in self.value]
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        if hasattr(set, name):
+            from .functions import BoundMethodVariable
+
+            return BoundMethodVariable(self, name)
+        return super().var_getattr(tx, name)
+
+    def _operand(self, tx, other: VariableTracker) -> Any:
+        if isinstance(other, SetVariable):
+            return other.value
+        if other.is_python_constant():
+            return other.as_python_constant()
+        return [self._constant(i) for i in other.unpack_var_sequence(tx)]
+
+    def call_method(self, tx, name: str, args, kwargs):
+        if kwargs:
+            raise Unsupported(f"set.{name} with keyword arguments")
+        if name in ("add", "discard", "remove") and len(args) == 1:
+            value = self._constant(args[0])
+            if name == "remove" and value not in self.value:
+                raise Unsupported("set.remove of a missing item raises KeyError")
+            getattr(self.value, name)(value)
+            return _const(None)
+        if name == "update":
+            for other in args:
+                self.value.update(self._operand(tx, other))
+            return _const(None)
+        if name == "clear" and not args:
+            self.value.clear()
+            return _const(None)
+        operands = [self._operand(tx, a) for a in args]
+        if name in self._SAME_TYPE_RESULTS:
+            return SetVariable(ConstantVariable(v) for v in getattr(self.value, name)(*operands))
+        if name in self._CONSTANT_RESULTS:
+            if name == "__contains__":
+                operands = [self._constant(args[0])]
+            return _const(getattr(self.value, name)(*operands))
+        raise Unsupported(f"set.{name} is not captured yet")
+
+
 class SliceVariable(VariableTracker):
     def __init__(self, start: VariableTracker, stop: VariableTracker, step: VariableTracker):
         super().__init__(None)

@@ -16,6 +16,7 @@ from .containers import (
     DictVariable,
     ListIteratorVariable,
     ListVariable,
+    SetVariable,
     SliceVariable,
     TupleVariable,
 )
@@ -127,6 +128,8 @@ class BuiltinVariable(KnownValueVariable):
 
 
 def _wrap_folded(value: Any) -> VariableTracker:
+    if isinstance(value, set):  # mutable: never a shared constant of the generated code
+        return SetVariable(ConstantVariable(v) for v in value)
     if isinstance(value, tuple):
         return TupleVariable([_wrap_folded(v) for v in value])
     if isinstance(value, list):
@@ -343,6 +346,16 @@ def _super(tx, args, kwargs):
     return SuperVariable(cls, args[1])
 
 
+def _set(tx, args, kwargs):
+    if kwargs or len(args) > 1:
+        return None
+    out = SetVariable()
+    if args:
+        for item in _iter_items(tx, args[0]):
+            out.add(item)
+    return out
+
+
 _SPECIAL: Dict[Any, Callable] = {
     len: _len,
     isinstance: _isinstance,
@@ -363,6 +376,7 @@ _SPECIAL: Dict[Any, Callable] = {
     slice: _slice,
     type: _type,
     super: _super,
+    set: _set,
 }
 
 

@@ -159,6 +159,7 @@ def test_a_module_per_family():
         "closures",
         "exceptions",
         "imports",
+        "matching",
     }
     per_family = {}
     for opname, _, _, family in own_handlers():
@@ -200,7 +201,10 @@ class AddRecorder:
         self.seen = []
 
     def wrapper(self, tx, inst):
-        self.seen.append(inst.opname)
+        # only the test's own function: graph passes capture their pattern functions
+        # through the same handlers the first time they run in a process
+        if tx.code is add.__code__:
+            self.seen.append(inst.opname)
         return self.original(tx, inst)
 
     @jit_core.hookimpl
@@ -283,27 +287,20 @@ def set_display(x, n):
     return x * len(s)
 
 
-def class_statement(x, n):
-    class Local:
-        k = n
-
-    return x * Local.k
-
-
-_CANDIDATES = [("BUILD_SET", set_display), ("LOAD_BUILD_CLASS", class_statement)]
-
-
-def unhandled_candidate():
-    registry = plugins.opcode_handlers()
-    for opname, fn in _CANDIDATES:
-        if opname not in registry:
-            assert opname in {i.opname for i in dis.get_instructions(fn)}
-            return opname, fn
-    pytest.skip("every candidate opcode has a handler on this Python")
+@pytest.fixture
+def unhandled_candidate(monkeypatch):
+    """An opcode with no handler: every opcode of 3.8-3.12 has one now, so BUILD_SET's is
+    taken away for the test (the situation of a new Python, or of an opcode nobody
+    claimed yet)."""
+    registry = dict(plugins.opcode_handlers())
+    registry.pop("BUILD_SET", None)
+    monkeypatch.setattr(plugins, "_opcodes", registry)
+    assert "BUILD_SET" in {i.opname for i in dis.get_instructions(set_display)}
+    return "BUILD_SET", set_display
 
 
-def test_unhandled_opcode_runs_eagerly_and_is_named():
-    opname, fn = unhandled_candidate()
+def test_unhandled_opcode_runs_eagerly_and_is_named(unhandled_candidate):
+    opname, fn = unhandled_candidate
     x = paddle.full([4, 4], 1.5)
     expected = fn(x, 3)
     out = jit_core.explain(fn, x, 3)
@@ -322,14 +319,14 @@ def test_unhandled_opcode_runs_eagerly_and_is_named():
     assert of.jit_stats.captures == 1  # eager for good, no capture per call
 
 
-def test_unhandled_opcode_under_full_graph():
-    opname, fn = unhandled_candidate()
+def test_unhandled_opcode_under_full_graph(unhandled_candidate):
+    opname, fn = unhandled_candidate
     with pytest.raises(GraphBreakError, match=opname):
         jit_core.optimize(fn, full_graph=True)(paddle.ones([4]), 3)
 
 
-def test_unhandled_opcode_break_has_location():
-    opname, fn = unhandled_candidate()
+def test_unhandled_opcode_break_has_location(unhandled_candidate):
+    opname, fn = unhandled_candidate
     out = jit_core.explain(fn, paddle.ones([4]), 3)
     brk = out.breaks[0]
     assert brk.location == f"{__file__}:{fn.__code__.co_firstlineno + 1}"

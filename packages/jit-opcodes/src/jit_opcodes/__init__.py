@@ -21,6 +21,7 @@ FAMILIES = (
     "closures",
     "exceptions",
     "imports",
+    "matching",
 )
 
 _loaded = False

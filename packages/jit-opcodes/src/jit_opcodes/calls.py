@@ -118,3 +118,17 @@ def call_intrinsic_1(tx, inst):
         tx.push(tx.unary_op(operator.pos, tx.pop()))
     else:
         raise Unsupported(f"CALL_INTRINSIC_1 {name}")
+
+
+@handler(
+    "CALL_INTRINSIC_2",
+    versions=versions("3.12"),
+    eager="except* re-raising and PEP 695 type parameters run eagerly",
+)
+def call_intrinsic_2(tx, inst):
+    raise Unsupported(f"CALL_INTRINSIC_2 {inst.argrepr}: not captured")
+
+
+@handler("LOAD_BUILD_CLASS", eager="a class statement inside the function runs eagerly")
+def load_build_class(tx, inst):
+    raise Unsupported("a class statement inside the captured function")

@@ -14,6 +14,7 @@ from .registry import handler, versions
 
 _WITH = "`with` blocks are not captured yet"
 _RAISES = "raising: the frame runs eagerly so Python raises the exception itself"
+_ASSERT = "a failing assert: the frame runs eagerly so Python raises AssertionError"
 
 
 @handler("SETUP_FINALLY", "POP_BLOCK", versions=versions("3.8", "3.10"))
@@ -47,19 +48,19 @@ def finally_jumps(tx, inst):
 @handler("SETUP_WITH", versions=versions("3.8", "3.10"), eager=_WITH)
 @handler("BEFORE_WITH", versions=versions("3.11", "3.12"), eager=_WITH)
 def with_block(tx, inst):
-    raise Unsupported("`with` blocks are not captured yet")
+    raise Unsupported(_WITH)
 
 
 @handler("RAISE_VARARGS", eager=_RAISES)
 @handler("RERAISE", versions=versions("3.9", "3.12"), eager=_RAISES)
 def raise_varargs(tx, inst):
-    raise Unsupported("the code raises an exception; it runs eagerly so Python raises it")
+    raise Unsupported(_RAISES)
 
 
 @handler(
     "LOAD_ASSERTION_ERROR",
     versions=versions("3.9", "3.12"),
-    eager="a failing assert: the frame runs eagerly so Python raises",
+    eager=_ASSERT,
 )
 def load_assertion_error(tx, inst):
-    raise Unsupported("an assert fails during capture; it runs eagerly so Python raises it")
+    raise Unsupported(_ASSERT)

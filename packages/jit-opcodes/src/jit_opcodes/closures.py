@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from jit_core.errors import Unsupported
 
-from .registry import handler, versions
+from .registry import handler
 
 
 @handler("LOAD_DEREF")
@@ -13,11 +13,6 @@ def load_deref(tx, inst):
     if cell.contents is None:
         raise Unsupported(f"free variable {inst.argval!r} is read before assignment (NameError)")
     tx.push(cell.contents)
-
-
-@handler("LOAD_CLASSDEREF", versions=versions("3.8", "3.11"))
-def load_classderef(tx, inst):
-    load_deref(tx, inst)
 
 
 @handler("STORE_DEREF")

@@ -59,9 +59,13 @@ def load_global_null(tx, inst):
     tx.push(tx.load_global(inst.argval))
 
 
-@handler("STORE_GLOBAL", "DELETE_GLOBAL")
+_GLOBAL_STORE = "assigning or deleting a global: a side effect not captured yet"
+_ATTR_STORE = "storing or deleting an attribute: a side effect not captured yet"
+
+
+@handler("STORE_GLOBAL", "DELETE_GLOBAL", eager=_GLOBAL_STORE)
 def store_global(tx, inst):
-    raise Unsupported(f"global {inst.argval!r} is assigned: a side effect not captured yet")
+    raise Unsupported(f"{_GLOBAL_STORE} ({inst.argval})")
 
 
 @handler("LOAD_ATTR", versions=versions("3.8", "3.11"))
@@ -97,13 +101,6 @@ def load_method(tx, inst):
     tx.push(tx.getattr(obj, inst.argval))
 
 
-@handler("STORE_ATTR")
+@handler("STORE_ATTR", "DELETE_ATTR", eager=_ATTR_STORE)
 def store_attr(tx, inst):
-    obj = tx.pop()
-    value = tx.pop()
-    obj.setattr(tx, inst.argval, value)
-
-
-@handler("DELETE_ATTR")
-def delete_attr(tx, inst):
-    raise Unsupported(f"del of attribute {inst.argval!r}: a side effect not captured yet")
+    raise Unsupported(f"{_ATTR_STORE} ({tx.peek().describe()}.{inst.argval})")

@@ -82,6 +82,7 @@ NEVER_IN_FUNCTIONS = {
     "LOAD_LOCALS": _BODIES,
     "LOAD_FROM_DICT_OR_GLOBALS": _BODIES,
     "LOAD_FROM_DICT_OR_DEREF": _BODIES,
+    "LOAD_CLASSDEREF": _BODIES,
     "IMPORT_STAR": "`from m import *` is a SyntaxError inside a function",
     "PRINT_EXPR": "emitted for the interactive prompt only",
     "EXTENDED_ARG": "dis folds it into the argument of the instruction it prefixes",
@@ -89,6 +90,11 @@ NEVER_IN_FUNCTIONS = {
     "RESERVED": "reserved; CPython never emits it",
     "INTERPRETER_EXIT": "only in the interpreter's own trampoline code",
 }
+#: (opname, version) the compiler of that version never leaves in a code object, and why
+NOT_EMITTED = {
+    ("NOP", v): "the peephole optimizer of 3.8 and 3.9 removes every NOP" for v in ("3.8", "3.9")
+}
+
 _PSEUDO = "a pseudo-instruction: the compiler replaces it before a code object exists"
 _INSTRUMENTED = (
     "exists only in code instrumented by sys.monitoring; dis and the hook see the plain instruction"
@@ -128,6 +134,8 @@ def build() -> Dict[str, Dict[str, Cell]]:
             code = maps[v].get(name)
             if code is None:
                 row[v] = Cell(ABSENT)
+            elif (name, v) in NOT_EMITTED:
+                row[v] = Cell(NOT_APPLICABLE, NOT_EMITTED[(name, v)])
             elif (name, v) in handlers:
                 eager, family = handlers[(name, v)]
                 row[v] = Cell(EAGER, eager) if eager else Cell(SYMBOLIC, family)
@@ -191,6 +199,43 @@ def render_rst(table: Dict[str, Dict[str, Cell]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def untested(
+    table: Dict[str, Dict[str, Cell]], version: str, covered: Dict[str, List[str]]
+) -> List[str]:
+    """Opcodes of ``version`` that can occur in a captured function (symbolic, eager or
+    no handler) and that no test in ``covered`` (``coverage.covered()``) exercises."""
+    return [
+        name
+        for name, row in table.items()
+        if row[version].status in (SYMBOLIC, EAGER, NO_HANDLER) and name not in covered
+    ]
+
+
+def render_coverage(
+    table: Dict[str, Dict[str, Cell]], version: str, covered: Dict[str, List[str]]
+) -> str:
+    """For ``version``: each opcode that can occur, what jit-core does with it and the
+    tests that exercise it; then the ones no test exercises."""
+    width = max(len(n) for n in table)
+    lines = [f"tested on Python {version}:"]
+    for name, row in table.items():
+        cell = row[version]
+        if cell.status in (SYMBOLIC, EAGER, NO_HANDLER):
+            tests = ", ".join(covered.get(name, [])) or "NOT TESTED"
+            lines.append(f"  {name:{width}}  {cell.status:10}  {tests}")
+    missing = untested(table, version, covered)
+    total = sum(row[version].status in (SYMBOLIC, EAGER, NO_HANDLER) for row in table.values())
+    lines.append("")
+    if missing:
+        lines.append(f"{len(missing)} of {total} opcodes untested: {', '.join(missing)}")
+    else:
+        lines.append(
+            f"every one of the {total} opcodes that can occur on {version} is tested; the "
+            "others are n/a with their reason"
+        )
+    return "\n".join(lines)
+
+
 def _summary(table: Dict[str, Dict[str, Cell]]) -> List[str]:
     out = []
     for v, c in counts(table).items():
@@ -201,4 +246,13 @@ def _summary(table: Dict[str, Dict[str, Cell]]) -> List[str]:
     return out
 
 
-__all__ = ["Cell", "build", "counts", "render_rst", "render_text", "opmaps"]
+__all__ = [
+    "Cell",
+    "build",
+    "counts",
+    "opmaps",
+    "render_coverage",
+    "render_rst",
+    "render_text",
+    "untested",
+]

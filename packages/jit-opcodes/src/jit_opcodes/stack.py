@@ -12,10 +12,10 @@ def nop(tx, inst):
     pass
 
 
-@handler("RESUME", "CACHE", "MAKE_CELL", "COPY_FREE_VARS", versions=versions("3.11", "3.12"))
+@handler("RESUME", "MAKE_CELL", "COPY_FREE_VARS", versions=versions("3.11", "3.12"))
 @handler("PRECALL", versions=("3.11",))
 def nop_311(tx, inst):
-    # RESUME/CACHE do nothing observable; PRECALL's work is done by CALL; cells and free
+    # RESUME does nothing observable; PRECALL's work is done by CALL; cells and free
     # variables are set up by the translator before the first instruction.
     pass
 

@@ -71,12 +71,6 @@ class VariableTracker:
         """The value's truth, when capture can know it without running tensors."""
         raise Unsupported(f"truth value of {self.describe()}")
 
-    def setattr(self, tx: Translator, name: str, value: VariableTracker) -> None:
-        raise Unsupported(
-            f"storing attribute {name!r} on {self.describe()} is a side effect "
-            "that is not captured yet"
-        )
-
 
 class KnownValueVariable(VariableTracker):
     """A Python object known at capture time and used as it is (a constant, a function, a

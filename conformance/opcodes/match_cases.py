@@ -33,6 +33,15 @@ def mapping_pattern(x, cfg={"act": "relu", "scale": 2.0, "bias": 1.0}):  # noqa:
     return -x
 
 
+def many_captures(x, cfg={"w": 2.0, "b": 1.0, "act": "relu"}):  # noqa: B006
+    # three captured values: 3.10 shuffles them with ROT_N
+    match cfg:
+        case {"w": w, "b": b, "act": act}:
+            y = x * w + b
+            return paddle.nn.functional.relu(y) if act == "relu" else y
+    return x
+
+
 def class_pattern(x, k=(1, "a"), p=Point(2, 3)):  # noqa: B008
     match k:
         case (int(a), str()):

@@ -1,6 +1,7 @@
-"""containers family: sets built during the capture (BUILD_SET, SET_ADD, SET_UPDATE, and
-3.8's BUILD_SET_UNPACK), used for sizes, membership and iteration beside tensor work, and
-returned as new sets like the eager code returns."""
+"""containers family: lists, tuples, dicts and sets built, unpacked, indexed, sliced and
+formatted during the capture (with each version's opcodes for them: 3.8's BUILD_*_UNPACK,
+3.9's LIST_EXTEND/DICT_UPDATE/LIST_TO_TUPLE, 3.12's BINARY_SLICE/STORE_SLICE and
+CALL_INTRINSIC_1), beside tensor work in one graph, with eager results."""
 
 from __future__ import annotations
 
@@ -8,9 +9,44 @@ import paddle
 import pytest
 
 import jit_core
+from jit_opcodes.coverage import covers_cases
 
 from ..helpers import assert_same
-from .coverage import assert_covers
+
+
+def build_and_unpack(x, pair=(1, 2)):
+    lst = [1, x.shape[0]]
+    tup = (x, 2)
+    d = {"a": x, "b": 2}
+    k = "c"
+    e = {k: 3}
+    a, b = pair
+    first, *rest = [1, 2, 3]
+    merged = {**d, **e}
+    joined = [*lst, *rest]
+    tjoined = (*lst, *rest)
+    squares = [i * i for i in range(3)]
+    table = {i: i + 1 for i in range(3)}
+    total = sum(squares) + table[2] + first + len(joined) + len(tjoined)
+    return tup[0] * a + merged["a"] * b + total, joined, tjoined, table
+
+
+def subscripts_and_slices(x, n=5):
+    items = list(range(n))
+    items[0] = 10
+    del items[1]
+    head = items[:2]
+    items[1:2] = [7, 8]
+    step = items[::2]
+    cfg = {"k": 1}
+    cfg["j"] = 2
+    del cfg["k"]
+    return x[1:3] * sum(head) + x[::2].sum() + sum(step) + cfg["j"], items, cfg
+
+
+def formatted(x, name="w", k=3):
+    label = f"{name}:{k:>3}/{name!r}"
+    return x * len(label), label
 
 
 def set_literal(x, a=1, b=2):
@@ -40,6 +76,34 @@ def frozenset_membership(x, mode="train"):
 
 
 CASES = [
+    (
+        build_and_unpack,
+        (
+            "BUILD_LIST",
+            "BUILD_TUPLE",
+            "BUILD_CONST_KEY_MAP",
+            "BUILD_MAP",
+            "UNPACK_SEQUENCE",
+            "UNPACK_EX",
+            "BUILD_MAP_UNPACK|DICT_UPDATE",
+            "BUILD_LIST_UNPACK|LIST_EXTEND",
+            "BUILD_TUPLE_UNPACK|LIST_TO_TUPLE|CALL_INTRINSIC_1",
+            "LIST_APPEND",
+            "MAP_ADD",
+            "BINARY_SUBSCR",
+        ),
+    ),
+    (
+        subscripts_and_slices,
+        (
+            "STORE_SUBSCR",
+            "DELETE_SUBSCR",
+            "BINARY_SLICE|BUILD_SLICE",
+            "STORE_SLICE|BUILD_SLICE",
+            "BUILD_SLICE",
+        ),
+    ),
+    (formatted, ("FORMAT_VALUE", "BUILD_STRING")),
     (set_literal, ("BUILD_SET",)),
     (set_comprehension, ("BUILD_SET", "SET_ADD")),
     (set_unpacking, ("BUILD_SET_UNPACK", "SET_UPDATE")),
@@ -47,9 +111,9 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("fn, opnames", CASES, ids=[c[0].__name__ for c in CASES])
-def test_sets_stay_beside_one_graph(fn, opnames, backend):
-    assert_covers(fn, *opnames)
+@covers_cases(CASES)
+@pytest.mark.parametrize("fn", [fn for fn, _ in CASES], ids=lambda fn: fn.__name__)
+def test_containers_stay_beside_one_graph(fn, backend):
     x = paddle.rand([3])
     report = jit_core.explain(jit_core.optimize(fn, backend=backend), x)
     assert report.graph_count == 1 and report.break_count == 0, str(report)
@@ -60,10 +124,10 @@ def test_sets_stay_beside_one_graph(fn, opnames, backend):
     assert_same(first, expected)
     again = fast(x)
     assert fast.jit_stats.captures == 1
-    if isinstance(expected, tuple) and isinstance(expected[-1], set):
-        # a new set each call, as the original code makes one
+    if isinstance(expected, tuple) and isinstance(expected[-1], (set, list, dict)):
+        # a new container each call, as the original code makes one
         assert again[-1] is not first[-1]
-        first[-1].add("mutated")
+        first[-1].clear()
         assert_same(fast(x)[-1], expected[-1])
 
 

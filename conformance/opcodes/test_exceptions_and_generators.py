@@ -5,14 +5,16 @@ the reason in explain(), and the results (and exceptions) are eager Paddle's."""
 from __future__ import annotations
 
 import asyncio
+import sys
 
 import paddle
 import pytest
 
 import jit_core
+from jit_opcodes.coverage import covers, covers_cases, opcodes_of
 
 from ..helpers import assert_same
-from .coverage import assert_covers
+from .plain_asserts import checked
 
 
 def guarded(x, bad=False):
@@ -27,6 +29,31 @@ def guarded(x, bad=False):
     return y
 
 
+def handled_return(x, bad=False):
+    try:
+        if bad:
+            raise ValueError
+        y = x + 1
+    except ValueError:
+        return x - 1  # returning from a handler: ROT_FOUR + POP_EXCEPT before 3.11
+    return y
+
+
+def return_through_finally(x):
+    try:
+        y = x + 1
+        return y  # 3.8: CALL_FINALLY runs the finally block as a subroutine
+    finally:
+        x = None
+
+
+def return_in_finally(x):
+    try:
+        y = x + 1
+    finally:
+        return x * y  # noqa: B012  (3.8: POP_FINALLY)
+
+
 def with_block(x, ctx):
     with ctx:
         y = x * 2
@@ -38,9 +65,35 @@ def generator(x):
     yield x * 2
 
 
+def delegating(x):
+    yield from generator(x)
+    yield x
+
+
 async def coroutine(x):
     await asyncio.sleep(0)
     return x + 1
+
+
+class Scale:
+    async def __aenter__(self):
+        return 2
+
+    async def __aexit__(self, *exc):
+        return False
+
+
+async def async_statements(x):
+    async def numbers(n):
+        for i in range(n):
+            yield i
+
+    total = 0
+    async with Scale() as k:
+        async for i in numbers(3):
+            total += i * k
+    await asyncio.sleep(0)
+    return x * total
 
 
 EXCEPTION_OPS = (
@@ -53,24 +106,87 @@ EXCEPTION_OPS = (
 )
 
 
-def test_try_without_raising_is_one_graph(backend):
-    assert_covers(guarded, *EXCEPTION_OPS)
+HANDLED_RETURN_OPS = ("ROT_FOUR", "POP_EXCEPT")
+
+if sys.version_info >= (3, 11):
+    from .exception_group_cases import handle_group
+
+    GROUP_CASES = [(handle_group, ("CHECK_EG_MATCH", "PREP_RERAISE_STAR|CALL_INTRINSIC_2"))]
+else:
+    GROUP_CASES = []
+
+TRY_CASES = [(guarded, EXCEPTION_OPS), (handled_return, HANDLED_RETURN_OPS)] + GROUP_CASES
+
+
+@covers_cases(TRY_CASES)
+@pytest.mark.parametrize("fn", [fn for fn, _ in TRY_CASES], ids=lambda fn: fn.__name__)
+def test_try_without_raising_is_one_graph(fn, backend):
     x = paddle.rand([3])
-    report = jit_core.explain(jit_core.optimize(guarded, backend=backend), x)
+    report = jit_core.explain(jit_core.optimize(fn, backend=backend), x)
     assert report.graph_count == 1 and report.break_count == 0, str(report)
-    assert_same(report.result, guarded(x))
+    assert_same(report.result, fn(x))
 
 
-def test_raising_runs_eagerly_with_the_reason(backend):
+@covers_cases(TRY_CASES)
+@pytest.mark.parametrize("fn", [fn for fn, _ in TRY_CASES], ids=lambda fn: fn.__name__)
+def test_raising_runs_eagerly_with_the_reason(fn, backend):
+    # the handlers and the exception-path opcodes run in CPython, as eager code does
     x = paddle.rand([3])
-    report = jit_core.explain(jit_core.optimize(guarded, backend=backend), x, True)
+    report = jit_core.explain(jit_core.optimize(fn, backend=backend), x, True)
     assert report.graph_count == 0 and report.break_count == 1, str(report)
-    assert report.breaks[0].reason.startswith("raising"), str(report)
-    assert_same(report.result, guarded(x, True))
+    # handle_group stops earlier: it builds the exceptions of its group first
+    first = "creating an instance" if fn.__name__ == "handle_group" else "raising"
+    assert report.breaks[0].reason.startswith(first), str(report)
+    assert_same(report.result, fn(x, True))
 
 
+FINALLY_CASES = [
+    (return_through_finally, ("CALL_FINALLY|RETURN_VALUE", "END_FINALLY|RETURN_VALUE")),
+    (return_in_finally, ("POP_FINALLY|RETURN_VALUE", "BEGIN_FINALLY|RETURN_VALUE")),
+]
+
+
+@covers_cases(FINALLY_CASES)
+@pytest.mark.parametrize("fn", [fn for fn, _ in FINALLY_CASES], ids=lambda fn: fn.__name__)
+def test_return_through_finally(fn, backend):
+    # 3.8 jumps into the finally block as a subroutine (CALL_FINALLY/POP_FINALLY), which
+    # runs eagerly; 3.9+ copy the finally block onto the return path, which is captured
+    subroutine = bool({"CALL_FINALLY", "POP_FINALLY"} & opcodes_of(fn))
+    x = paddle.rand([3])
+    report = jit_core.explain(jit_core.optimize(fn, backend=backend), x)
+    assert report.break_count == int(subroutine), str(report)
+    assert report.graph_count == int(not subroutine), str(report)
+    if subroutine:
+        assert "through a finally block" in report.breaks[0].reason, str(report)
+    assert_same(report.result, fn(x))
+
+
+@covers(checked, "LOAD_ASSERTION_ERROR|RAISE_VARARGS")
+def test_assert_passes_in_one_graph_and_fails_like_eager(backend):
+    x = paddle.rand([3])
+    report = jit_core.explain(jit_core.optimize(checked, backend=backend), x)
+    assert report.graph_count == 1 and report.break_count == 0, str(report)
+    assert_same(report.result, checked(x))
+    fast = jit_core.optimize(checked, backend=backend)
+    with pytest.raises(AssertionError, match="too long"):
+        fast(x, 2)
+    reason = fast.jit_stats.eager_frames["checked"]
+    # 3.8 has no LOAD_ASSERTION_ERROR: it calls AssertionError("too long") first
+    declared = (
+        "a failing assert"
+        if "LOAD_ASSERTION_ERROR" in opcodes_of(checked)
+        else "creating an instance of class AssertionError"
+    )
+    assert reason.startswith(declared), reason
+
+
+@covers(
+    with_block,
+    "SETUP_WITH|BEFORE_WITH",
+    "WITH_CLEANUP_START|WITH_EXCEPT_START",
+    "WITH_CLEANUP_FINISH|WITH_EXCEPT_START",
+)
 def test_with_block_runs_eagerly_with_the_reason(backend):
-    assert_covers(with_block, "SETUP_WITH|BEFORE_WITH", "WITH_CLEANUP_START|WITH_EXCEPT_START")
     x = paddle.rand([3])
     fast = jit_core.optimize(with_block, backend=backend)
     report = jit_core.explain(fast, x, paddle.no_grad())
@@ -78,16 +194,39 @@ def test_with_block_runs_eagerly_with_the_reason(backend):
     assert_same(report.result, with_block(x, paddle.no_grad()))
 
 
-@pytest.mark.parametrize("fn", [generator, coroutine], ids=["generator", "coroutine"])
+GENERATOR_CASES = [
+    (generator, ("YIELD_VALUE", "RETURN_GENERATOR|GEN_START|YIELD_VALUE")),
+    (delegating, ("GET_YIELD_FROM_ITER", "YIELD_FROM|SEND", "END_SEND|YIELD_FROM")),
+    (
+        coroutine,
+        (
+            "GET_AWAITABLE",
+            "YIELD_FROM|SEND",
+            "RETURN_GENERATOR|GET_AWAITABLE",
+            "JUMP_BACKWARD_NO_INTERRUPT|YIELD_FROM",
+            "CLEANUP_THROW|YIELD_FROM|SEND",
+        ),
+    ),
+    (
+        async_statements,
+        (
+            "BEFORE_ASYNC_WITH|SETUP_ASYNC_WITH",
+            "GET_AITER",
+            "GET_ANEXT",
+            "END_ASYNC_FOR",
+            "ASYNC_GEN_WRAP|YIELD_VALUE",
+        ),
+    ),
+]
+
+
+@covers_cases(GENERATOR_CASES)
+@pytest.mark.parametrize("fn", [fn for fn, _ in GENERATOR_CASES], ids=lambda fn: fn.__name__)
 def test_generators_and_coroutines_run_eagerly(fn, backend):
-    if fn is generator:
-        assert_covers(fn, "YIELD_VALUE", "RETURN_GENERATOR|GEN_START|YIELD_VALUE")
-    else:
-        assert_covers(fn, "GET_AWAITABLE", "YIELD_FROM|SEND", "RETURN_GENERATOR|GET_AWAITABLE")
     x = paddle.rand([3])
     fast = jit_core.optimize(fn, backend=backend)
-    if fn is generator:
-        assert_same(list(fast(x)), list(fn(x)))
-    else:
+    if asyncio.iscoroutinefunction(fn):
         assert_same(asyncio.run(fast(x)), asyncio.run(fn(x)))
+    else:
+        assert_same(list(fast(x)), list(fn(x)))
     assert fast.jit_stats.eager_frames[fn.__name__].startswith("generators and coroutines")

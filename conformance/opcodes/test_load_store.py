@@ -7,9 +7,9 @@ import paddle
 import pytest
 
 import jit_core
+from jit_opcodes.coverage import covers, covers_cases
 
 from ..helpers import assert_same
-from .coverage import assert_covers
 
 
 class Base(paddle.nn.Layer):
@@ -38,20 +38,19 @@ class ScaledLinear(paddle.nn.Linear):
         return super().forward(x) * 0.5
 
 
+@covers_cases(
+    (cls.forward, ("LOAD_SUPER_ATTR", "LOAD_GLOBAL"))
+    for cls in (ZeroArgSuper, TwoArgSuper, ScaledLinear)
+)
 @pytest.mark.parametrize(
-    "make, opnames",
-    [
-        (ZeroArgSuper, ("LOAD_SUPER_ATTR", "LOAD_GLOBAL")),
-        (TwoArgSuper, ("LOAD_SUPER_ATTR", "LOAD_GLOBAL")),
-        (lambda: ScaledLinear(4, 3), ("LOAD_SUPER_ATTR", "LOAD_GLOBAL")),
-    ],
+    "make",
+    [ZeroArgSuper, TwoArgSuper, lambda: ScaledLinear(4, 3)],
     ids=["zero-arg", "two-arg", "paddle-parent"],
 )
-def test_super_attribute_is_one_graph(make, opnames, backend):
+def test_super_attribute_is_one_graph(make, backend):
     paddle.seed(3)
     net = make()
     net.eval()
-    assert_covers(type(net).forward, *opnames)
     x = paddle.randn([2, 4])
     report = jit_core.explain(jit_core.optimize(net, backend=backend), x)
     assert report.graph_count == 1 and report.break_count == 0, str(report)
@@ -60,3 +59,94 @@ def test_super_attribute_is_one_graph(make, opnames, backend):
     assert_same(fast(x), net(x))
     assert_same(fast(x), net(x))
     assert fast.jit_stats.captures == 1
+
+
+def locals_and_attributes(x, scale=2.0):
+    n = x.shape[0]
+    tmp = x * scale
+    y = tmp.sum(axis=0)  # LOAD_METHOD before 3.12, LOAD_ATTR with the method bit on 3.12
+    del tmp
+    for i in range(n):
+        last = i
+    # `last` may be unbound here (an empty loop): LOAD_FAST_CHECK on 3.12
+    evens = [i * 2 for i in range(n)]  # 3.12 inlines it: LOAD_FAST_AND_CLEAR saves `i`
+    return y * last + sum(evens)
+
+
+@covers(
+    locals_and_attributes,
+    "LOAD_FAST",
+    "STORE_FAST",
+    "DELETE_FAST",
+    "LOAD_CONST",
+    "LOAD_ATTR",
+    "LOAD_METHOD|LOAD_ATTR",
+    "LOAD_FAST_CHECK",
+    "LOAD_FAST_AND_CLEAR",
+)
+def test_locals_and_attributes_in_one_graph(backend):
+    x = paddle.rand([3, 2])
+    report = jit_core.explain(jit_core.optimize(locals_and_attributes, backend=backend), x)
+    assert report.graph_count == 1 and report.break_count == 0, str(report)
+    assert_same(report.result, locals_and_attributes(x))
+
+
+CALLS = 0
+
+
+def count_calls(x):
+    global CALLS
+    CALLS += 1
+    return x * CALLS
+
+
+def scratch_global(x):
+    global SCRATCH
+    SCRATCH = x.shape[0]
+    y = x * SCRATCH
+    del SCRATCH
+    return y
+
+
+@covers(count_calls, "STORE_GLOBAL")
+@covers(scratch_global, "STORE_GLOBAL", "DELETE_GLOBAL")
+@pytest.mark.parametrize("fn", [count_calls, scratch_global])
+def test_global_stores_run_eagerly_with_the_same_effects(fn, backend):
+    global CALLS
+    x = paddle.rand([2])
+    CALLS = 0
+    expected = [fn(x), fn(x)]
+    after_eager = (CALLS, "SCRATCH" in globals())
+    CALLS = 0
+    fast = jit_core.optimize(fn, backend=backend)
+    assert_same([fast(x), fast(x)], expected)
+    assert (CALLS, "SCRATCH" in globals()) == after_eager
+    assert fast.jit_stats.eager_frames[fn.__name__].startswith("assigning or deleting a global"), (
+        fast.jit_stats.eager_frames
+    )
+
+
+class Record:
+    def __init__(self):
+        self.scratch = 0
+
+
+def store_and_delete_attributes(x, rec):
+    rec.last = x * 2
+    del rec.scratch
+    return rec.last + 1
+
+
+@covers(store_and_delete_attributes, "STORE_ATTR", "DELETE_ATTR")
+def test_attribute_stores_run_eagerly_with_the_same_effects(backend):
+    x = paddle.rand([2])
+    eager_rec, rec = Record(), Record()
+    expected = store_and_delete_attributes(x, eager_rec)
+    report = jit_core.explain(
+        jit_core.optimize(store_and_delete_attributes, backend=backend), x, rec
+    )
+    assert report.graph_count == 0 and report.break_count == 1, str(report)
+    assert report.breaks[0].reason.startswith("storing or deleting an attribute"), str(report)
+    assert_same(report.result, expected)
+    assert_same(rec.last, eager_rec.last)
+    assert vars(rec).keys() == vars(eager_rec).keys() == {"last"}

@@ -10,28 +10,33 @@ import paddle
 import pytest
 
 import jit_core
+from jit_opcodes.coverage import covers_cases
 
 from ..helpers import assert_same
-from .coverage import assert_covers
 
-pytestmark = pytest.mark.skipif(
-    sys.version_info < (3, 10), reason="match statements are Python 3.10+ syntax"
-)
+MATCH_SYNTAX = sys.version_info >= (3, 10)
+pytestmark = pytest.mark.skipif(not MATCH_SYNTAX, reason="match statements are Python 3.10+ syntax")
 
-CASES = [
-    ("sequence_pattern", ("MATCH_SEQUENCE", "GET_LEN")),
-    ("mapping_pattern", ("MATCH_MAPPING", "MATCH_KEYS", "COPY_DICT_WITHOUT_KEYS|DICT_UPDATE")),
-    ("class_pattern", ("MATCH_CLASS",)),
-    ("literal_and_guard", ("COMPARE_OP",)),
-]
-
-
-@pytest.mark.parametrize("name, opnames", CASES, ids=[c[0] for c in CASES])
-def test_match_statement_in_one_graph(name, opnames, backend):
+if MATCH_SYNTAX:
     from . import match_cases
 
-    fn = getattr(match_cases, name)
-    assert_covers(fn, *opnames)
+    CASES = [
+        (match_cases.sequence_pattern, ("MATCH_SEQUENCE", "GET_LEN")),
+        (
+            match_cases.mapping_pattern,
+            ("MATCH_MAPPING", "MATCH_KEYS", "COPY_DICT_WITHOUT_KEYS|DICT_UPDATE"),
+        ),
+        (match_cases.many_captures, ("MATCH_MAPPING", "ROT_N")),
+        (match_cases.class_pattern, ("MATCH_CLASS",)),
+        (match_cases.literal_and_guard, ("COMPARE_OP",)),
+    ]
+else:
+    CASES = []
+
+
+@covers_cases(CASES)
+@pytest.mark.parametrize("fn", [fn for fn, _ in CASES], ids=[fn.__name__ for fn, _ in CASES])
+def test_match_statement_in_one_graph(fn, backend):
     for shape in ([2, 3], [2, 3, 4, 5]):
         x = paddle.rand(shape)
         report = jit_core.explain(jit_core.optimize(fn, backend=backend), x)
@@ -40,8 +45,6 @@ def test_match_statement_in_one_graph(name, opnames, backend):
 
 
 def test_matching_a_tensor_value_runs_eagerly():
-    from . import match_cases
-
     x = paddle.rand([2, 3])
     for t in (paddle.zeros([1]), paddle.ones([1])):
         report = jit_core.explain(match_cases.tensor_value_pattern, x, t)

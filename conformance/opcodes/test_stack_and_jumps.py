@@ -7,9 +7,9 @@ import paddle
 import pytest
 
 import jit_core
+from jit_opcodes.coverage import covers, covers_cases
 
 from ..helpers import assert_same
-from .coverage import assert_covers
 
 
 def swaps(x, a=1, b=2, c=3):
@@ -42,7 +42,56 @@ def branches_and_loops(x, n=3, opt=None, flags=(True, False)):
     return x * total * scale + first + second
 
 
+def loops_on_python_values(x, items=(1, 2, 3), nxt={1: 2, 2: None}):  # noqa: B006
+    # on 3.11 a loop's condition at its bottom jumps backward: POP_JUMP_BACKWARD_IF_*
+    pending = list(items)
+    while pending:
+        pending.pop()
+    done = 0
+    while not done:
+        done = 1
+    cur = 1
+    while cur is not None:
+        cur = nxt.get(cur)
+    extra = None
+    while extra is None:
+        extra = 4
+    if done:
+        pass  # a NOP where the compiler keeps line numbers (3.10+)
+    return x * (done + extra + len(pending))
+
+
+def returns_and_nots(x, flag=False):
+    ok = not flag  # UNARY_NOT as a value, not a jump
+    if flag:
+        return x * ok
+    return 0  # RETURN_CONST on 3.12
+
+
+#: a branch longer than 255 code units: its jump needs EXTENDED_ARG on every version
+LONG_BRANCH = (
+    "def long_branch(x, flag=True):\n"
+    "    k = 0\n"
+    "    if flag:\n" + "        k = k + 1\n" * 100 + "    return x * k\n"
+)
+_namespace: dict = {}
+exec(compile(LONG_BRANCH, __file__, "exec"), _namespace)
+long_branch = _namespace["long_branch"]
+
+
 CASES = [
+    (
+        loops_on_python_values,
+        (
+            "POP_JUMP_BACKWARD_IF_TRUE|POP_JUMP_IF_TRUE",
+            "POP_JUMP_BACKWARD_IF_FALSE|POP_JUMP_IF_FALSE",
+            "POP_JUMP_BACKWARD_IF_NONE|POP_JUMP_IF_NONE|IS_OP",
+            "POP_JUMP_BACKWARD_IF_NOT_NONE|POP_JUMP_IF_NOT_NONE|IS_OP",
+            "NOP|JUMP_ABSOLUTE",
+            "RESUME",
+        ),
+    ),
+    (long_branch, ("EXTENDED_ARG",)),
     (
         swaps,
         (
@@ -72,10 +121,21 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("fn, opnames", CASES, ids=[c[0].__name__ for c in CASES])
-def test_python_control_beside_one_graph(fn, opnames, backend):
-    assert_covers(fn, *opnames)
+@covers_cases(CASES)
+@pytest.mark.parametrize("fn", [fn for fn, _ in CASES], ids=lambda fn: fn.__name__)
+def test_python_control_beside_one_graph(fn, backend):
     x = paddle.rand([3])
     report = jit_core.explain(jit_core.optimize(fn, backend=backend), x)
     assert report.graph_count == 1 and report.break_count == 0, str(report)
     assert_same(report.result, fn(x))
+
+
+@covers(returns_and_nots, "RETURN_VALUE", "RETURN_CONST", "UNARY_NOT")
+@pytest.mark.parametrize("flag", [True, False])
+def test_both_returns(flag, backend):
+    x = paddle.rand([3])
+    report = jit_core.explain(jit_core.optimize(returns_and_nots, backend=backend), x, flag)
+    assert report.break_count == 0, str(report)
+    # the path that returns a tensor holds one graph; the other has no tensor work
+    assert report.graph_count == 1 and ("no graph" in report.graphs[0].code) == (not flag)
+    assert_same(report.result, returns_and_nots(x, flag))

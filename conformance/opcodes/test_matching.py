@@ -44,9 +44,11 @@ def test_match_statement_in_one_graph(fn, backend):
         assert_same(report.result, fn(x))
 
 
-def test_matching_a_tensor_value_runs_eagerly():
+def test_matching_a_tensor_value_breaks_the_graph():
     x = paddle.rand([2, 3])
     for t in (paddle.zeros([1]), paddle.ones([1])):
         report = jit_core.explain(match_cases.tensor_value_pattern, x, t)
-        assert report.graph_count == 0 and report.break_count == 1, str(report)
+        # the comparison's graph, the break at the branch, the case that runs
+        assert report.graph_count == 2 and report.break_count == 1, str(report)
+        assert report.breaks[0].graph_break and "branch" in report.breaks[0].reason
         assert_same(report.result, match_cases.tensor_value_pattern(x, t))

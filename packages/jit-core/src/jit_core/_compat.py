@@ -163,3 +163,58 @@ def load_fast(name: str) -> List[Instr]:
 
 def load_const(value: Any) -> List[Instr]:
     return [Instr("LOAD_CONST", value)]
+
+
+# --------------------------------------------------------------------- graph breaks
+
+#: 3.11+: try blocks are ranges of an exception table; before, SETUP_* instructions
+HAS_EXCEPTION_TABLE = PY_VERSION >= (3, 11)
+_SETUP_OPS = ("SETUP_FINALLY", "SETUP_WITH", "SETUP_ASYNC_WITH")
+
+
+def protected_ranges(code) -> List[tuple]:
+    """``(start, end)`` offsets (end excluded) of the instructions inside a try or with
+    block: a graph cannot break there, since the resumed code would lose the handler."""
+    if HAS_EXCEPTION_TABLE:
+        # dis has no public reader of the table before 3.13
+        return [(e.start, e.end) for e in dis._parse_exception_table(code)]
+    return [
+        (inst.offset, inst.argval)
+        for inst in dis.get_instructions(code)
+        if inst.opname in _SETUP_OPS
+    ]
+
+
+def pop_jump_forward(if_true: bool) -> str:
+    """The opname of "pop the top, jump forward if its truth is ``if_true``"."""
+    if PY_VERSION == (3, 11):
+        return "POP_JUMP_FORWARD_IF_TRUE" if if_true else "POP_JUMP_FORWARD_IF_FALSE"
+    return "POP_JUMP_IF_TRUE" if if_true else "POP_JUMP_IF_FALSE"
+
+
+def dup_top() -> List[Instr]:
+    return [Instr("COPY", 1)] if PY_VERSION >= (3, 11) else [Instr("DUP_TOP")]
+
+
+def push_null() -> List[Instr]:
+    """A NULL below a callable (3.11+); earlier versions have no way to push one."""
+    if not CALL_NEEDS_NULL:
+        raise ValueError("NULL cannot be pushed before Python 3.11")
+    return [Instr("PUSH_NULL")]
+
+
+def call_ex(with_kwargs: bool) -> List[Instr]:
+    """Call ``fn(*args[, **kwargs])`` pushed by ``load_callable_const``, args, kwargs."""
+    return [Instr("CALL_FUNCTION_EX", int(with_kwargs))]
+
+
+def unpack_sequence(n: int) -> List[Instr]:
+    return [Instr("UNPACK_SEQUENCE", n)]
+
+
+def pop_top() -> List[Instr]:
+    return [Instr("POP_TOP")]
+
+
+def jump_forward(label) -> List[Instr]:
+    return [Instr("JUMP_FORWARD", label)]

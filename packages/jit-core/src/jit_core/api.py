@@ -41,7 +41,8 @@ def _stats(ctx: CompileContext) -> JitStats:
     eager = {code.co_name: c.eager_reason for code, c in ctx.cache.items() if c.eager_reason}
     entries = {code.co_name: len(c.entries) for code, c in ctx.cache.items() if c.entries}
     compiled = sum(1 for e in ctx.events if e.compiled)
-    return JitStats(len(ctx.events), compiled, eager, entries)
+    captures = sum(1 for e in ctx.events if not e.graph_break)
+    return JitStats(captures, compiled, eager, entries)
 
 
 _MISS = object()

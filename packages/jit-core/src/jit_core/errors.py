@@ -30,6 +30,24 @@ class Unsupported(Exception):
         #: "file:line" and the instruction, filled in by the executor that caught it
         self.location: Optional[str] = None
         self.instruction: Optional[str] = None
+        #: the instruction of the captured frame itself that was running (the call site
+        #: when the reason lies in an inlined function), and how many instructions that
+        #: frame had run: where a graph break can go
+        self.root_instruction = None
+        self.root_location: Optional[str] = None
+        self.root_step: Optional[int] = None
+
+    def move_to_root(self) -> None:
+        """Report the break where the captured frame itself stopped (the call site, when
+        the reason lies in a function it called), keeping the inner place in the reason."""
+        inst = self.root_instruction
+        arg = f" {inst.argrepr}" if inst.argrepr else ""
+        here = f"{inst.opname}{arg}"
+        if (self.location, self.instruction) != (self.root_location, here):
+            self.reason = (
+                f"{self.reason} (inside the call, at {self.location} [{self.instruction}])"
+            )
+            self.location, self.instruction = self.root_location, here
 
     def describe(self) -> str:
         where = f" at {self.location}" if self.location else ""

@@ -22,6 +22,8 @@ from paddle.framework import core as _core
 from paddle.nn.layer import layers as _layers
 
 from . import _compat, plugins
+from .codegen import breaks as graph_breaks
+from .codegen import resume as resume_codes
 from .codegen.frame import GENERATED_CODES, build_code, collect_tensors, disassemble
 from .config import Options
 from .errors import BackendCompileError, GraphBreakError, Unsupported
@@ -126,6 +128,10 @@ class CacheEntry:
     #: the backend that compiled the graph, and why it is not the one asked for
     backend: Optional[str] = None
     backend_note: Optional[str] = None
+    #: the graph break this entry's code ends with (reason, location, instruction), and
+    #: the resume functions it calls
+    graph_break: Optional[Unsupported] = None
+    resumes: List[types.CodeType] = field(default_factory=list)
 
 
 @dataclass
@@ -141,6 +147,8 @@ class Traced:
     sources: list = field(default_factory=list)
     examples: list = field(default_factory=list)
     pass_records: List[PassRecord] = field(default_factory=list)
+    #: set when the capture stopped at a graph break
+    point: Optional[graph_breaks.BreakPoint] = None
 
 
 class CodeCache:
@@ -187,6 +195,40 @@ class CaptureEvent:
     reason: Optional[str] = None
     break_location: Optional[str] = None
     instruction: Optional[str] = None
+    #: a graph break inside a compiled frame (not a capture of its own)
+    graph_break: bool = False
+    #: the resume functions a graph break calls: (name, disassembly)
+    resumes: List[tuple] = field(default_factory=list)
+
+
+class _HookedCall:
+    """Runs the call that broke a graph with the frame hook on, so that the callee (a
+    sublayer whose forward breaks, a helper that prints) is captured on its own."""
+
+    __slots__ = ("ctx",)
+
+    def __init__(self, ctx: CompileContext):
+        self.ctx = ctx
+
+    def __call__(self, fn, args, kwargs):
+        prev = set_eval_frame(self.ctx.callback)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            set_eval_frame(prev)
+
+
+class _ResumeCall:
+    """Runs a resume function through the cache, like a target called by the user."""
+
+    __slots__ = ("ctx", "fn")
+
+    def __init__(self, ctx: CompileContext, fn: types.FunctionType):
+        self.ctx = ctx
+        self.fn = fn
+
+    def __call__(self, stack: tuple, local_values: tuple):
+        return self.ctx.run_direct(self.fn, stack + local_values, {})
 
 
 @contextlib.contextmanager
@@ -242,6 +284,9 @@ class CompileContext:
         self._signatures: Dict[types.CodeType, inspect.Signature] = {}
         self._warned_training = False
         self._entry_functions: Dict[types.CodeType, Callable] = {}
+        self._hooked_call = _HookedCall(self)
+        #: (code, offset, stack size, live locals) -> the resume callable
+        self._resumes: Dict[tuple, _ResumeCall] = {}
 
     # ------------------------------------------------------------------ the hook
     def _callback(self, frame) -> FrameResult:
@@ -356,24 +401,51 @@ class CompileContext:
                 return RUN_ORIGINAL
             cache.add(entry)
             self.events.append(CaptureEvent(code.co_name, location, True, entry))
+            brk = entry.graph_break
+            if brk is not None:
+                self.events.append(
+                    CaptureEvent(
+                        code.co_name,
+                        location,
+                        False,
+                        None,
+                        brk.reason,
+                        brk.location,
+                        brk.instruction,
+                        graph_break=True,
+                        resumes=[resume_codes.describe_resume(c) for c in entry.resumes],
+                    )
+                )
+                breaks_log.info("graph break in %s: %s", code.co_name, brk.describe())
             return entry.result
 
     # ------------------------------------------------------------------ capture
-    def trace(self, frame, code: types.CodeType) -> Traced:
+    def trace(self, frame, code: types.CodeType, stop: Optional[Unsupported] = None) -> Traced:
         """Run the symbolic executor over ``frame`` and the graph passes over its graph.
 
-        Raises ``Unsupported`` when the frame cannot be captured."""
+        Raises ``Unsupported`` when the frame cannot be captured. With ``stop`` (what
+        stopped an earlier capture of the same frame), the capture ends just before the
+        instruction where that happened: the graph of a frame that breaks there."""
         output = OutputGraph()
         f_globals = frame.f_globals
         with _preserve_rng():
             tx = Translator(code, f_globals, output, f_globals)
             root_locals(code, _compat.frame_locals(frame), tx)
+            point = None
+            if stop is not None:
+                tx.stop_at_step = stop.root_step
             ret = tx.run()
             tensors: list = []
-            collect_tensors(ret, tensors)
+            if tx.stopped:
+                if tx.instructions[tx.ip].offset != stop.root_instruction.offset:
+                    raise Unsupported("the capture did not stop where it broke before")
+                point = graph_breaks.break_point(tx, stop.root_instruction)
+                tensors = graph_breaks.tensors_to_rebuild(point.values())
+            else:
+                collect_tensors(ret, tensors)
             self._counter += 1
             n = self._counter
-            traced = Traced(n, output, ret, tensors)
+            traced = Traced(n, output, ret, tensors, point=point)
             if tensors:
                 output.set_outputs(tensors)
                 gm = GraphModule(output.root, output.graph, class_name=f"Graph_{code.co_name}_{n}")
@@ -400,7 +472,21 @@ class CompileContext:
         return facts
 
     def _capture(self, frame, code: types.CodeType) -> CacheEntry:
-        traced = self.trace(frame, code)
+        stop = None
+        try:
+            traced = self.trace(frame, code)
+        except Unsupported as e:
+            why = self._why_no_break(code, e)
+            if why is not None:
+                if why:
+                    e.reason = f"{e.reason}; {why}"
+                raise
+            stop = e
+            try:
+                traced = self.trace(frame, code, stop=e)
+            except Unsupported as again:
+                e.reason = f"{e.reason}; and the graph could not break there: {again.reason}"
+                raise e from None
         gm, n = traced.graph_module, traced.number
         compiled = None
         op_count = 0
@@ -420,7 +506,30 @@ class CompileContext:
                     f"{code.co_name}: {type(e).__name__}: {e}"
                 ) from e
             graphs_log.info("graph of %s:\n%s", code.co_name, gm.code)
-        new_code = build_code(code, compiled, traced.sources, traced.tensors, traced.ret)
+        resumes: List[types.CodeType] = []
+        if stop is None:
+            new_code = build_code(code, compiled, traced.sources, traced.tensors, traced.ret)
+        else:
+
+            def make_resume(offset: int, nstack: int, live) -> _ResumeCall:
+                call = self._resume_call(code, offset, nstack, live, frame.f_globals)
+                resumes.append(call.fn.__code__)
+                return call
+
+            try:
+                new_code = graph_breaks.build_break_code(
+                    code,
+                    compiled,
+                    traced.sources,
+                    traced.tensors,
+                    traced.point,
+                    self._hooked_call,
+                    make_resume,
+                )
+            except Unsupported as again:
+                stop.reason = f"{stop.reason}; and the graph could not break there: {again.reason}"
+                raise stop from None
+            stop.move_to_root()
         guard = traced.output.guards.build(f"guard_{_identifier(code.co_name)}_{n}")
         guards_log.info("%s", guard.readable())
         if bytecode_log.isEnabledFor(10):
@@ -441,7 +550,29 @@ class CompileContext:
             pass_records=traced.pass_records,
             backend=backend.name if gm is not None else None,
             backend_note=backend_note,
+            graph_break=stop,
+            resumes=resumes,
         )
+
+    def _why_no_break(self, code: types.CodeType, e: Unsupported) -> Optional[str]:
+        """None when the graph can break where ``e`` stopped the capture of ``code``; else
+        why not ("" when there is nothing to add to the reason)."""
+        if self.options.full_graph or e.root_instruction is None:
+            return ""
+        return graph_breaks.why_not_here(code, e.root_instruction)
+
+    def _resume_call(self, code, offset: int, nstack: int, live, f_globals) -> _ResumeCall:
+        key = (code, offset, nstack, tuple(live))
+        call = self._resumes.get(key)
+        if call is None:
+            resume_code = resume_codes.build_resume_code(code, offset, nstack, live)
+            fn = types.FunctionType(resume_code, f_globals, resume_code.co_name)
+            self.targets.add(resume_code)
+            self.direct_codes.add(resume_code)
+            self._positional_codes.add(resume_code)
+            _never_skip([resume_code])
+            call = self._resumes[key] = _ResumeCall(self, fn)
+        return call
 
     def _inference_backend(self, gm, traced: Traced):
         """The backend for a graph when the chosen one is for inference only (computes no

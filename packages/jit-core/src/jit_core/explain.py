@@ -14,17 +14,25 @@ from .eval_frame import CompileContext
 
 @dataclass
 class BreakInfo:
-    """A frame (or, later, a point in one) that could not be captured, and why."""
+    """A frame that runs eagerly, or a graph break inside a compiled frame, and why."""
 
     frame: str
     reason: str
     location: Optional[str]
     instruction: Optional[str]
+    #: a graph break (the frame goes on in resume functions), not an eager frame
+    graph_break: bool = False
+    #: the resume functions the break calls: (name, ``dis`` of their code)
+    resumes: List[tuple] = field(default_factory=list)
 
     def __str__(self) -> str:
         where = f" at {self.location}" if self.location else ""
         inst = f" [{self.instruction}]" if self.instruction else ""
-        return f"{self.frame}: {self.reason}{where}{inst}"
+        kind = "graph break: " if self.graph_break else ""
+        then = ""
+        if self.resumes:
+            then = "; resumes in " + ", ".join(name for name, _ in self.resumes)
+        return f"{self.frame}: {kind}{self.reason}{where}{inst}{then}"
 
 
 @dataclass
@@ -72,8 +80,10 @@ class ExplainOutput:
 
         Per graph: ``NN_<frame>.graph.py`` (the generated ``forward``),
         ``NN_<frame>.guard.py`` (the guard function and its constants) and
-        ``NN_<frame>.bytecode.txt`` (``dis`` of the transformed code); ``explain.txt`` holds
-        the whole report, breaks included.
+        ``NN_<frame>.bytecode.txt`` (``dis`` of the transformed code); per resume function
+        of a graph break, ``<name>.resume.txt`` (``dis`` of its code: the original code with
+        the prefix that enters it at the break); ``explain.txt`` holds the whole report,
+        breaks included.
         """
         os.makedirs(directory, exist_ok=True)
         written = []
@@ -89,6 +99,9 @@ class ExplainOutput:
             write(f"{stem}.graph.py", f"# {g.frame} ({g.location}), {g.op_count} ops\n{g.code}")
             write(f"{stem}.guard.py", g.guard)
             write(f"{stem}.bytecode.txt", g.transformed_bytecode)
+        for b in self.breaks:
+            for name, text in b.resumes:
+                write(f"{name}.resume.txt", text)
         write("explain.txt", str(self))
         return written
 
@@ -152,7 +165,16 @@ def explain(fn: Callable, *args, backend: Optional[str] = None, **kwargs) -> Exp
                 )
             )
         else:
-            out.breaks.append(BreakInfo(ev.code_name, ev.reason, ev.break_location, ev.instruction))
+            out.breaks.append(
+                BreakInfo(
+                    ev.code_name,
+                    ev.reason,
+                    ev.break_location,
+                    ev.instruction,
+                    ev.graph_break,
+                    list(ev.resumes),
+                )
+            )
     return out
 
 

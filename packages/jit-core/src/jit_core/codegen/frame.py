@@ -60,9 +60,14 @@ class _Emitter:
             self.instrs += _compat.build_tuple(len(v.items))
             return
         if isinstance(v, ListVariable):
+            subclass = v.container_type is not list
+            if subclass:  # paddle.Size: a list subclass made from a list
+                self.instrs += _compat.load_callable_const(v.container_type)
             for item in v.items:
                 self.value(item)
             self.instrs += _compat.build_list(len(v.items))
+            if subclass:
+                self.instrs += _compat.call(1)
             return
         if isinstance(v, SetVariable):
             # a new set on every call, as the original code makes one

@@ -96,14 +96,21 @@ class Translator:
         #: per-opcode scratch space for handlers (e.g. a block stack on 3.8-3.10)
         self.scratch: Dict[str, Any] = {}
         self.steps = 0
+        #: stop (with the state intact) before the instruction that would be this step:
+        #: how the capture of a frame that breaks ends (see codegen.breaks)
+        self.stop_at_step: Optional[int] = None
+        self.stopped = False
 
     # ------------------------------------------------------------------ running
-    def run(self) -> VariableTracker:
+    def run(self) -> Optional[VariableTracker]:
         handlers = plugins.opcode_handlers()
         insts = self.instructions
         while not self.done:
             if self.ip >= len(insts):
                 raise Unsupported("fell off the end of the bytecode")
+            if self.stop_at_step is not None and self.steps + 1 == self.stop_at_step:
+                self.stopped = True
+                return None
             inst = insts[self.ip]
             self.ip += 1
             self.current = inst
@@ -124,6 +131,10 @@ class Translator:
                 if e.location is None:
                     e.location = self.location()
                     e.instruction = self.describe_instruction(inst)
+                if self.parent is None and e.root_step is None:
+                    e.root_step = self.steps
+                    e.root_instruction = inst
+                    e.root_location = self.location()
                 raise
         assert self.return_value is not None
         return self.return_value

@@ -15,7 +15,7 @@ from .. import guards
 from ..errors import Unsupported
 from ..skipfiles import is_library_module, is_skipped_file
 from ..sources import ItemSource, Source
-from .base import KnownValueVariable, VariableTracker
+from .base import KnownValueVariable, NullVariable, VariableTracker, call_first
 from .constant import ConstantVariable
 from .containers import DictVariable, ListVariable, TupleVariable
 from .functions import (
@@ -81,6 +81,9 @@ def _guard(tx, source, kind, value=None):
 
 
 def _wrap(tx, value: Any, source: Optional[Source], owned_by_layer: bool) -> VariableTracker:
+    if value is call_first:
+        _guard(tx, source, guards.ID_MATCH, value)
+        return NullVariable()
     if is_tensor(value):
         if tx is None:
             raise Unsupported("a tensor constant without a source")

@@ -63,7 +63,10 @@ class TensorVariable(VariableTracker):
     def var_getattr(self, tx, name: str) -> VariableTracker:
         ex = self.example
         if name == "shape":
-            return ListVariable([ConstantVariable(int(d)) for d in ex.shape])
+            shape = ListVariable([ConstantVariable(int(d)) for d in ex.shape])
+            # Paddle 3.1+ returns paddle.Size, a list subclass: rebuilt values keep it
+            shape.container_type = type(ex.shape)
+            return shape
         if name in _METADATA_ATTRS:
             return ConstantVariable(getattr(ex, name))
         if name == "T":

@@ -1,0 +1,325 @@
+"""Graph breaks: the code that replaces a frame whose capture stopped at an instruction.
+
+When the symbolic executor meets an instruction it cannot simulate in the frame it
+captures (a call that prints, reads a tensor's value or mutates it; a branch on a tensor's
+value), the frame is captured again up to that instruction, and its replacement
+
+1. runs the graph of everything before the break,
+2. rebuilds the values of the live locals and of the stack, from the graph's outputs and
+   from where the other values came from,
+3. runs the instruction itself in CPython (a call goes through ``hooked_call``, which
+   turns the frame hook on so the callee is captured on its own; a branch tests the real
+   value), and
+4. returns what a resume function (``codegen.resume``) returns: the rest of the frame,
+   entered with the stack and the live locals, captured on its own when it runs.
+
+Where a break would not be exact (inside a try or with block, inside a loop, in a frame
+with closures) the frame runs eagerly instead, and ``explain()`` says why.
+"""
+
+from __future__ import annotations
+
+import dis
+import types
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+from bytecode import Instr, Label
+
+from .. import _compat
+from ..errors import Unsupported
+from ..sources import Source
+from ..variables import (
+    DictVariable,
+    NullVariable,
+    TensorVariable,
+    TupleVariable,
+    VariableTracker,
+)
+from ..variables.base import KnownValueVariable, call_first
+from ..variables.containers import BaseListVariable
+from ..variables.functions import BoundMethodVariable, UserMethodVariable
+from . import resume
+from .frame import _GEN_FLAGS, GENERATED_CODES, OUT_LOCAL, _Emitter
+
+STACK_LOCAL = "___jit_stack"
+LOCALS_LOCAL = "___jit_locals"
+
+CALLS = {"CALL_FUNCTION", "CALL_FUNCTION_KW", "CALL_METHOD", "CALL", "CALL_FUNCTION_EX"}
+#: opname -> (jumps when the value is true, keeps the value on the stack when it jumps)
+JUMPS = {
+    "POP_JUMP_IF_FALSE": (False, False),
+    "POP_JUMP_IF_TRUE": (True, False),
+    "POP_JUMP_FORWARD_IF_FALSE": (False, False),
+    "POP_JUMP_FORWARD_IF_TRUE": (True, False),
+    "JUMP_IF_FALSE_OR_POP": (False, True),
+    "JUMP_IF_TRUE_OR_POP": (True, True),
+}
+
+
+def why_not_here(code: types.CodeType, inst: dis.Instruction) -> Optional[str]:
+    """Why the graph cannot break at ``inst`` (the frame then runs eagerly), or None;
+    "" when only calls and branches can break and the reason needs nothing added."""
+    if inst.opname not in CALLS and inst.opname not in JUMPS:
+        return ""  # the reason says it all
+    if code.co_cellvars or code.co_freevars:
+        return "the graph cannot break in a frame with closures (cell or free variables) yet"
+    if resume.protected(code, inst.offset):
+        return "the graph cannot break inside a try or with block"
+    if resume.in_loop(code, inst.offset):
+        return "the graph cannot break inside a loop (each iteration would need its own graph)"
+    return None
+
+
+@dataclass
+class CallParts:
+    """A call instruction decoded from the tracker stack."""
+
+    consumed: int
+    fn: VariableTracker
+    args: List[VariableTracker] = field(default_factory=list)
+    kwargs: Dict[str, VariableTracker] = field(default_factory=dict)
+    #: CALL_FUNCTION_EX: the argument tuple and keyword dict as they are
+    args_obj: Optional[VariableTracker] = None
+    kwargs_obj: Optional[VariableTracker] = None
+
+    def values(self) -> List[VariableTracker]:
+        out = [self.fn, *self.args, *self.kwargs.values()]
+        return out + [v for v in (self.args_obj, self.kwargs_obj) if v is not None]
+
+
+def decode_call(stack: Sequence[VariableTracker], inst: dis.Instruction, kw_names) -> CallParts:
+    """The callee and arguments a call instruction would take from ``stack``."""
+    op, n = inst.opname, inst.arg or 0
+    if op == "CALL_FUNCTION":
+        return CallParts(n + 1, stack[-n - 1], list(stack[len(stack) - n :]))
+    if op == "CALL_FUNCTION_KW":
+        names = stack[-1].as_python_constant()
+        values = list(stack[len(stack) - n - 1 : -1])
+        pos = values[: n - len(names)]
+        return CallParts(n + 2, stack[-n - 2], pos, dict(zip(names, values[len(pos) :])))
+    if op in ("CALL_METHOD", "CALL"):
+        args = list(stack[len(stack) - n :])
+        second, first = stack[-n - 1], stack[-n - 2]
+        fn = second
+        if not isinstance(first, NullVariable):
+            fn, args = first, [second] + args
+        kwargs: Dict[str, VariableTracker] = {}
+        if op == "CALL" and kw_names:
+            pos = args[: len(args) - len(kw_names)]
+            kwargs = dict(zip(kw_names, args[len(pos) :]))
+            args = pos
+        return CallParts(n + 2, fn, args, kwargs)
+    if op == "CALL_FUNCTION_EX":
+        i = 1
+        kwargs_obj = None
+        if inst.arg & 1:
+            kwargs_obj = stack[-i]
+            i += 1
+        args_obj = stack[-i]
+        fn = stack[-i - 1]
+        consumed = i + 1 + (1 if _compat.CALL_NEEDS_NULL else 0)
+        return CallParts(consumed, fn, args_obj=args_obj, kwargs_obj=kwargs_obj)
+    raise Unsupported(f"{op} is not a call")
+
+
+def _method_parts(fn: VariableTracker, args: List[VariableTracker]):
+    """A method of a user object is called as its function with the object first."""
+    if isinstance(fn, UserMethodVariable):
+        return KnownValueVariable(fn.fn), [fn.obj] + list(args)
+    return fn, list(args)
+
+
+class BreakEmitter(_Emitter):
+    """Rebuilds the values live at a break: more kinds than a return value can be."""
+
+    def value(self, v: VariableTracker) -> None:
+        if isinstance(v, TensorVariable) and v.source is not None:
+            # an input or a parameter: the very object, so in-place work after the break
+            # changes what eager Paddle would change
+            self.instrs += v.source.reconstruct(self.code)
+            return
+        if isinstance(v, NullVariable):
+            self.instrs += _compat.load_const(call_first)
+            return
+        if isinstance(v, BoundMethodVariable):
+            self.value(v.obj)
+            self.instrs += _compat.load_attr(v.name)
+            return
+        if isinstance(v, UserMethodVariable):
+            self.instrs += _compat.load_callable_const(types.MethodType)
+            self.instrs += _compat.load_const(v.fn)
+            self.value(v.obj)
+            self.instrs += _compat.call(2)
+            return
+        if isinstance(v, KnownValueVariable) and v.source is None:
+            self.instrs += _compat.load_const(v.value)
+            return
+        super().value(v)
+
+
+def tensors_to_rebuild(values: Sequence[VariableTracker]) -> List[TensorVariable]:
+    """The graph outputs a break needs: the tensors made by the graph (inputs and
+    parameters are loaded from where they came from), each once, in order."""
+    out: List[TensorVariable] = []
+    seen: set = set()
+
+    def visit(v):
+        if isinstance(v, TensorVariable):
+            if v.source is None and id(v.node) not in seen:
+                seen.add(id(v.node))
+                out.append(v)
+        elif isinstance(v, BaseListVariable) and v.source is None:
+            for item in v.items:
+                visit(item)
+        elif isinstance(v, DictVariable) and v.source is None:
+            for item in v.items.values():
+                visit(item)
+        elif isinstance(v, (BoundMethodVariable, UserMethodVariable)):
+            visit(v.obj)
+
+    for v in values:
+        visit(v)
+    return out
+
+
+@dataclass
+class BreakPoint:
+    """The state of the frame just before the instruction that breaks the graph."""
+
+    inst: dis.Instruction
+    stack: List[VariableTracker]
+    live: List[str]
+    local_values: List[VariableTracker]
+    call: Optional[CallParts] = None
+    #: filled by ``build_break_code``: (name, offset, stack size) of each resume function
+    resumes: List[tuple] = field(default_factory=list)
+
+    def values(self) -> List[VariableTracker]:
+        out = list(self.stack) + list(self.local_values)
+        if self.call is not None:
+            out += self.call.values()
+        return out
+
+
+def break_point(tx, inst: dis.Instruction) -> BreakPoint:
+    """Decode the stopped root translator ``tx`` at ``inst``."""
+    code = tx.code
+    starts = [_next_offset(code, inst)]
+    if inst.opname in JUMPS:
+        starts.append(inst.argval)
+    live = sorted(n for n in resume.live_locals(code, starts) if n in tx.symbolic_locals)
+    stack = list(tx.stack)
+    call = decode_call(stack, inst, tx.kw_names) if inst.opname in CALLS else None
+    if call is not None:
+        call.fn, call.args = _method_parts(call.fn, call.args)
+    return BreakPoint(inst, stack, live, [tx.symbolic_locals[n] for n in live], call)
+
+
+def _next_offset(code: types.CodeType, inst: dis.Instruction) -> int:
+    insts = [i for i in _compat.instructions(code) if i.opname != "EXTENDED_ARG"]
+    for i, candidate in enumerate(insts):
+        if candidate.offset == inst.offset:
+            return insts[i + 1].offset
+    raise Unsupported(f"no instruction after {inst.opname} at {inst.offset}")
+
+
+def build_break_code(
+    code: types.CodeType,
+    compiled: Optional[Callable],
+    input_sources: Sequence[Source],
+    outputs: Sequence[TensorVariable],
+    point: BreakPoint,
+    hooked_call: Callable,
+    make_resume: Callable[[int, int, Sequence[str]], Callable],
+) -> types.CodeType:
+    """The replacement of ``code`` for a capture that stopped at ``point``.
+
+    ``make_resume(offset, nstack, live)`` gives the callable that runs the rest of the frame
+    from ``offset``: ``resume(stack_tuple, locals_tuple)``."""
+    from bytecode import Bytecode
+
+    bc = Bytecode.from_code(code)
+    bc.clear()
+    bc.flags = bc.flags & ~_GEN_FLAGS
+    em = BreakEmitter(code, {id(t.node): i for i, t in enumerate(outputs)})
+    out: List[Any] = list(_compat.prologue(code))
+    if compiled is not None:
+        out += _compat.load_callable_const(compiled)
+        for src in input_sources:
+            out += src.reconstruct(code)
+        out += _compat.call(len(input_sources))
+        out += _compat.store_fast(OUT_LOCAL)
+
+    def emit(v: VariableTracker) -> None:
+        em.instrs = []
+        em.value(v)
+        out.extend(em.instrs)
+
+    # the live locals first, while every source still reads the frame as it was
+    for v in point.local_values:
+        emit(v)
+    out += _compat.build_tuple(len(point.local_values)) + _compat.store_fast(LOCALS_LOCAL)
+
+    def resume_call(offset: int, nstack: int) -> None:
+        fn = make_resume(offset, nstack, point.live)
+        point.resumes.append((resume.resume_name(code, offset), offset, nstack))
+        out.extend(_compat.build_tuple(nstack) + _compat.store_fast(STACK_LOCAL))
+        out.extend(_compat.load_callable_const(fn))
+        out.extend(_compat.load_fast(STACK_LOCAL) + _compat.load_fast(LOCALS_LOCAL))
+        out.extend(_compat.call(2) + _compat.return_value())
+
+    inst = point.inst
+    if point.call is not None:
+        call = point.call
+        rest = point.stack[: len(point.stack) - call.consumed]
+        for v in rest:
+            emit(v)
+        out += _compat.load_callable_const(hooked_call)
+        emit(call.fn)
+        if call.args_obj is not None:
+            emit(call.args_obj)
+        else:
+            emit(TupleVariable(call.args))
+        if call.kwargs_obj is not None:
+            emit(call.kwargs_obj)
+        else:
+            emit(DictVariable(dict(call.kwargs)))
+        out += _compat.call(3)
+        resume_call(_next_offset(code, inst), len(rest) + 1)
+    else:
+        jump_if_true, keeps = JUMPS[inst.opname]
+        rest = point.stack[:-1]
+        for v in rest:
+            emit(v)
+        emit(point.stack[-1])
+        taken = Label()
+        if keeps:
+            out += _compat.dup_top()
+        out.append(Instr(_compat.pop_jump_forward(jump_if_true), taken))
+        if keeps:
+            out += _compat.pop_top()
+        resume_call(_next_offset(code, inst), len(rest))
+        out.append(taken)
+        resume_call(inst.argval, len(rest) + (1 if keeps else 0))
+    line = code.co_firstlineno
+    for ins in out:
+        if isinstance(ins, Instr) and ins.lineno is None:
+            ins.lineno = line
+    bc.extend(out)
+    new_code = bc.to_code()
+    GENERATED_CODES.add(new_code)
+    return new_code
+
+
+__all__ = [
+    "BreakPoint",
+    "CALLS",
+    "JUMPS",
+    "break_point",
+    "build_break_code",
+    "call_first",
+    "decode_call",
+    "tensors_to_rebuild",
+    "why_not_here",
+]

@@ -1,0 +1,191 @@
+"""Resume functions: the rest of a frame after a graph break, as a function of its own.
+
+A resume function is the original code with a short prefix: its arguments are the values
+that were on the stack at the break and the locals still needed afterwards (found by
+liveness analysis); the prefix pushes the stack values back and jumps to the instruction
+where the frame goes on. Everything else is the original bytecode, so the resumed frame
+computes exactly what the rest of the original frame would have.
+"""
+
+from __future__ import annotations
+
+import dis
+import types
+from typing import Dict, FrozenSet, Iterable, List, Sequence, Set, Tuple
+
+from bytecode import Bytecode, Instr, Label
+
+from .. import _compat
+
+#: the prefix's names for the stack values it pushes back
+STACK_ARG = "___stack{}"
+
+_LOADS = {"LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_AND_CLEAR"}
+_STORES = {"STORE_FAST"}
+_DELETES = {"DELETE_FAST"}
+_UNCONDITIONAL = {
+    "JUMP_FORWARD",
+    "JUMP_ABSOLUTE",
+    "JUMP_BACKWARD",
+    "JUMP_BACKWARD_NO_INTERRUPT",
+}
+_ENDS = {"RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE"}
+_JUMPS = set(dis.hasjrel) | set(dis.hasjabs)
+
+
+def _layout(code: types.CodeType) -> Tuple[List[dis.Instruction], Dict[int, int]]:
+    """The instructions minus EXTENDED_ARG (the bytecode library folds it into the
+    argument of the next instruction), and every offset -> index in that list (the offset
+    of an EXTENDED_ARG, where a jump may land, maps to the instruction it prefixes)."""
+    insts: List[dis.Instruction] = []
+    index: Dict[int, int] = {}
+    pending: List[int] = []
+    for inst in _compat.instructions(code):
+        if inst.opname == "EXTENDED_ARG":
+            pending.append(inst.offset)
+            continue
+        for off in pending + [inst.offset]:
+            index[off] = len(insts)
+        pending = []
+        insts.append(inst)
+    return insts, index
+
+
+def _successors(insts, index, i: int, handlers: Dict[int, List[int]]) -> List[int]:
+    inst = insts[i]
+    out: List[int] = []
+    if inst.opname not in _ENDS and inst.opname not in _UNCONDITIONAL and i + 1 < len(insts):
+        out.append(i + 1)
+    if inst.opcode in _JUMPS and inst.argval in index:
+        out.append(index[inst.argval])
+    out.extend(handlers.get(i, ()))
+    return out
+
+
+def _exception_edges(code, insts, index) -> Dict[int, List[int]]:
+    """3.11+: every instruction inside a try range may continue at its handler."""
+    edges: Dict[int, List[int]] = {}
+    if not _compat.HAS_EXCEPTION_TABLE:
+        return edges  # SETUP_* instructions already jump to their handlers
+    for entry in dis._parse_exception_table(code):
+        target = index.get(entry.target)
+        if target is None:
+            continue
+        for i, inst in enumerate(insts):
+            if entry.start <= inst.offset < entry.end:
+                edges.setdefault(i, []).append(target)
+    return edges
+
+
+def live_locals(code: types.CodeType, starts: Iterable[int]) -> FrozenSet[str]:
+    """The locals that may be read, before being assigned again, by the code that runs
+    from any of the offsets ``starts``: the ones a resume function needs."""
+    insts, index = _layout(code)
+    handlers = _exception_edges(code, insts, index)
+    succ = [_successors(insts, index, i, handlers) for i in range(len(insts))]
+    live_in: List[Set[str]] = [set() for _ in insts]
+    changed = True
+    while changed:
+        changed = False
+        for i in range(len(insts) - 1, -1, -1):
+            inst = insts[i]
+            out: Set[str] = set()
+            for s in succ[i]:
+                out |= live_in[s]
+            if inst.opname in _STORES:
+                out.discard(inst.argval)
+            elif inst.opname in _DELETES:
+                out.discard(inst.argval)
+                out.add(inst.argval)  # del reads the binding first
+            elif inst.opname in _LOADS:
+                out.add(inst.argval)
+            if out != live_in[i]:
+                live_in[i] = out
+                changed = True
+    found: Set[str] = set()
+    for offset in starts:
+        found |= live_in[index[offset]]
+    return frozenset(found)
+
+
+def in_loop(code: types.CodeType, offset: int) -> bool:
+    """Whether the instruction at ``offset`` can run again in the same frame (a jump at
+    or after it goes back to it or before it)."""
+    insts, index = _layout(code)
+    i = index[offset]
+    return any(
+        inst.opcode in _JUMPS and index.get(inst.argval, len(insts)) <= i for inst in insts[i:]
+    )
+
+
+def protected(code: types.CodeType, offset: int) -> bool:
+    """Whether the instruction at ``offset`` is inside a try or with block."""
+    return any(start <= offset < end for start, end in _compat.protected_ranges(code))
+
+
+def resume_name(code: types.CodeType, offset: int) -> str:
+    return f"{code.co_name}__resume_at_{offset}"
+
+
+def build_resume_code(
+    code: types.CodeType, offset: int, nstack: int, live: Sequence[str]
+) -> types.CodeType:
+    """The original ``code`` entered at the instruction at ``offset`` with ``nstack``
+    values on the stack: ``f(___stack0, ..., ___stack{n-1}, *live)``."""
+    insts, index = _layout(code)
+    target = index[offset]
+    bc = Bytecode.from_code(code)
+    items = list(bc)
+    label = Label()
+    seen = -1
+    for pos, item in enumerate(items):
+        if isinstance(item, Instr):
+            seen += 1
+            if seen == target:
+                if item.name != insts[target].opname:
+                    raise ValueError(
+                        f"bytecode and dis disagree at {insts[target].offset}: "
+                        f"{item.name} != {insts[target].opname}"
+                    )
+                items.insert(pos, label)
+                break
+    else:
+        raise ValueError(f"no instruction {target} in {code.co_name}")
+    line = code.co_firstlineno
+    prefix: List[Instr] = [i for i in _compat.prologue(code) if i.name == "RESUME"]
+    prefix += [Instr("LOAD_FAST", STACK_ARG.format(j)) for j in range(nstack)]
+    prefix += _compat.jump_forward(label)
+    for ins in prefix:
+        ins.lineno = line
+    bc.clear()
+    bc.extend(prefix + items)
+    args = [STACK_ARG.format(j) for j in range(nstack)] + list(live)
+    bc.argnames = args
+    bc.argcount = len(args)
+    bc.posonlyargcount = 0
+    bc.kwonlyargcount = 0
+    bc.flags = bc.flags & ~(0x04 | 0x08)  # no *args, no **kwargs
+    bc.name = resume_name(code, insts[target].offset)
+    if hasattr(bc, "qualname"):
+        bc.qualname = bc.name
+    return bc.to_code()
+
+
+def describe_resume(code: types.CodeType) -> Tuple[str, str]:
+    """(name, disassembly) of a resume function, for dumps."""
+    import io
+
+    buf = io.StringIO()
+    dis.dis(code, file=buf)
+    return code.co_name, buf.getvalue()
+
+
+__all__ = [
+    "STACK_ARG",
+    "build_resume_code",
+    "describe_resume",
+    "in_loop",
+    "live_locals",
+    "protected",
+    "resume_name",
+]

@@ -111,7 +111,7 @@ def scratch_global(x):
 @covers(count_calls, "STORE_GLOBAL")
 @covers(scratch_global, "STORE_GLOBAL", "DELETE_GLOBAL")
 @pytest.mark.parametrize("fn", [count_calls, scratch_global])
-def test_global_stores_run_eagerly_with_the_same_effects(fn, backend):
+def test_global_stores_break_the_graph_with_the_same_effects(fn, backend):
     global CALLS
     x = paddle.rand([2])
     CALLS = 0
@@ -121,9 +121,11 @@ def test_global_stores_run_eagerly_with_the_same_effects(fn, backend):
     fast = jit_core.optimize(fn, backend=backend)
     assert_same([fast(x), fast(x)], expected)
     assert (CALLS, "SCRATCH" in globals()) == after_eager
-    assert fast.jit_stats.eager_frames[fn.__name__].startswith("assigning or deleting a global"), (
-        fast.jit_stats.eager_frames
-    )
+    assert fast.jit_stats.eager_frames == {}
+    CALLS = 0
+    report = jit_core.explain(fn, x, backend=backend)
+    assert report.breaks and all(b.graph_break for b in report.breaks), str(report)
+    assert all(b.reason.startswith("assigning or deleting a global") for b in report.breaks)
 
 
 class Record:
@@ -138,15 +140,17 @@ def store_and_delete_attributes(x, rec):
 
 
 @covers(store_and_delete_attributes, "STORE_ATTR", "DELETE_ATTR")
-def test_attribute_stores_run_eagerly_with_the_same_effects(backend):
+def test_attribute_stores_break_the_graph_with_the_same_effects(backend):
     x = paddle.rand([2])
     eager_rec, rec = Record(), Record()
     expected = store_and_delete_attributes(x, eager_rec)
     report = jit_core.explain(
         jit_core.optimize(store_and_delete_attributes, backend=backend), x, rec
     )
-    assert report.graph_count == 0 and report.break_count == 1, str(report)
-    assert report.breaks[0].reason.startswith("storing or deleting an attribute"), str(report)
+    # the graph before the store, the store, the graph between, the del, the graph after
+    assert report.graph_count == 3 and report.break_count == 2, str(report)
+    assert all(b.graph_break for b in report.breaks), str(report)
+    assert all(b.reason.startswith("storing or deleting an attribute") for b in report.breaks)
     assert_same(report.result, expected)
     assert_same(rec.last, eager_rec.last)
     assert vars(rec).keys() == vars(eager_rec).keys() == {"last"}

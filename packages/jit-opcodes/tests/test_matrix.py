@@ -37,6 +37,8 @@ def test_declared_handlers_are_symbolic_or_eager_with_their_reason():
                 assert cell == matrix.Cell(matrix.NOT_APPLICABLE, matrix.NOT_EMITTED[(opname, v)])
             elif getattr(fn, "eager_reason", None):
                 assert cell == matrix.Cell(matrix.EAGER, fn.eager_reason)
+            elif getattr(fn, "break_reason", None):
+                assert cell == matrix.Cell(matrix.BREAKS, fn.break_reason)
             else:
                 assert cell == matrix.Cell(matrix.SYMBOLIC, family)
     assert table["BEFORE_WITH"]["3.11"].status == matrix.EAGER
@@ -69,3 +71,11 @@ def test_the_command_prints_the_matrix_and_checks_for_gaps():
     assert (check.returncode == 1) == bool(gaps)
     for name in gaps:
         assert name in check.stderr
+
+
+def test_opcodes_declared_to_break_are_ones_jit_core_can_break_at():
+    from jit_core.codegen import breaks
+
+    breakable = set(breaks.NATIVE) | set(breaks.CALLS) | set(breaks.JUMPS)
+    declared = {name for name, fn, _, _ in HANDLERS if getattr(fn, "break_reason", None)}
+    assert declared and declared <= breakable, declared - breakable

@@ -287,6 +287,8 @@ class CompileContext:
         self._hooked_call = _HookedCall(self)
         #: (code, offset, stack size, live locals) -> the resume callable
         self._resumes: Dict[tuple, _ResumeCall] = {}
+        #: resume code -> the offset it enters the original code at
+        self._resume_entry: Dict[types.CodeType, int] = {}
 
     # ------------------------------------------------------------------ the hook
     def _callback(self, frame) -> FrameResult:
@@ -420,26 +422,37 @@ class CompileContext:
             return entry.result
 
     # ------------------------------------------------------------------ capture
-    def trace(self, frame, code: types.CodeType, stop: Optional[Unsupported] = None) -> Traced:
+    def trace(
+        self,
+        frame,
+        code: types.CodeType,
+        stop: Optional[Unsupported] = None,
+        where: Optional[graph_breaks.Where] = None,
+    ) -> Traced:
         """Run the symbolic executor over ``frame`` and the graph passes over its graph.
 
         Raises ``Unsupported`` when the frame cannot be captured. With ``stop`` (what
         stopped an earlier capture of the same frame), the capture ends just before the
-        instruction where that happened: the graph of a frame that breaks there."""
+        instruction where that happened, or before the loop around it (``where``): the
+        graph of a frame that breaks there."""
         output = OutputGraph()
         f_globals = frame.f_globals
         with _preserve_rng():
             tx = Translator(code, f_globals, output, f_globals)
             root_locals(code, _compat.frame_locals(frame), tx)
             point = None
-            if stop is not None:
+            before_loop = where is not None and where.before_loop is not None
+            if before_loop:
+                tx.stop_at_offset = where.before_loop
+            elif stop is not None:
                 tx.stop_at_step = stop.root_step
             ret = tx.run()
             tensors: list = []
             if tx.stopped:
-                if tx.instructions[tx.ip].offset != stop.root_instruction.offset:
+                inst = tx.instructions[tx.ip]
+                if not before_loop and inst.offset != stop.root_instruction.offset:
                     raise Unsupported("the capture did not stop where it broke before")
-                point = graph_breaks.break_point(tx, stop.root_instruction)
+                point = graph_breaks.break_point(tx, inst, before_loop)
                 tensors = graph_breaks.tensors_to_rebuild(point.values())
             else:
                 collect_tensors(ret, tensors)
@@ -476,17 +489,20 @@ class CompileContext:
         try:
             traced = self.trace(frame, code)
         except Unsupported as e:
-            why = self._why_no_break(code, e)
-            if why is not None:
-                if why:
-                    e.reason = f"{e.reason}; {why}"
+            where = self._where_to_break(code, e)
+            if not isinstance(where, graph_breaks.Where):
+                if where:
+                    e.reason = f"{e.reason}; {where}"
                 raise
             stop = e
             try:
-                traced = self.trace(frame, code, stop=e)
+                traced = self.trace(frame, code, stop=e, where=where)
             except Unsupported as again:
                 e.reason = f"{e.reason}; and the graph could not break there: {again.reason}"
                 raise e from None
+            if where.before_loop is not None and traced.graph_module is None:
+                e.reason = f"{e.reason}; {graph_breaks.IN_LOOP}"
+                raise e
         gm, n = traced.graph_module, traced.number
         compiled = None
         op_count = 0
@@ -530,6 +546,8 @@ class CompileContext:
                 stop.reason = f"{stop.reason}; and the graph could not break there: {again.reason}"
                 raise stop from None
             stop.move_to_root()
+            if traced.point.before_loop:
+                stop.reason = f"{stop.reason} (in a loop: the graph breaks before the loop)"
         guard = traced.output.guards.build(f"guard_{_identifier(code.co_name)}_{n}")
         guards_log.info("%s", guard.readable())
         if bytecode_log.isEnabledFor(10):
@@ -554,12 +572,16 @@ class CompileContext:
             resumes=resumes,
         )
 
-    def _why_no_break(self, code: types.CodeType, e: Unsupported) -> Optional[str]:
-        """None when the graph can break where ``e`` stopped the capture of ``code``; else
+    def _where_to_break(self, code: types.CodeType, e: Unsupported):
+        """A ``graph_breaks.Where`` when the graph can break for ``e`` in ``code``; else
         why not ("" when there is nothing to add to the reason)."""
         if self.options.full_graph or e.root_instruction is None:
             return ""
-        return graph_breaks.why_not_here(code, e.root_instruction)
+        where = graph_breaks.where_to_break(code, e.root_instruction)
+        if isinstance(where, graph_breaks.Where) and where.before_loop is not None:
+            if self._resume_entry.get(code) == where.before_loop:
+                return graph_breaks.IN_LOOP  # this frame starts at that loop already
+        return where
 
     def _resume_call(self, code, offset: int, nstack: int, live, f_globals) -> _ResumeCall:
         key = (code, offset, nstack, tuple(live))
@@ -570,6 +592,7 @@ class CompileContext:
             self.targets.add(resume_code)
             self.direct_codes.add(resume_code)
             self._positional_codes.add(resume_code)
+            self._resume_entry[resume_code] = offset
             _never_skip([resume_code])
             call = self._resumes[key] = _ResumeCall(self, fn)
         return call

@@ -59,11 +59,11 @@ def load_global_null(tx, inst):
     tx.push(tx.load_global(inst.argval))
 
 
-_GLOBAL_STORE = "assigning or deleting a global: a side effect not captured yet"
-_ATTR_STORE = "storing or deleting an attribute: a side effect not captured yet"
+_GLOBAL_STORE = "assigning or deleting a global: a side effect, run between two graphs"
+_ATTR_STORE = "storing or deleting an attribute: a side effect, run between two graphs"
 
 
-@handler("STORE_GLOBAL", "DELETE_GLOBAL", eager=_GLOBAL_STORE)
+@handler("STORE_GLOBAL", "DELETE_GLOBAL", breaks=_GLOBAL_STORE)
 def store_global(tx, inst):
     raise Unsupported(f"{_GLOBAL_STORE} ({inst.argval})")
 
@@ -101,6 +101,6 @@ def load_method(tx, inst):
     tx.push(tx.getattr(obj, inst.argval))
 
 
-@handler("STORE_ATTR", "DELETE_ATTR", eager=_ATTR_STORE)
+@handler("STORE_ATTR", "DELETE_ATTR", breaks=_ATTR_STORE)
 def store_attr(tx, inst):
     raise Unsupported(f"{_ATTR_STORE} ({tx.peek().describe()}.{inst.argval})")

@@ -6,6 +6,8 @@ interpreter's against it), so the whole matrix can be printed from any one Pytho
 Cells:
 
 - ``symbolic``: a handler simulates it; the value can stay in a graph.
+- ``breaks``: the graph breaks there: the instruction runs in CPython between two graphs
+  and the frame goes on in a resume function (side effects such as attribute stores).
 - ``eager``: the frame runs eagerly, with the reason in ``explain()`` (the handler says
   so, or the opcode only occurs in generators and coroutines, which run eagerly, or only
   on the exception path, which a capture never takes).
@@ -21,16 +23,19 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Tuple
 
 from . import load_families
 from .registry import ALL_VERSIONS, HANDLERS
 
 SYMBOLIC = "symbolic"
+BREAKS = "breaks"
 EAGER = "eager"
 NO_HANDLER = "no handler"
 NOT_APPLICABLE = "n/a"
 ABSENT = "-"
+#: the cells of opcodes that can occur in a captured function
+OCCURS = (SYMBOLIC, BREAKS, EAGER, NO_HANDLER)
 
 #: opcodes that only generators, coroutines and async generators use: such frames run
 #: eagerly as a whole (they must start through CPython's own call)
@@ -112,13 +117,18 @@ def opmaps() -> Dict[str, Dict[str, int]]:
         return json.load(f)
 
 
-def _handlers() -> Dict[Tuple[str, str], Tuple[Optional[str], str]]:
-    """(opname, version) -> (eager reason or None, family) of the declared handlers."""
+def _handlers() -> Dict[Tuple[str, str], Cell]:
+    """(opname, version) -> the cell of the declared handler."""
     load_families()
     found = {}
     for opname, fn, vs, family in HANDLERS:
         for v in vs:
-            found[(opname, v)] = (getattr(fn, "eager_reason", None), family)
+            if getattr(fn, "eager_reason", None):
+                found[(opname, v)] = Cell(EAGER, fn.eager_reason)
+            elif getattr(fn, "break_reason", None):
+                found[(opname, v)] = Cell(BREAKS, fn.break_reason)
+            else:
+                found[(opname, v)] = Cell(SYMBOLIC, family)
     return found
 
 
@@ -137,8 +147,7 @@ def build() -> Dict[str, Dict[str, Cell]]:
             elif (name, v) in NOT_EMITTED:
                 row[v] = Cell(NOT_APPLICABLE, NOT_EMITTED[(name, v)])
             elif (name, v) in handlers:
-                eager, family = handlers[(name, v)]
-                row[v] = Cell(EAGER, eager) if eager else Cell(SYMBOLIC, family)
+                row[v] = handlers[(name, v)]
             elif code >= 256:
                 row[v] = Cell(NOT_APPLICABLE, _PSEUDO)
             elif name.startswith("INSTRUMENTED_"):
@@ -191,7 +200,7 @@ def render_rst(table: Dict[str, Dict[str, Cell]]) -> str:
         ]
         reasons = []
         for cell in row.values():
-            if cell.status in (EAGER, NOT_APPLICABLE, NO_HANDLER) and cell.reason not in reasons:
+            if cell.status not in (SYMBOLIC, ABSENT) and cell.reason not in reasons:
                 reasons.append(cell.reason)
         lines.append(f"     - {'; '.join(reasons)}")
     lines.append("")
@@ -202,12 +211,11 @@ def render_rst(table: Dict[str, Dict[str, Cell]]) -> str:
 def untested(
     table: Dict[str, Dict[str, Cell]], version: str, covered: Dict[str, List[str]]
 ) -> List[str]:
-    """Opcodes of ``version`` that can occur in a captured function (symbolic, eager or
-    no handler) and that no test in ``covered`` (``coverage.covered()``) exercises."""
+    """Opcodes of ``version`` that can occur in a captured function (symbolic, breaks,
+    eager or no handler) and that no test in ``covered`` (``coverage.covered()``)
+    exercises."""
     return [
-        name
-        for name, row in table.items()
-        if row[version].status in (SYMBOLIC, EAGER, NO_HANDLER) and name not in covered
+        name for name, row in table.items() if row[version].status in OCCURS and name not in covered
     ]
 
 
@@ -220,11 +228,11 @@ def render_coverage(
     lines = [f"tested on Python {version}:"]
     for name, row in table.items():
         cell = row[version]
-        if cell.status in (SYMBOLIC, EAGER, NO_HANDLER):
+        if cell.status in OCCURS:
             tests = ", ".join(covered.get(name, [])) or "NOT TESTED"
             lines.append(f"  {name:{width}}  {cell.status:10}  {tests}")
     missing = untested(table, version, covered)
-    total = sum(row[version].status in (SYMBOLIC, EAGER, NO_HANDLER) for row in table.values())
+    total = sum(row[version].status in OCCURS for row in table.values())
     lines.append("")
     if missing:
         lines.append(f"{len(missing)} of {total} opcodes untested: {', '.join(missing)}")
@@ -240,7 +248,7 @@ def _summary(table: Dict[str, Dict[str, Cell]]) -> List[str]:
     out = []
     for v, c in counts(table).items():
         parts = ", ".join(
-            f"{c.get(s, 0)} {s}" for s in (SYMBOLIC, EAGER, NO_HANDLER, NOT_APPLICABLE)
+            f"{c.get(s, 0)} {s}" for s in (SYMBOLIC, BREAKS, EAGER, NO_HANDLER, NOT_APPLICABLE)
         )
         out.append(f"{v}: {parts}")
     return out

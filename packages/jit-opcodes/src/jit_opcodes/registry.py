@@ -17,11 +17,18 @@ def versions(first: str = "3.8", last: str = "3.12") -> Tuple[str, ...]:
     return ALL_VERSIONS[lo : hi + 1]
 
 
-def handler(*opnames: str, versions: Iterable[str] = ALL_VERSIONS, eager: Optional[str] = None):
+def handler(
+    *opnames: str,
+    versions: Iterable[str] = ALL_VERSIONS,
+    eager: Optional[str] = None,
+    breaks: Optional[str] = None,
+):
     """Declare ``fn(tx, inst)`` as the handler of ``opnames`` on ``versions``.
 
     ``eager="why"`` declares a handler that always sends the frame to eager execution
-    (it raises ``Unsupported``); the support matrix shows the reason."""
+    (it raises ``Unsupported`` at an instruction the graph cannot break at);
+    ``breaks="why"`` one that always breaks the graph there (the instruction runs in
+    CPython between two graphs). The support matrix shows the reason."""
     vs = tuple(versions)
     for v in vs:
         if v not in ALL_VERSIONS:
@@ -31,6 +38,8 @@ def handler(*opnames: str, versions: Iterable[str] = ALL_VERSIONS, eager: Option
         family = fn.__module__.rsplit(".", 1)[-1]
         if eager is not None:
             fn.eager_reason = eager
+        if breaks is not None:
+            fn.break_reason = breaks
         for name in opnames:
             HANDLERS.append((name, fn, vs, family))
         return fn

@@ -37,7 +37,7 @@ from ..variables import (
     VariableTracker,
 )
 from ..variables.base import KnownValueVariable, call_first
-from ..variables.containers import BaseListVariable
+from ..variables.containers import BaseListVariable, ListIteratorVariable
 from ..variables.functions import BoundMethodVariable, UserMethodVariable
 from . import resume
 from .frame import _GEN_FLAGS, GENERATED_CODES, OUT_LOCAL, _Emitter
@@ -46,6 +46,16 @@ STACK_LOCAL = "___jit_stack"
 LOCALS_LOCAL = "___jit_locals"
 
 CALLS = {"CALL_FUNCTION", "CALL_FUNCTION_KW", "CALL_METHOD", "CALL", "CALL_FUNCTION_EX"}
+#: stores and deletes (side effects) that run as they are: opname -> stack values taken
+NATIVE = {
+    "STORE_SUBSCR": 3,
+    "DELETE_SUBSCR": 2,
+    "STORE_ATTR": 2,
+    "DELETE_ATTR": 1,
+    "STORE_GLOBAL": 1,
+    "DELETE_GLOBAL": 0,
+}
+_NAMED = {"STORE_ATTR", "DELETE_ATTR", "STORE_GLOBAL", "DELETE_GLOBAL"}
 #: opname -> (jumps when the value is true, keeps the value on the stack when it jumps)
 JUMPS = {
     "POP_JUMP_IF_FALSE": (False, False),
@@ -57,18 +67,33 @@ JUMPS = {
 }
 
 
-def why_not_here(code: types.CodeType, inst: dis.Instruction) -> Optional[str]:
-    """Why the graph cannot break at ``inst`` (the frame then runs eagerly), or None;
-    "" when only calls and branches can break and the reason needs nothing added."""
-    if inst.opname not in CALLS and inst.opname not in JUMPS:
-        return ""  # the reason says it all
+IN_LOOP = "the graph cannot break inside a loop (each iteration would need its own graph)"
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where a capture that stopped at an instruction ends: at that instruction (it runs
+    in CPython), or, for one inside a loop, before the loop (the resumed frame runs the
+    whole loop eagerly, and the sublayers it calls are captured on their own)."""
+
+    before_loop: Optional[int] = None  # the offset of the loop's first instruction
+
+
+def where_to_break(code: types.CodeType, inst: dis.Instruction):
+    """A ``Where``, or why the graph cannot break for ``inst`` ("" when the reason of the
+    stop needs nothing added: only calls, branches and stores can break)."""
+    if inst.opname not in CALLS and inst.opname not in JUMPS and inst.opname not in NATIVE:
+        return ""
     if code.co_cellvars or code.co_freevars:
         return "the graph cannot break in a frame with closures (cell or free variables) yet"
     if resume.protected(code, inst.offset):
         return "the graph cannot break inside a try or with block"
-    if resume.in_loop(code, inst.offset):
-        return "the graph cannot break inside a loop (each iteration would need its own graph)"
-    return None
+    head = resume.loop_head(code, inst.offset)
+    if head is not None:
+        if resume.protected(code, head):
+            return IN_LOOP
+        return Where(before_loop=head)
+    return Where()
 
 
 @dataclass
@@ -155,6 +180,12 @@ class BreakEmitter(_Emitter):
         if isinstance(v, KnownValueVariable) and v.source is None:
             self.instrs += _compat.load_const(v.value)
             return
+        if isinstance(v, ListIteratorVariable):
+            # a loop's iterator: the items it has not given yet, as a real iterator
+            self.instrs += _compat.load_callable_const(iter)
+            self.value(TupleVariable(v.items[v.index :]))
+            self.instrs += _compat.call(1)
+            return
         super().value(v)
 
 
@@ -177,6 +208,9 @@ def tensors_to_rebuild(values: Sequence[VariableTracker]) -> List[TensorVariable
                 visit(item)
         elif isinstance(v, (BoundMethodVariable, UserMethodVariable)):
             visit(v.obj)
+        elif isinstance(v, ListIteratorVariable):
+            for item in v.items[v.index :]:
+                visit(item)
 
     for v in values:
         visit(v)
@@ -192,6 +226,8 @@ class BreakPoint:
     live: List[str]
     local_values: List[VariableTracker]
     call: Optional[CallParts] = None
+    #: stopped before a loop: the instruction that would have run next resumes it
+    before_loop: bool = False
     #: filled by ``build_break_code``: (name, offset, stack size) of each resume function
     resumes: List[tuple] = field(default_factory=list)
 
@@ -202,18 +238,21 @@ class BreakPoint:
         return out
 
 
-def break_point(tx, inst: dis.Instruction) -> BreakPoint:
-    """Decode the stopped root translator ``tx`` at ``inst``."""
+def break_point(tx, inst: dis.Instruction, before_loop: bool = False) -> BreakPoint:
+    """Decode the stopped root translator ``tx`` at ``inst`` (the loop's first instruction
+    when ``before_loop``)."""
     code = tx.code
-    starts = [_next_offset(code, inst)]
-    if inst.opname in JUMPS:
+    starts = [inst.offset] if before_loop else [_next_offset(code, inst)]
+    if inst.opname in JUMPS and not before_loop:
         starts.append(inst.argval)
     live = sorted(n for n in resume.live_locals(code, starts) if n in tx.symbolic_locals)
     stack = list(tx.stack)
-    call = decode_call(stack, inst, tx.kw_names) if inst.opname in CALLS else None
-    if call is not None:
+    call = None
+    if inst.opname in CALLS and not before_loop:
+        call = decode_call(stack, inst, tx.kw_names)
         call.fn, call.args = _method_parts(call.fn, call.args)
-    return BreakPoint(inst, stack, live, [tx.symbolic_locals[n] for n in live], call)
+    values = [tx.symbolic_locals[n] for n in live]
+    return BreakPoint(inst, stack, live, values, call, before_loop)
 
 
 def _next_offset(code: types.CodeType, inst: dis.Instruction) -> int:
@@ -270,7 +309,17 @@ def build_break_code(
         out.extend(_compat.call(2) + _compat.return_value())
 
     inst = point.inst
-    if point.call is not None:
+    if point.before_loop:
+        for v in point.stack:
+            emit(v)
+        resume_call(inst.offset, len(point.stack))
+    elif inst.opname in NATIVE:
+        taken = NATIVE[inst.opname]
+        for v in point.stack:
+            emit(v)
+        out.append(Instr(inst.opname, inst.argval) if inst.opname in _NAMED else Instr(inst.opname))
+        resume_call(_next_offset(code, inst), len(point.stack) - taken)
+    elif point.call is not None:
         call = point.call
         rest = point.stack[: len(point.stack) - call.consumed]
         for v in rest:
@@ -321,5 +370,5 @@ __all__ = [
     "call_first",
     "decode_call",
     "tensors_to_rebuild",
-    "why_not_here",
+    "where_to_break",
 ]

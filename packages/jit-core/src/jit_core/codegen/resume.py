@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dis
 import types
-from typing import Dict, FrozenSet, Iterable, List, Sequence, Set, Tuple
+from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
 
 from bytecode import Bytecode, Instr, Label
 
@@ -118,6 +118,19 @@ def in_loop(code: types.CodeType, offset: int) -> bool:
     )
 
 
+def loop_head(code: types.CodeType, offset: int) -> Optional[int]:
+    """The offset of the first instruction of the outermost loop around ``offset``, or
+    None when that instruction is in no loop."""
+    insts, index = _layout(code)
+    i = index[offset]
+    heads = [
+        index[inst.argval]
+        for inst in insts[i:]
+        if inst.opcode in _JUMPS and index.get(inst.argval, len(insts)) <= i
+    ]
+    return insts[min(heads)].offset if heads else None
+
+
 def protected(code: types.CodeType, offset: int) -> bool:
     """Whether the instruction at ``offset`` is inside a try or with block."""
     return any(start <= offset < end for start, end in _compat.protected_ranges(code))
@@ -186,6 +199,7 @@ __all__ = [
     "describe_resume",
     "in_loop",
     "live_locals",
+    "loop_head",
     "protected",
     "resume_name",
 ]

@@ -99,6 +99,8 @@ class Translator:
         #: stop (with the state intact) before the instruction that would be this step:
         #: how the capture of a frame that breaks ends (see codegen.breaks)
         self.stop_at_step: Optional[int] = None
+        #: or before the first instruction at this offset (the head of a loop)
+        self.stop_at_offset: Optional[int] = None
         self.stopped = False
 
     # ------------------------------------------------------------------ running
@@ -108,7 +110,9 @@ class Translator:
         while not self.done:
             if self.ip >= len(insts):
                 raise Unsupported("fell off the end of the bytecode")
-            if self.stop_at_step is not None and self.steps + 1 == self.stop_at_step:
+            if (self.stop_at_step is not None and self.steps + 1 == self.stop_at_step) or (
+                self.stop_at_offset is not None and insts[self.ip].offset == self.stop_at_offset
+            ):
                 self.stopped = True
                 return None
             inst = insts[self.ip]

@@ -1,0 +1,106 @@
+"""Side effects in captured code happen exactly once, in order, where eager Paddle makes
+them: attribute stores on ``self``, list and dict mutations of outside objects, global
+stores, and in-place tensor operations. Each is a graph break today: the store runs in
+CPython between two graphs."""
+
+from __future__ import annotations
+
+import copy
+
+import paddle
+import pytest
+
+import jit_core
+
+from .helpers import assert_same
+
+TOTAL = 0
+LOG: list = []
+
+
+class Stateful(paddle.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.fc = paddle.nn.Linear(3, 3)
+        self.calls = 0
+        self.history: list = []
+        self.cache: dict = {}
+
+    def forward(self, x):
+        global TOTAL
+        h = self.fc(x)
+        self.calls += 1
+        self.history.append(self.calls)
+        self.cache["last"] = self.calls
+        TOTAL += 1
+        LOG.append(("forward", self.calls))
+        return h * self.calls
+
+
+def test_layer_state_and_globals_change_as_in_eager(backend):
+    global TOTAL
+    paddle.seed(1)
+    eager_net = Stateful()
+    eager_net.eval()
+    net = copy.deepcopy(eager_net)
+    x = paddle.rand([2, 3])
+
+    TOTAL = 0
+    LOG.clear()
+    expected = [eager_net(x) for _ in range(3)]
+    eager_state = (TOTAL, list(LOG))
+
+    TOTAL = 0
+    LOG.clear()
+    fast = jit_core.optimize(net, backend=backend)
+    got = [fast(x) for _ in range(3)]
+    assert_same(got, expected)
+    assert (TOTAL, LOG) == eager_state
+    assert (net.calls, net.history, net.cache) == (3, [1, 2, 3], {"last": 3})
+    assert fast.jit_stats.eager_frames == {}
+
+    report = jit_core.explain(jit_core.optimize(copy.deepcopy(eager_net), backend=backend), x)
+    kinds = [b.instruction.split()[0] for b in report.breaks]
+    # each store is a break, in source order; the graph before the first holds the layer
+    assert kinds[0] == "STORE_ATTR" and "STORE_SUBSCR" in kinds and "STORE_GLOBAL" in kinds
+    assert all(b.graph_break for b in report.breaks), str(report)
+
+
+def inplace_ops(x, y):
+    z = x * 2
+    x.add_(y)
+    x[0] = 1.0
+    return z + x
+
+
+def container_mutations(x, items, table):
+    items.append(x * 2)
+    items.extend([1, 2])
+    first = items.pop(0)
+    table["sum"] = x.sum()
+    del table["old"]
+    return x + len(items) + first
+
+
+@pytest.mark.parametrize(
+    "fn, make",
+    [
+        (inplace_ops, lambda: (paddle.rand([3]), paddle.rand([3]))),
+        (container_mutations, lambda: (paddle.rand([3]), [5.0], {"old": 1})),
+    ],
+    ids=["inplace_ops", "container_mutations"],
+)
+def test_mutated_arguments_equal_eager(fn, make, backend):
+    paddle.seed(2)
+    args = make()
+
+    def fresh():
+        return [a.clone() if isinstance(a, paddle.Tensor) else copy.copy(a) for a in args]
+
+    fast = jit_core.optimize(fn, backend=backend)
+    for _ in range(2):
+        eager_args, jit_args = fresh(), fresh()
+        expected = fn(*eager_args)
+        assert_same(fast(*jit_args), expected)
+        assert_same(jit_args, eager_args)  # every argument mutated exactly as in eager
+    assert fast.jit_stats.eager_frames == {}

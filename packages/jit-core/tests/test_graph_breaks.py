@@ -1,0 +1,149 @@
+"""Graph breaks: the bytecode analyses behind them (liveness, loops, try ranges), resume
+functions run on their own, and what explain() and dump() show of a break."""
+
+from __future__ import annotations
+
+import dis
+import os
+import types
+
+import paddle
+import pytest
+
+import jit_core
+from jit_core.codegen import resume
+
+
+def helper(v):
+    return v * 10
+
+
+def straight(x, y, flag=True):
+    a = x + 1
+    b = helper(a)
+    if flag:
+        c = 1
+    else:
+        c = 2
+    unused = 3  # noqa: F841  (dead: never read after the break)
+    return a * b + y + c
+
+
+def looping(x, items):
+    total = 0
+    for item in items:
+        total += helper(item)
+    try:
+        total += x
+    except TypeError:
+        total = -1
+    return total
+
+
+def _offset(fn, opname, nth=0):
+    found = [i for i in dis.get_instructions(fn) if i.opname.startswith(opname)]
+    return found[nth].offset
+
+
+def _after(fn, offset):
+    insts = [i for i in dis.get_instructions(fn) if i.opname != "EXTENDED_ARG"]
+    return next(insts[k + 1].offset for k, i in enumerate(insts) if i.offset == offset)
+
+
+def _call_offset(fn, nth=0):
+    calls = [i for i in dis.get_instructions(fn) if i.opname in ("CALL_FUNCTION", "CALL")]
+    return calls[nth].offset
+
+
+def test_live_locals_after_a_call_are_those_read_later():
+    after = _after(straight, _call_offset(straight))
+    assert resume.live_locals(straight.__code__, [after]) == {"a", "y", "flag"}
+
+
+def test_live_locals_follow_loops_and_handlers():
+    code = looping.__code__
+    head = _offset(looping, "FOR_ITER")
+    # the loop reads items through its iterator (already on the stack), total and x later
+    assert resume.live_locals(code, [head]) == {"total", "x"}
+
+
+def test_loops_and_try_ranges():
+    code = looping.__code__
+    call_in_loop = _call_offset(looping)
+    assert resume.in_loop(code, call_in_loop)
+    # the loop goes back to FOR_ITER on every version
+    assert resume.loop_head(code, call_in_loop) == _offset(looping, "FOR_ITER")
+    assert not resume.in_loop(straight.__code__, _call_offset(straight))
+    assert resume.loop_head(straight.__code__, _call_offset(straight)) is None
+    read_in_try = next(
+        i.offset
+        for i in dis.get_instructions(looping)
+        if i.opname == "LOAD_FAST" and i.argval == "x"
+    )
+    assert resume.protected(code, read_in_try)
+    assert not resume.protected(code, call_in_loop)
+
+
+def test_a_resume_function_runs_the_rest_of_the_frame():
+    after = _after(straight, _call_offset(straight))
+    live = sorted(resume.live_locals(straight.__code__, [after]))
+    code = resume.build_resume_code(straight.__code__, after, 1, live)
+    assert code.co_name == f"straight__resume_at_{after}"
+    assert code.co_varnames[: code.co_argcount] == ("___stack0", *live)
+    fn = types.FunctionType(code, straight.__globals__)
+    values = {"a": 3, "y": 5, "flag": False}
+    # ___stack0 is what helper(a) returned
+    assert fn(30, *[values[n] for n in live]) == straight(2, 5, False)
+
+
+def branchy(x):
+    y = x * 2
+    if y.sum() > 0:
+        return y + 1
+    return y - 1
+
+
+def test_explain_lists_the_break_and_dump_writes_the_resume_functions(tmp_path):
+    x = paddle.ones([3])
+    report = jit_core.explain(branchy, x)
+    assert (report.graph_count, report.break_count) == (2, 1)
+    brk = report.breaks[0]
+    assert brk.graph_break and "branch" in brk.reason
+    assert brk.location == f"{__file__}:{branchy.__code__.co_firstlineno + 2}"
+    assert brk.instruction.startswith(("POP_JUMP", "JUMP_IF"))
+    names = [name for name, _ in brk.resumes]
+    assert len(names) == 2 and all(n.startswith("branchy__resume_at_") for n in names)
+    assert "graph break" in str(report) and "resumes in" in str(report)
+    written = report.dump(str(tmp_path))
+    resume_files = [p for p in written if p.endswith(".resume.txt")]
+    assert sorted(os.path.basename(p) for p in resume_files) == sorted(
+        f"{n}.resume.txt" for n in names
+    )
+    text = open(resume_files[0], encoding="utf-8").read()
+    assert "___stack" in text or "LOAD_FAST" in text
+
+
+def test_full_graph_still_refuses_to_break():
+    fast = jit_core.optimize(branchy, full_graph=True)
+    with pytest.raises(jit_core.GraphBreakError, match="branch"):
+        fast(paddle.ones([3]))
+
+
+def closure_with_print(x):
+    k = 2
+
+    def scale(t):
+        return t * k
+
+    print("closures cannot break yet")
+    return scale(x)
+
+
+def test_frames_where_a_break_would_not_be_exact_run_eagerly(capsys):
+    x = paddle.ones([3])
+    report = jit_core.explain(closure_with_print, x)
+    # the frame runs eagerly; the inner function it calls is captured on its own
+    assert report.graph_count == 1 and report.graphs[0].frame == "scale"
+    assert report.break_count == 1
+    assert "closures" in report.breaks[0].reason and not report.breaks[0].graph_break
+    assert capsys.readouterr().out.count("closures cannot break yet") == 1

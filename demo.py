@@ -58,6 +58,38 @@ def small_function(backend: str, freeze: bool) -> None:
     print(f"per call: eager {eager * 1e6:.1f} us   jit_core {jit * 1e6:.1f} us")
 
 
+class Gate(paddle.nn.Layer):
+    """A layer whose forward branches on a tensor's value: the graph breaks there."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = paddle.nn.Linear(16, 16)
+        self.up = paddle.nn.Linear(16, 16)
+        self.down = paddle.nn.Linear(16, 16)
+
+    def forward(self, x):
+        h = self.stem(x)
+        if h.mean() > 0:
+            return paddle.nn.functional.relu(self.up(h))
+        return paddle.tanh(self.down(h))
+
+
+def graph_break(backend: str, freeze: bool) -> None:
+    paddle.seed(0)
+    net = Gate()
+    net.eval()
+    fast = jit_core.optimize(net, backend=backend, freeze=freeze)
+    section("a branch on a tensor's value: two graphs joined by Python")
+    for sign in (1.0, -1.0):
+        x = paddle.full([4, 16], sign)
+        np.testing.assert_allclose(fast(x).numpy(), net(x).numpy(), rtol=1e-5, atol=1e-5)
+        report = jit_core.explain(fast, x)
+        print(f"input sign {sign:+.0f}: graphs {report.graph_count}, breaks {report.break_count}")
+        for brk in report.breaks:
+            print(f"  {brk}")
+    print(f"captures after both paths: {fast.jit_stats.captures} (each path once, then hits)")
+
+
 def resnet(backend: str, freeze: bool) -> None:
     paddle.seed(0)
     net = resnet18(pretrained=False)
@@ -96,6 +128,7 @@ def main() -> None:
     inference = installed[args.backend].inference_only or args.freeze
     with paddle.no_grad() if inference else contextlib.nullcontext():
         small_function(args.backend, args.freeze)
+        graph_break(args.backend, args.freeze)
         resnet(args.backend, args.freeze)
 
 

@@ -147,3 +147,24 @@ def test_frames_where_a_break_would_not_be_exact_run_eagerly(capsys):
     assert report.break_count == 1
     assert "closures" in report.breaks[0].reason and not report.breaks[0].graph_break
     assert capsys.readouterr().out.count("closures cannot break yet") == 1
+
+
+def grows_a_list(x):
+    import bisect
+
+    items = [1, 3]
+    bisect.insort(items, 2)  # a library call that mutates a list the frame still holds
+    items.append(4)
+    return x * len(items), items
+
+
+def test_a_container_held_in_two_places_is_not_split():
+    x = paddle.ones([2])
+    report = jit_core.explain(grows_a_list, x)
+    # rebuilt on both sides of a break, the list would become two lists: the frame runs
+    # eagerly instead, with eager results
+    assert report.break_count == 1 and not report.breaks[0].graph_break
+    assert "held in two places" in report.breaks[0].reason
+    out, items = report.result
+    assert items == [1, 2, 3, 4]
+    assert out.numpy().tolist() == [4.0, 4.0]

@@ -37,7 +37,7 @@ from ..variables import (
     VariableTracker,
 )
 from ..variables.base import KnownValueVariable, call_first
-from ..variables.containers import BaseListVariable, ListIteratorVariable
+from ..variables.containers import BaseListVariable, ListIteratorVariable, SetVariable
 from ..variables.functions import BoundMethodVariable, UserMethodVariable
 from . import resume
 from .frame import _GEN_FLAGS, GENERATED_CODES, OUT_LOCAL, _Emitter
@@ -263,6 +263,30 @@ def _next_offset(code: types.CodeType, inst: dis.Instruction) -> int:
     raise Unsupported(f"no instruction after {inst.opname} at {inst.offset}")
 
 
+def _refuse_shared_containers(values: Sequence[VariableTracker]) -> None:
+    """A list, dict or set made during the capture is rebuilt as a new object wherever it
+    is live; two places holding the same one would get two objects, and a mutation
+    through one would not show through the other: refused (the frame runs eagerly)."""
+    seen: set = set()
+
+    def visit(v):
+        if isinstance(v, (BaseListVariable, DictVariable, SetVariable)) and v.source is None:
+            if not isinstance(v, TupleVariable):
+                if id(v) in seen:
+                    raise Unsupported(
+                        f"a {v.describe()} made in the frame is held in two places at the break"
+                    )
+                seen.add(id(v))
+            items = v.items.values() if isinstance(v, DictVariable) else getattr(v, "items", [])
+            for item in items:
+                visit(item)
+        elif isinstance(v, (BoundMethodVariable, UserMethodVariable)):
+            visit(v.obj)
+
+    for v in values:
+        visit(v)
+
+
 def build_break_code(
     code: types.CodeType,
     compiled: Optional[Callable],
@@ -278,6 +302,8 @@ def build_break_code(
     from ``offset``: ``resume(stack_tuple, locals_tuple)``."""
     from bytecode import Bytecode
 
+    # (the call's parts are a view of the top of the stack, not more places)
+    _refuse_shared_containers(list(point.stack) + list(point.local_values))
     bc = Bytecode.from_code(code)
     bc.clear()
     bc.flags = bc.flags & ~_GEN_FLAGS

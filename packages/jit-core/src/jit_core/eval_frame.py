@@ -287,8 +287,6 @@ class CompileContext:
         self._hooked_call = _HookedCall(self)
         #: (code, offset, stack size, live locals) -> the resume callable
         self._resumes: Dict[tuple, _ResumeCall] = {}
-        #: resume code -> the offset it enters the original code at
-        self._resume_entry: Dict[types.CodeType, int] = {}
 
     # ------------------------------------------------------------------ the hook
     def _callback(self, frame) -> FrameResult:
@@ -577,11 +575,9 @@ class CompileContext:
         why not ("" when there is nothing to add to the reason)."""
         if self.options.full_graph or e.root_instruction is None:
             return ""
-        where = graph_breaks.where_to_break(code, e.root_instruction)
-        if isinstance(where, graph_breaks.Where) and where.before_loop is not None:
-            if self._resume_entry.get(code) == where.before_loop:
-                return graph_breaks.IN_LOOP  # this frame starts at that loop already
-        return where
+        # (a resumed frame that starts at the loop captures nothing before it, and so
+        # runs eagerly rather than break before the loop again: see _capture)
+        return graph_breaks.where_to_break(code, e.root_instruction)
 
     def _resume_call(self, code, offset: int, nstack: int, live, f_globals) -> _ResumeCall:
         key = (code, offset, nstack, tuple(live))
@@ -592,7 +588,6 @@ class CompileContext:
             self.targets.add(resume_code)
             self.direct_codes.add(resume_code)
             self._positional_codes.add(resume_code)
-            self._resume_entry[resume_code] = offset
             _never_skip([resume_code])
             call = self._resumes[key] = _ResumeCall(self, fn)
         return call

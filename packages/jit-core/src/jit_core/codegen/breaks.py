@@ -2,7 +2,8 @@
 
 When the symbolic executor meets an instruction it cannot simulate in the frame it
 captures (a call that prints, reads a tensor's value or mutates it; a branch on a tensor's
-value), the frame is captured again up to that instruction, and its replacement
+value; a store, which is a side effect), the frame is captured again up to that
+instruction, and its replacement
 
 1. runs the graph of everything before the break,
 2. rebuilds the values of the live locals and of the stack, from the graph's outputs and
@@ -13,8 +14,9 @@ value), the frame is captured again up to that instruction, and its replacement
 4. returns what a resume function (``codegen.resume``) returns: the rest of the frame,
    entered with the stack and the live locals, captured on its own when it runs.
 
-Where a break would not be exact (inside a try or with block, inside a loop, in a frame
-with closures) the frame runs eagerly instead, and ``explain()`` says why.
+Inside a loop the capture stops before the loop instead, and the resumed frame runs the
+loop. Where a break would not be exact (inside a try or with block, in a frame with
+closures) the frame runs eagerly, and ``explain()`` says why.
 """
 
 from __future__ import annotations
@@ -82,17 +84,16 @@ class Where:
 def where_to_break(code: types.CodeType, inst: dis.Instruction):
     """A ``Where``, or why the graph cannot break for ``inst`` ("" when the reason of the
     stop needs nothing added: only calls, branches and stores can break)."""
-    if inst.opname not in CALLS and inst.opname not in JUMPS and inst.opname not in NATIVE:
-        return ""
     if code.co_cellvars or code.co_freevars:
         return "the graph cannot break in a frame with closures (cell or free variables) yet"
-    if resume.protected(code, inst.offset):
-        return "the graph cannot break inside a try or with block"
     head = resume.loop_head(code, inst.offset)
     if head is not None:
-        if resume.protected(code, head):
-            return IN_LOOP
-        return Where(before_loop=head)
+        # whatever stopped the capture, the whole loop runs in the resumed frame
+        return IN_LOOP if resume.protected(code, head) else Where(before_loop=head)
+    if inst.opname not in CALLS and inst.opname not in JUMPS and inst.opname not in NATIVE:
+        return ""
+    if resume.protected(code, inst.offset):
+        return "the graph cannot break inside a try or with block"
     return Where()
 
 

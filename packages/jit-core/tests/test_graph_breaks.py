@@ -168,3 +168,24 @@ def test_a_container_held_in_two_places_is_not_split():
     out, items = report.result
     assert items == [1, 2, 3, 4]
     assert out.numpy().tolist() == [4.0, 4.0]
+
+
+def sums_rows(x):
+    y = x * 2
+    total = paddle.zeros([3])
+    for row in y:  # more rows than the capture unrolls
+        total = total + row
+    return total + 1
+
+
+def test_a_loop_over_a_long_tensor_breaks_at_get_iter_and_runs_in_python():
+    x = paddle.rand([100, 3])
+    report = jit_core.explain(sums_rows, x)
+    first, loop = report.breaks
+    assert first.graph_break and first.instruction == "GET_ITER" and "100 rows" in first.reason
+    # the resumed frame starts at the loop: it runs eagerly, at the loop's own line
+    assert not loop.graph_break and loop.location.endswith(
+        f":{sums_rows.__code__.co_firstlineno + 3}"
+    )
+    assert report.graph_count == 1
+    assert paddle.allclose(report.result, sums_rows(x)).item()

@@ -48,14 +48,16 @@ STACK_LOCAL = "___jit_stack"
 LOCALS_LOCAL = "___jit_locals"
 
 CALLS = {"CALL_FUNCTION", "CALL_FUNCTION_KW", "CALL_METHOD", "CALL", "CALL_FUNCTION_EX"}
-#: stores and deletes (side effects) that run as they are: opname -> stack values taken
+#: instructions that run as they are: stores and deletes (side effects), and GET_ITER
+#: (a loop over what the capture cannot unroll): opname -> (stack values taken, pushed)
 NATIVE = {
-    "STORE_SUBSCR": 3,
-    "DELETE_SUBSCR": 2,
-    "STORE_ATTR": 2,
-    "DELETE_ATTR": 1,
-    "STORE_GLOBAL": 1,
-    "DELETE_GLOBAL": 0,
+    "STORE_SUBSCR": (3, 0),
+    "DELETE_SUBSCR": (2, 0),
+    "STORE_ATTR": (2, 0),
+    "DELETE_ATTR": (1, 0),
+    "STORE_GLOBAL": (1, 0),
+    "DELETE_GLOBAL": (0, 0),
+    "GET_ITER": (1, 1),
 }
 _NAMED = {"STORE_ATTR", "DELETE_ATTR", "STORE_GLOBAL", "DELETE_GLOBAL"}
 #: opname -> (jumps when the value is true, keeps the value on the stack when it jumps)
@@ -341,11 +343,11 @@ def build_break_code(
             emit(v)
         resume_call(inst.offset, len(point.stack))
     elif inst.opname in NATIVE:
-        taken = NATIVE[inst.opname]
+        taken, pushed = NATIVE[inst.opname]
         for v in point.stack:
             emit(v)
         out.append(Instr(inst.opname, inst.argval) if inst.opname in _NAMED else Instr(inst.opname))
-        resume_call(_next_offset(code, inst), len(point.stack) - taken)
+        resume_call(_next_offset(code, inst), len(point.stack) - taken + pushed)
     elif point.call is not None:
         call = point.call
         rest = point.stack[: len(point.stack) - call.consumed]

@@ -55,7 +55,14 @@ def _decoded(code: types.CodeType):
     if cached is None:
         insts = _compat.instructions(code)
         index = {inst.offset: i for i, inst in enumerate(insts)}
-        cached = (insts, index)
+        # the source line of every instruction (dis marks only those that start one): a
+        # jump into the middle of a line, as a resume function's prefix makes, keeps it
+        lines = []
+        line = code.co_firstlineno
+        for inst in insts:
+            line = _compat.instruction_line(inst) or line
+            lines.append(line)
+        cached = (insts, index, lines)
         _instruction_cache[code] = cached
     return cached
 
@@ -82,7 +89,7 @@ class Translator:
         self.depth = 0 if parent is None else parent.depth + 1
         if self.depth > MAX_INLINE_DEPTH:
             raise Unsupported(f"inlining deeper than {MAX_INLINE_DEPTH} calls")
-        self.instructions, self._offset_index = _decoded(code)
+        self.instructions, self._offset_index, self._lines = _decoded(code)
         self.ip = 0
         self.stack: List[VariableTracker] = []
         self.symbolic_locals: Dict[str, VariableTracker] = {}
@@ -118,9 +125,7 @@ class Translator:
             inst = insts[self.ip]
             self.ip += 1
             self.current = inst
-            line = _compat.instruction_line(inst)
-            if line is not None:
-                self.lineno = line
+            self.lineno = self._lines[self.ip - 1]
             self.steps += 1
             try:
                 if self.steps > MAX_INSTRUCTIONS:

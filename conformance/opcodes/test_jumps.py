@@ -1,5 +1,5 @@
-"""stack and jumps families: stack shuffles (ROT_*/DUP_* before 3.11, COPY/SWAP after),
-branches, loops and short-circuit values on Python values, beside one graph."""
+"""jumps family: branches, loops, short-circuit values and both returns on Python values,
+beside one graph (3.11's backward conditional jumps included)."""
 
 from __future__ import annotations
 
@@ -10,16 +10,6 @@ import jit_core
 from jit_opcodes.coverage import covers, covers_cases
 
 from ..helpers import assert_same
-
-
-def swaps(x, a=1, b=2, c=3):
-    a, b = b, a
-    a, b, c = c, b, a
-    d = {"n": 1}
-    d["n"] += a  # DUP_TOP_TWO (3.8-3.10), COPY (3.11+)
-    ok = 0 < a < 5  # DUP_TOP + ROT_THREE (3.8-3.10), SWAP + COPY (3.11+)
-    x * 0  # an expression statement: POP_TOP
-    return x * (a + 10 * b + 100 * c + d["n"]) + ok
 
 
 def branches_and_loops(x, n=3, opt=None, flags=(True, False)):
@@ -56,8 +46,6 @@ def loops_on_python_values(x, items=(1, 2, 3), nxt={1: 2, 2: None}):  # noqa: B0
     extra = None
     while extra is None:
         extra = 4
-    if done:
-        pass  # a NOP where the compiler keeps line numbers (3.10+)
     return x * (done + extra + len(pending))
 
 
@@ -68,17 +56,6 @@ def returns_and_nots(x, flag=False):
     return 0  # RETURN_CONST on 3.12
 
 
-#: a branch longer than 255 code units: its jump needs EXTENDED_ARG on every version
-LONG_BRANCH = (
-    "def long_branch(x, flag=True):\n"
-    "    k = 0\n"
-    "    if flag:\n" + "        k = k + 1\n" * 100 + "    return x * k\n"
-)
-_namespace: dict = {}
-exec(compile(LONG_BRANCH, __file__, "exec"), _namespace)
-long_branch = _namespace["long_branch"]
-
-
 CASES = [
     (
         loops_on_python_values,
@@ -87,19 +64,6 @@ CASES = [
             "POP_JUMP_BACKWARD_IF_FALSE|POP_JUMP_IF_FALSE",
             "POP_JUMP_BACKWARD_IF_NONE|POP_JUMP_IF_NONE|IS_OP",
             "POP_JUMP_BACKWARD_IF_NOT_NONE|POP_JUMP_IF_NOT_NONE|IS_OP",
-            "NOP|JUMP_ABSOLUTE",
-            "RESUME",
-        ),
-    ),
-    (long_branch, ("EXTENDED_ARG",)),
-    (
-        swaps,
-        (
-            "ROT_TWO|SWAP",
-            "ROT_THREE|SWAP",
-            "DUP_TOP|COPY",
-            "DUP_TOP_TWO|COPY",
-            "POP_TOP",
         ),
     ),
     (
@@ -123,7 +87,7 @@ CASES = [
 
 @covers_cases(CASES)
 @pytest.mark.parametrize("fn", [fn for fn, _ in CASES], ids=lambda fn: fn.__name__)
-def test_python_control_beside_one_graph(fn, backend):
+def test_python_control_flow_beside_one_graph(fn, backend):
     x = paddle.rand([3])
     report = jit_core.explain(jit_core.optimize(fn, backend=backend), x)
     assert report.graph_count == 1 and report.break_count == 0, str(report)

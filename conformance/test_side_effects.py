@@ -104,3 +104,55 @@ def test_mutated_arguments_equal_eager(fn, make, backend):
         assert_same(fast(*jit_args), expected)
         assert_same(jit_args, eager_args)  # every argument mutated exactly as in eager
     assert fast.jit_stats.eager_frames == {}
+
+
+class Scaler:
+    def __init__(self, k):
+        self.k = k
+        self.calls: list = []
+
+    def apply(self, x):
+        self.calls.append(self.k)
+        return x * self.k
+
+
+def run_callback(x, callback):
+    return callback(x) + 1
+
+
+def test_a_bound_method_passed_in_keeps_its_object_and_its_effects(backend):
+    # the object behind a bound method is guarded and its list is the real one: another
+    # object with another factor must not reuse the first capture, and every call's
+    # append must land on the right object
+    x = paddle.ones([3])
+    two, three = Scaler(2.0), Scaler(3.0)
+    fast = jit_core.optimize(run_callback, backend=backend)
+    assert_same(fast(x, two.apply), x * 2 + 1)
+    assert_same(fast(x, three.apply), x * 3 + 1)
+    assert_same(fast(x, two.apply), x * 2 + 1)
+    assert (two.calls, three.calls) == ([2.0, 2.0], [3.0])
+
+
+class Memo:
+    def remember(self, x, seen=[]):  # noqa: B006  (the mutable default is the point)
+        seen.append(1)
+        return x * len(seen)
+
+
+MEMO = Memo()
+
+
+def call_remember(x):
+    # a method: its function is reached through the object, its default without a path
+    return MEMO.remember(x) + 0
+
+
+def test_a_mutable_default_reached_through_a_method_is_mutated_once_per_call(backend):
+    seen = Memo.remember.__defaults__[0]
+    seen.clear()
+    x = paddle.ones([2])
+    expected = [call_remember(x) for _ in range(2)]
+    seen.clear()
+    fast = jit_core.optimize(call_remember, backend=backend)
+    assert_same([fast(x) for _ in range(2)], expected)
+    assert seen == [1, 1]

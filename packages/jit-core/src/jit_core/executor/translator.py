@@ -236,7 +236,9 @@ class Translator:
 
     def setitem(self, obj: VariableTracker, key: VariableTracker, value: VariableTracker) -> None:
         if isinstance(obj, TensorVariable):
-            raise Unsupported("tensor item assignment is an in-place op; not captured yet")
+            raise Unsupported(
+                "tensor item assignment is an in-place op (it runs in Python between two graphs)"
+            )
         if isinstance(obj, (ListVariable, DictVariable)):
             obj.setitem(self, key, value)
             return

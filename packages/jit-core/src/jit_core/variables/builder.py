@@ -14,7 +14,7 @@ import paddle
 from .. import guards
 from ..errors import Unsupported
 from ..skipfiles import is_library_module, is_skipped_file
-from ..sources import ItemSource, Source
+from ..sources import AttrSource, ItemSource, ObjectSource, Source
 from .base import KnownValueVariable, NullVariable, VariableTracker, call_first
 from .constant import ConstantVariable
 from .containers import DictVariable, ListVariable, TupleVariable
@@ -107,6 +107,12 @@ def _wrap(tx, value: Any, source: Optional[Source], owned_by_layer: bool) -> Var
     if isinstance(value, paddle.nn.Layer):
         _guard(tx, source, guards.ID_MATCH, value)
         return LayerVariable(value, source)
+    if tx is not None and source is None and type(value) in (list, dict, collections.OrderedDict):
+        # a list or dict that exists outside the capture, reached without a path from the
+        # frame (a default or closure of a function reached without one, an attribute of
+        # such an object): it must still count as outside, so that mutating it is refused
+        # instead of happening to a copy only
+        source = ObjectSource(value, f"a {type(value).__name__} from outside the capture")
     if isinstance(value, (tuple, list)):
         _guard(tx, source, guards.LEN_MATCH, value)
         items = [
@@ -154,8 +160,14 @@ def _wrap(tx, value: Any, source: Optional[Source], owned_by_layer: bool) -> Var
     if isinstance(value, types.MethodType):
         fn, obj = value.__func__, value.__self__
         if isinstance(fn, types.FunctionType) and not _is_paddle_callable(fn):
-            _guard(tx, source, guards.ID_MATCH, fn)  # pragma: no cover - bound via class
-            return UserMethodVariable(fn, _wrap(tx, obj, None, False))
+            _guard(tx, source, guards.ID_MATCH, fn)
+            # the object it is bound to is read through the method, and guarded so
+            obj_source = (
+                AttrSource(source, "__self__")
+                if source is not None
+                else ObjectSource(obj, "the object a method is bound to")
+            )
+            return UserMethodVariable(fn, _wrap(tx, obj, obj_source, False))
         return PaddleFunctionVariable(value, source) if _is_paddle_callable(fn) else _lib(value)
     if isinstance(value, (types.BuiltinFunctionType, types.BuiltinMethodType)):
         if _is_paddle_callable(value):

@@ -90,7 +90,7 @@ class ListVariable(BaseListVariable):
         if self.source is not None:
             raise Unsupported(
                 f"{what} mutates a list that exists outside the captured code "
-                "(side effects are not replayed yet)"
+                "(a side effect: it runs in Python between two graphs)"
             )
 
     def call_method(self, tx, name: str, args, kwargs):
@@ -194,7 +194,7 @@ class DictVariable(VariableTracker):
         if self.source is not None:
             raise Unsupported(
                 "storing into a dict that exists outside the captured code "
-                "(side effects are not replayed yet)"
+                "(a side effect: it runs in Python between two graphs)"
             )
         self.items[self._key(key)] = value
 

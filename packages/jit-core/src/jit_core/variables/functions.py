@@ -402,7 +402,9 @@ class PaddleFunctionVariable(KnownValueVariable):
                 )
             )
         if is_inplace_name(name) or "output" in kwargs or "out" in kwargs:
-            raise Unsupported(f"{self.describe()} writes into a tensor in place; not captured yet")
+            raise Unsupported(
+                f"{self.describe()} writes into a tensor in place (it runs in Python between two graphs)"
+            )
         return tx.output.call_function(tx, self.fn, args, kwargs)
 
 

@@ -84,8 +84,8 @@ class TensorVariable(VariableTracker):
             raise Unsupported(f"tensor.{name}() makes the tensor's value leave the graph")
         if is_inplace_name(name) or name == "__setitem__":
             raise Unsupported(
-                f"in-place tensor method .{name}() mutates a tensor; in-place ops are not "
-                "captured yet"
+                f"in-place tensor method .{name}() mutates a tensor (it runs in Python "
+                "between two graphs)"
             )
         if name in ("dim", "ndimension") and not args:
             return ConstantVariable(len(self.example.shape))

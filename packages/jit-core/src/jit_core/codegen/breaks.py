@@ -42,7 +42,7 @@ from ..variables.base import KnownValueVariable, call_first
 from ..variables.containers import BaseListVariable, ListIteratorVariable, SetVariable
 from ..variables.functions import BoundMethodVariable, UserMethodVariable
 from . import resume
-from .frame import _GEN_FLAGS, GENERATED_CODES, OUT_LOCAL, _Emitter
+from .frame import _Emitter, assemble, run_graph
 
 STACK_LOCAL = "___jit_stack"
 LOCALS_LOCAL = "___jit_locals"
@@ -303,21 +303,10 @@ def build_break_code(
 
     ``make_resume(offset, nstack, live)`` gives the callable that runs the rest of the frame
     from ``offset``: ``resume(stack_tuple, locals_tuple)``."""
-    from bytecode import Bytecode
-
     # (the call's parts are a view of the top of the stack, not more places)
     _refuse_shared_containers(list(point.stack) + list(point.local_values))
-    bc = Bytecode.from_code(code)
-    bc.clear()
-    bc.flags = bc.flags & ~_GEN_FLAGS
     em = BreakEmitter(code, {id(t.node): i for i, t in enumerate(outputs)})
-    out: List[Any] = list(_compat.prologue(code))
-    if compiled is not None:
-        out += _compat.load_callable_const(compiled)
-        for src in input_sources:
-            out += src.reconstruct(code)
-        out += _compat.call(len(input_sources))
-        out += _compat.store_fast(OUT_LOCAL)
+    out: List[Any] = run_graph(code, compiled, input_sources)
 
     def emit(v: VariableTracker) -> None:
         em.instrs = []
@@ -380,14 +369,7 @@ def build_break_code(
         resume_call(_next_offset(code, inst), len(rest))
         out.append(taken)
         resume_call(inst.argval, len(rest) + (1 if keeps else 0))
-    line = code.co_firstlineno
-    for ins in out:
-        if isinstance(ins, Instr) and ins.lineno is None:
-            ins.lineno = line
-    bc.extend(out)
-    new_code = bc.to_code()
-    GENERATED_CODES.add(new_code)
-    return new_code
+    return assemble(code, out)
 
 
 __all__ = [

@@ -110,18 +110,11 @@ def collect_tensors(v: VariableTracker, out: List[TensorVariable]) -> None:
 GENERATED_CODES: weakref.WeakSet[types.CodeType] = weakref.WeakSet()
 
 
-def build_code(
-    code: types.CodeType,
-    compiled: Optional[Callable],
-    input_sources: Sequence[Source],
-    outputs: Sequence[TensorVariable],
-    return_value: VariableTracker,
-) -> types.CodeType:
-    """The replacement for ``code``: run ``compiled`` on the inputs and return the result."""
-    bc = Bytecode.from_code(code)
-    bc.clear()
-    bc.flags = bc.flags & ~_GEN_FLAGS
-    em = _Emitter(code, {id(t.node): i for i, t in enumerate(outputs)})
+def run_graph(
+    code: types.CodeType, compiled: Optional[Callable], input_sources: Sequence[Source]
+) -> List[Any]:
+    """The start of every replacement of ``code``: its prologue, then the compiled graph
+    called on the inputs (loaded through their sources), its outputs kept in OUT_LOCAL."""
     instrs: List[Any] = list(_compat.prologue(code))
     if compiled is not None:
         instrs += _compat.load_callable_const(compiled)
@@ -129,9 +122,14 @@ def build_code(
             instrs += src.reconstruct(code)
         instrs += _compat.call(len(input_sources))
         instrs += _compat.store_fast(OUT_LOCAL)
-    em.value(return_value)
-    instrs += em.instrs
-    instrs += _compat.return_value()
+    return instrs
+
+
+def assemble(code: types.CodeType, instrs: List[Any]) -> types.CodeType:
+    """A code object with ``code``'s signature, cells and names, running ``instrs``."""
+    bc = Bytecode.from_code(code)
+    bc.clear()
+    bc.flags = bc.flags & ~_GEN_FLAGS
     line = code.co_firstlineno
     for ins in instrs:
         if isinstance(ins, Instr) and ins.lineno is None:
@@ -140,6 +138,22 @@ def build_code(
     new_code = bc.to_code()
     GENERATED_CODES.add(new_code)
     return new_code
+
+
+def build_code(
+    code: types.CodeType,
+    compiled: Optional[Callable],
+    input_sources: Sequence[Source],
+    outputs: Sequence[TensorVariable],
+    return_value: VariableTracker,
+) -> types.CodeType:
+    """The replacement for ``code``: run ``compiled`` on the inputs and return the result."""
+    em = _Emitter(code, {id(t.node): i for i, t in enumerate(outputs)})
+    instrs = run_graph(code, compiled, input_sources)
+    em.value(return_value)
+    instrs += em.instrs
+    instrs += _compat.return_value()
+    return assemble(code, instrs)
 
 
 def disassemble(code: types.CodeType) -> str:

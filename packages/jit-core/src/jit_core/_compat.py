@@ -196,22 +196,6 @@ def dup_top() -> List[Instr]:
     return [Instr("COPY", 1)] if PY_VERSION >= (3, 11) else [Instr("DUP_TOP")]
 
 
-def push_null() -> List[Instr]:
-    """A NULL below a callable (3.11+); earlier versions have no way to push one."""
-    if not CALL_NEEDS_NULL:
-        raise ValueError("NULL cannot be pushed before Python 3.11")
-    return [Instr("PUSH_NULL")]
-
-
-def call_ex(with_kwargs: bool) -> List[Instr]:
-    """Call ``fn(*args[, **kwargs])`` pushed by ``load_callable_const``, args, kwargs."""
-    return [Instr("CALL_FUNCTION_EX", int(with_kwargs))]
-
-
-def unpack_sequence(n: int) -> List[Instr]:
-    return [Instr("UNPACK_SEQUENCE", n)]
-
-
 def pop_top() -> List[Instr]:
     return [Instr("POP_TOP")]
 

@@ -17,6 +17,12 @@ class BackendCompileError(JitError):
     """A backend failed to compile a captured graph."""
 
 
+def describe_instruction(inst) -> str:
+    """``OPNAME argrepr``, as explain() shows the instruction of a break."""
+    arg = f" {inst.argrepr}" if inst.argrepr else ""
+    return f"{inst.opname}{arg}"
+
+
 class Unsupported(Exception):
     """Raised inside a capture: this frame cannot be captured (yet).
 
@@ -40,14 +46,17 @@ class Unsupported(Exception):
     def move_to_root(self) -> None:
         """Report the break where the captured frame itself stopped (the call site, when
         the reason lies in a function it called), keeping the inner place in the reason."""
-        inst = self.root_instruction
-        arg = f" {inst.argrepr}" if inst.argrepr else ""
-        here = f"{inst.opname}{arg}"
+        here = describe_instruction(self.root_instruction)
         if (self.location, self.instruction) != (self.root_location, here):
             self.reason = (
                 f"{self.reason} (inside the call, at {self.location} [{self.instruction}])"
             )
             self.location, self.instruction = self.root_location, here
+
+    def could_not_break(self, why: str) -> Unsupported:
+        """This reason, plus why the graph could not break where it stopped."""
+        self.reason = f"{self.reason}; and the graph could not break there: {why}"
+        return self
 
     def describe(self) -> str:
         where = f" at {self.location}" if self.location else ""

@@ -496,8 +496,7 @@ class CompileContext:
             try:
                 traced = self.trace(frame, code, stop=e, where=where)
             except Unsupported as again:
-                e.reason = f"{e.reason}; and the graph could not break there: {again.reason}"
-                raise e from None
+                raise e.could_not_break(again.reason) from None
             if where.before_loop is not None and traced.graph_module is None:
                 e.reason = f"{e.reason}; {graph_breaks.IN_LOOP}"
                 raise e
@@ -541,8 +540,7 @@ class CompileContext:
                     make_resume,
                 )
             except Unsupported as again:
-                stop.reason = f"{stop.reason}; and the graph could not break there: {again.reason}"
-                raise stop from None
+                raise stop.could_not_break(again.reason) from None
             stop.move_to_root()
             if traced.point.before_loop:
                 stop.reason = f"{stop.reason} (in a loop: the graph breaks before the loop)"

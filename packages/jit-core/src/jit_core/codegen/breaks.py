@@ -231,6 +231,8 @@ class BreakPoint:
     call: Optional[CallParts] = None
     #: stopped before a loop: the instruction that would have run next resumes it
     before_loop: bool = False
+    #: where the frame goes on after ``inst`` (or at the loop, ``before_loop``)
+    next_offset: int = -1
     #: filled by ``build_break_code``: (name, offset, stack size) of each resume function
     resumes: List[tuple] = field(default_factory=list)
 
@@ -245,7 +247,8 @@ def break_point(tx, inst: dis.Instruction, before_loop: bool = False) -> BreakPo
     """Decode the stopped root translator ``tx`` at ``inst`` (the loop's first instruction
     when ``before_loop``)."""
     code = tx.code
-    starts = [inst.offset] if before_loop else [_next_offset(code, inst)]
+    after = inst.offset if before_loop else resume.next_offset(code, inst.offset)
+    starts = [after]
     if inst.opname in JUMPS and not before_loop:
         starts.append(inst.argval)
     live = sorted(n for n in resume.live_locals(code, starts) if n in tx.symbolic_locals)
@@ -255,15 +258,7 @@ def break_point(tx, inst: dis.Instruction, before_loop: bool = False) -> BreakPo
         call = decode_call(stack, inst, tx.kw_names)
         call.fn, call.args = _method_parts(call.fn, call.args)
     values = [tx.symbolic_locals[n] for n in live]
-    return BreakPoint(inst, stack, live, values, call, before_loop)
-
-
-def _next_offset(code: types.CodeType, inst: dis.Instruction) -> int:
-    insts = [i for i in _compat.instructions(code) if i.opname != "EXTENDED_ARG"]
-    for i, candidate in enumerate(insts):
-        if candidate.offset == inst.offset:
-            return insts[i + 1].offset
-    raise Unsupported(f"no instruction after {inst.opname} at {inst.offset}")
+    return BreakPoint(inst, stack, live, values, call, before_loop, after)
 
 
 def _refuse_shared_containers(values: Sequence[VariableTracker]) -> None:
@@ -330,13 +325,13 @@ def build_break_code(
     if point.before_loop:
         for v in point.stack:
             emit(v)
-        resume_call(inst.offset, len(point.stack))
+        resume_call(point.next_offset, len(point.stack))
     elif inst.opname in NATIVE:
         taken, pushed = NATIVE[inst.opname]
         for v in point.stack:
             emit(v)
         out.append(Instr(inst.opname, inst.argval) if inst.opname in _NAMED else Instr(inst.opname))
-        resume_call(_next_offset(code, inst), len(point.stack) - taken + pushed)
+        resume_call(point.next_offset, len(point.stack) - taken + pushed)
     elif point.call is not None:
         call = point.call
         rest = point.stack[: len(point.stack) - call.consumed]
@@ -353,7 +348,7 @@ def build_break_code(
         else:
             emit(DictVariable(dict(call.kwargs)))
         out += _compat.call(3)
-        resume_call(_next_offset(code, inst), len(rest) + 1)
+        resume_call(point.next_offset, len(rest) + 1)
     else:
         jump_if_true, keeps = JUMPS[inst.opname]
         rest = point.stack[:-1]
@@ -366,7 +361,7 @@ def build_break_code(
         out.append(Instr(_compat.pop_jump_forward(jump_if_true), taken))
         if keeps:
             out += _compat.pop_top()
-        resume_call(_next_offset(code, inst), len(rest))
+        resume_call(point.next_offset, len(rest))
         out.append(taken)
         resume_call(inst.argval, len(rest) + (1 if keeps else 0))
     return assemble(code, out)

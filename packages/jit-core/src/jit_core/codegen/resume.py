@@ -108,16 +108,6 @@ def live_locals(code: types.CodeType, starts: Iterable[int]) -> FrozenSet[str]:
     return frozenset(found)
 
 
-def in_loop(code: types.CodeType, offset: int) -> bool:
-    """Whether the instruction at ``offset`` can run again in the same frame (a jump at
-    or after it goes back to it or before it)."""
-    insts, index = _layout(code)
-    i = index[offset]
-    return any(
-        inst.opcode in _JUMPS and index.get(inst.argval, len(insts)) <= i for inst in insts[i:]
-    )
-
-
 def loop_head(code: types.CodeType, offset: int) -> Optional[int]:
     """The offset of the first instruction of the outermost loop around ``offset``, or
     None when that instruction is in no loop."""
@@ -129,6 +119,12 @@ def loop_head(code: types.CodeType, offset: int) -> Optional[int]:
         if inst.opcode in _JUMPS and index.get(inst.argval, len(insts)) <= i
     ]
     return insts[min(heads)].offset if heads else None
+
+
+def next_offset(code: types.CodeType, offset: int) -> int:
+    """The offset of the instruction after the one at ``offset``."""
+    insts, index = _layout(code)
+    return insts[index[offset] + 1].offset
 
 
 def protected(code: types.CodeType, offset: int) -> bool:
@@ -197,9 +193,9 @@ __all__ = [
     "STACK_ARG",
     "build_resume_code",
     "describe_resume",
-    "in_loop",
     "live_locals",
     "loop_head",
+    "next_offset",
     "protected",
     "resume_name",
 ]

@@ -15,7 +15,7 @@ import types
 from typing import Any, Callable, Dict, List, Optional
 
 from .. import _compat, plugins
-from ..errors import Unsupported
+from ..errors import Unsupported, describe_instruction
 from ..sources import DefaultSource, GlobalSource, ItemSource, LocalSource, ObjectSource, Source
 from ..variables import (
     BuiltinVariable,
@@ -151,10 +151,7 @@ class Translator:
     def location(self) -> str:
         return f"{self.code.co_filename}:{self.lineno}"
 
-    @staticmethod
-    def describe_instruction(inst: dis.Instruction) -> str:
-        arg = f" {inst.argrepr}" if inst.argrepr else ""
-        return f"{inst.opname}{arg}"
+    describe_instruction = staticmethod(describe_instruction)
 
     # ------------------------------------------------------------------ stack
     def push(self, v: VariableTracker) -> None:

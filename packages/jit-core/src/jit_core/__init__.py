@@ -9,7 +9,14 @@ from __future__ import annotations
 
 from .api import OptimizedFunction, OptimizedLayer, optimize
 from .capture import capture
-from .errors import BackendNotFoundError, CaptureError, GraphBreakError, JitError, Unsupported
+from .errors import (
+    BackendNotFoundError,
+    BackendUnavailableError,
+    CaptureError,
+    GraphBreakError,
+    JitError,
+    Unsupported,
+)
 from .explain import ExplainOutput, explain
 from .hookspecs import hookimpl
 from .logs import set_logs
@@ -33,6 +40,7 @@ __all__ = [
     "JitError",
     "GraphBreakError",
     "BackendNotFoundError",
+    "BackendUnavailableError",
     "Unsupported",
     "hookimpl",
     "set_logs",

@@ -13,6 +13,10 @@ class BackendNotFoundError(JitError, LookupError):
     """The backend name given to ``optimize`` is not installed."""
 
 
+class BackendUnavailableError(JitError, RuntimeError):
+    """The backend is installed but cannot run in this environment; the message says why."""
+
+
 class BackendCompileError(JitError):
     """A backend failed to compile a captured graph."""
 

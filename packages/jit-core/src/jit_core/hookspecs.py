@@ -21,7 +21,7 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 @hookspec
 def jit_register_backends(register):
     """Register backends:
-    ``register(name, compile_fn, description="", inference_only=False)``.
+    ``register(name, compile_fn, description="", inference_only=False, unavailable="")``.
 
     ``compile_fn(graph_module, example_inputs, **options) -> callable`` returns a callable
     that takes the graph's inputs positionally and returns the same tuple of tensors as
@@ -30,7 +30,10 @@ def jit_register_backends(register):
     random numbers) registers with ``inference_only=True``: jit-core then compiles a graph
     that needs any of that (gradients on while an input or parameter requires them, a
     layer in training mode, a random operation) with the ``paddle`` backend instead, says
-    so in ``explain()``, and guards every entry on the gradient mode.
+    so in ``explain()``, and guards every entry on the gradient mode. A backend that is
+    installed but cannot run in this environment (its library has no build for this
+    Python, say) registers with ``unavailable="why"``: it is listed, and ``optimize`` with
+    it raises ``BackendUnavailableError`` with that reason.
     """
 
 

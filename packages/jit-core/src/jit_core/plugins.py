@@ -10,7 +10,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import pluggy
 
 from . import _compat, hookspecs
-from .errors import BackendNotFoundError
+from .errors import BackendNotFoundError, BackendUnavailableError
 
 if sys.version_info >= (3, 10):
     from importlib.metadata import entry_points as _entry_points
@@ -33,6 +33,9 @@ class Backend:
     #: it runs inference only (no gradients, no layer state, no Paddle random numbers):
     #: jit-core gives graphs that need any of that to the paddle backend instead
     inference_only: bool = False
+    #: why the backend is installed but cannot run here (e.g. its library has no build
+    #: for this Python); empty when it can
+    unavailable: str = ""
 
 
 @dataclass
@@ -82,8 +85,10 @@ def backends() -> Dict[str, Backend]:
         found: Dict[str, Backend] = {}
 
         def make_register(plugin):
-            def register(name, compile_fn, description="", inference_only=False):
-                found[name] = Backend(name, compile_fn, description, plugin, bool(inference_only))
+            def register(name, compile_fn, description="", inference_only=False, unavailable=""):
+                found[name] = Backend(
+                    name, compile_fn, description, plugin, bool(inference_only), unavailable
+                )
 
             return register
 
@@ -100,7 +105,12 @@ def get_backend(name: str) -> Backend:
             f"unknown backend {name!r}; installed backends: {installed}. "
             "Backends are plugins: install one, e.g. `pip install jit-backend-onnxrt`."
         )
-    return found[name]
+    backend = found[name]
+    if backend.unavailable:
+        raise BackendUnavailableError(
+            f"backend {name!r} is installed but cannot run here: {backend.unavailable}"
+        )
+    return backend
 
 
 def _serves(versions) -> bool:

@@ -15,7 +15,15 @@ import paddle
 
 from jit_core.compile_cache import DiskCache, graph_key, machine_fingerprint
 from jit_core.errors import JitError
-from jit_core.onnx import DEFAULT_OPSET, OnnxExportError, export_onnx, require
+from jit_core.onnx import (
+    DEFAULT_OPSET,
+    OnnxExportError,
+    check_against_paddle,
+    export_onnx,
+    lift_parameters,
+    live_tensors,
+    require,
+)
 
 log = logging.getLogger("jit_core.onnxrt")
 
@@ -92,7 +100,7 @@ def compile_graph(
     setup = ("frozen" if frozen else "live parameters", graph_optimization_level, providers)
     try:
         model, key, from_cache = _model_bytes(gm, example_inputs, opset, ort, cache, setup)
-        live = {} if frozen else _live_tensors(gm)
+        live = {} if frozen else live_tensors(gm)
         if from_cache:
             # the cached model is the one ONNX Runtime optimized when it was first built
             warm = _session_options(ort, *threads, "disable")
@@ -130,26 +138,6 @@ def _session(ort, model: bytes, options, providers):
         ) from e
 
 
-def _live_tensors(gm) -> Dict[str, paddle.Tensor]:
-    """The parameters and buffers the graph reads, by the name Paddle gave them (the name
-    they have in the exported model)."""
-    found: Dict[str, paddle.Tensor] = {}
-    for node in gm.graph.nodes:
-        if node.op == "call_module":
-            layer = getattr(gm, node.target)
-            tensors = list(layer.parameters()) + list(layer.buffers())
-        elif node.op == "get_attr":
-            value = gm
-            for part in node.target.split("."):
-                value = getattr(value, part)
-            tensors = [value] if isinstance(value, paddle.Tensor) else []
-        else:
-            continue
-        for t in tensors:
-            found[t.name] = t
-    return found
-
-
 def _model_bytes(gm, example_inputs, opset: int, ort, use_cache: bool, setup: tuple):
     """(the serialized model, its cache key or None, whether it came from the cache)"""
     frozen = setup[0] == "frozen"
@@ -175,42 +163,8 @@ def _model_bytes(gm, example_inputs, opset: int, ort, use_cache: bool, setup: tu
     model = export_onnx(gm, example_inputs, opset)
     stats["exports"] += 1
     if not frozen:
-        lift_parameters(model, _live_tensors(gm))
+        lift_parameters(model, live_tensors(gm))
     return model.SerializeToString(), key, False
-
-
-def lift_parameters(model, tensors: Dict[str, paddle.Tensor]) -> None:
-    """Turn the constants that hold parameters and buffers into model inputs, so that
-    every run reads their current values (``set_state_dict``, an optimizer step) instead
-    of the values at export time. Every tensor must be found by name: one that
-    paddle2onnx transformed could not be kept current, and the export is refused."""
-    from onnx import helper
-
-    graph = model.graph
-    found = set()
-    nodes = []
-    for node in graph.node:
-        name = node.output[0] if len(node.output) == 1 else None
-        if node.op_type == "Constant" and name in tensors:
-            t = node.attribute[0].t
-            graph.input.append(helper.make_tensor_value_info(name, t.data_type, t.dims))
-            found.add(name)
-        else:
-            nodes.append(node)
-    for init in list(graph.initializer):
-        if init.name in tensors:
-            graph.input.append(helper.make_tensor_value_info(init.name, init.data_type, init.dims))
-            graph.initializer.remove(init)
-            found.add(init.name)
-    missing = [n for n in tensors if n not in found]
-    if missing:
-        raise OnnxExportError(
-            f"the exported model does not hold the parameters {', '.join(missing[:5])} "
-            "under their names, so they could not stay current; optimize(..., "
-            "freeze=True) bakes parameters into the model instead"
-        )
-    del graph.node[:]
-    graph.node.extend(nodes)
 
 
 def _to_numpy(t: paddle.Tensor) -> np.ndarray:
@@ -295,41 +249,6 @@ def _reshaped(a: np.ndarray, shape: Optional[List[int]]) -> np.ndarray:
     return a
 
 
-def validate(compiled: OrtGraph, gm, example_inputs, rtol: float = 1e-3) -> None:
-    """Run the model once on the example inputs and compare with Paddle's own result:
-    a model that paddle2onnx converted wrongly is refused before it gives a wrong answer."""
-    with paddle.no_grad():
-        expected = gm.forward(*example_inputs)
-        got = compiled(*example_inputs)
-    for i, (g, e) in enumerate(zip(got, expected)):
-        where = f"output {i} of the exported model"
-        if list(g.shape) != list(e.shape) or g.dtype != e.dtype:
-            raise OnnxRuntimeError(
-                f"{where} is {g.dtype} {list(g.shape)}, Paddle computes {e.dtype} "
-                f"{list(e.shape)}: paddle2onnx converted an operator wrongly"
-            )
-        a, b = g.numpy(), e.numpy()
-        if a.dtype.kind in "fc":
-            scale = float(np.max(np.abs(b))) if b.size else 0.0
-            ok = np.allclose(a, b, rtol=rtol, atol=rtol * max(scale, 1.0), equal_nan=True)
-        else:
-            ok = np.array_equal(a, b)
-        if not ok:
-            diff = np.max(np.abs(a.astype(np.float64) - b.astype(np.float64)))
-            raise OnnxRuntimeError(
-                f"{where} differs from Paddle's result on the example inputs (max abs "
-                f"difference {diff:.3g}): paddle2onnx converted an operator wrongly. "
-                f"Operators of the graph: {', '.join(_operators(gm))}"
-            )
-
-
-def _operators(gm) -> List[str]:
-    names: List[str] = []
-    for n in gm.graph.nodes:
-        if n.op in ("call_function", "call_method", "call_module"):
-            t = n.target if isinstance(n.target, str) else getattr(n.target, "__name__", "?")
-            if n.op == "call_module":
-                t = type(getattr(gm, n.target)).__name__
-            if t not in names:
-                names.append(t)
-    return names
+def validate(compiled: OrtGraph, gm, example_inputs) -> None:
+    """Refuse a model that paddle2onnx converted wrongly (see ``check_against_paddle``)."""
+    check_against_paddle(compiled, gm, example_inputs, OnnxRuntimeError, "paddle2onnx")

@@ -3,6 +3,18 @@
 Nothing here imports paddle2onnx or onnx until an export is asked for.
 """
 
+from .check import check_against_paddle, graph_operators
 from .export import DEFAULT_OPSET, OnnxExportError, export_onnx, require, save_static
+from .parameters import lift_parameters, live_tensors
 
-__all__ = ["DEFAULT_OPSET", "OnnxExportError", "export_onnx", "require", "save_static"]
+__all__ = [
+    "DEFAULT_OPSET",
+    "OnnxExportError",
+    "check_against_paddle",
+    "export_onnx",
+    "graph_operators",
+    "lift_parameters",
+    "live_tensors",
+    "require",
+    "save_static",
+]

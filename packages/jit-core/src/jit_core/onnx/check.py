@@ -1,0 +1,59 @@
+"""Compare what a compiled ONNX model computes with Paddle's own result on the example
+inputs: a model that paddle2onnx (or the backend's importer) converted wrongly is refused
+before it gives a wrong answer."""
+
+from __future__ import annotations
+
+from typing import Callable, List, Sequence, Type
+
+import numpy as np
+
+
+def check_against_paddle(
+    run: Callable,
+    gm,
+    example_inputs: Sequence,
+    error: Type[Exception],
+    who: str,
+    rtol: float = 1e-3,
+) -> None:
+    """Raise ``error`` when ``run(*example_inputs)`` differs from ``gm.forward``; ``who``
+    names the converter blamed in the message."""
+    import paddle
+
+    with paddle.no_grad():
+        expected = gm.forward(*example_inputs)
+        got = run(*example_inputs)
+    for i, (g, e) in enumerate(zip(got, expected)):
+        where = f"output {i} of the exported model"
+        if list(g.shape) != list(e.shape) or g.dtype != e.dtype:
+            raise error(
+                f"{where} is {g.dtype} {list(g.shape)}, Paddle computes {e.dtype} "
+                f"{list(e.shape)}: {who} converted an operator wrongly"
+            )
+        a, b = g.numpy(), e.numpy()
+        if a.dtype.kind in "fc":
+            scale = float(np.max(np.abs(b))) if b.size else 0.0
+            ok = np.allclose(a, b, rtol=rtol, atol=rtol * max(scale, 1.0), equal_nan=True)
+        else:
+            ok = np.array_equal(a, b)
+        if not ok:
+            diff = np.max(np.abs(a.astype(np.float64) - b.astype(np.float64)))
+            raise error(
+                f"{where} differs from Paddle's result on the example inputs (max abs "
+                f"difference {diff:.3g}): {who} converted an operator wrongly. "
+                f"Operators of the graph: {', '.join(graph_operators(gm))}"
+            )
+
+
+def graph_operators(gm) -> List[str]:
+    """The distinct operators a graph calls, in order of first use."""
+    names: List[str] = []
+    for n in gm.graph.nodes:
+        if n.op in ("call_function", "call_method", "call_module"):
+            t = n.target if isinstance(n.target, str) else getattr(n.target, "__name__", "?")
+            if n.op == "call_module":
+                t = type(getattr(gm, n.target)).__name__
+            if t not in names:
+                names.append(t)
+    return names

@@ -149,9 +149,14 @@ def graph_key(
     for name, value in sorted(gm.code_globals().items()):
         add(name, _describe(value))
     for name, t in sorted(gm.state_dict().items()):
-        add(name, t.name, list(t.shape), str(t.dtype))
         if values:
+            # baked in: the contents matter, not the name Paddle gave the tensor (folded
+            # constants get a fresh one each time)
+            add(name, list(t.shape), str(t.dtype))
             h.update(_tensor_bytes(t))
+        else:
+            # fed by name on each run
+            add(name, t.name, list(t.shape), str(t.dtype))
     for t in example_inputs:
         add(list(t.shape), str(t.dtype), bool(t.stop_gradient))
     add(*extra)

@@ -9,7 +9,6 @@ a frozen model, call ``reset()`` on the optimized object.
 
 from __future__ import annotations
 
-import itertools
 import math
 from typing import Any, Dict, Optional
 
@@ -33,11 +32,13 @@ def _resolve(gm, target: str) -> Any:
     return obj
 
 
-_folded_ids = itertools.count()
-
-
 def _add_constant(gm, before: Node, value: paddle.Tensor, hint: str) -> Node:
-    name = f"_folded_{hint}_{next(_folded_ids)}"
+    # numbered per graph module, not per process: the same graph folded twice must read
+    # the same, or backends' compile caches (keyed by the code) would miss
+    number = 0
+    while hasattr(gm, f"_folded_{hint}_{number}"):
+        number += 1
+    name = f"_folded_{hint}_{number}"
     gm.register_buffer(name, value)
     with gm.graph.inserting_before(before):
         node = gm.graph.get_attr(name)

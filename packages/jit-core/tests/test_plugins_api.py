@@ -16,7 +16,12 @@ import pytest
 
 import jit_core
 from jit_core import logs, plugins
-from jit_core.errors import BackendCompileError, BackendNotFoundError, JitError
+from jit_core.errors import (
+    BackendCompileError,
+    BackendNotFoundError,
+    BackendUnavailableError,
+    JitError,
+)
 
 
 def close(a, b):
@@ -372,3 +377,24 @@ def test_no_jit_logs_means_no_output():
     assert "jit_core" not in proc.stderr
     assert "def forward" not in proc.stderr
     assert "runs eagerly" not in proc.stderr
+
+
+class UnavailableBackend:
+    @jit_core.hookimpl
+    def jit_register_backends(self, register):
+        def compile_graph(gm, example_inputs):
+            raise AssertionError("an unavailable backend is never asked to compile")
+
+        register("nowhere", compile_graph, unavailable="its library has no build for this machine")
+
+
+def test_unavailable_backend_is_listed_and_refused_with_its_reason():
+    plugin = UnavailableBackend()
+    plugins.register_plugin(plugin, name="unavailable-test")
+    try:
+        assert jit_core.backends()["nowhere"].unavailable
+        with pytest.raises(BackendUnavailableError, match="'nowhere'.*no build for this machine"):
+            jit_core.optimize(add_one, backend="nowhere")
+    finally:
+        plugins.get_plugin_manager().unregister(plugin)
+        plugins.reset_plugins()

@@ -1,0 +1,387 @@
+"""Compile a captured graph with Apache TVM: ONNX export (shared with onnxrt) -> Relax
+(``relax.frontend.onnx.from_onnx``) -> MetaSchedule records -> ``tvm.compile`` for the
+host CPU -> Relax VM, wrapped as a callable on Paddle tensors.
+
+Compiled libraries are kept in the compile cache, so a later process with the same graph
+loads a shared library instead of exporting, tuning and compiling again.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import logging
+import os
+import re
+import tempfile
+import time
+import warnings
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import paddle
+
+from jit_core.compile_cache import DiskCache, graph_key
+from jit_core.errors import JitError
+from jit_core.logs import set_logs
+from jit_core.onnx import (
+    DEFAULT_OPSET,
+    OnnxExportError,
+    check_against_paddle,
+    export_onnx,
+    lift_parameters,
+    live_tensors,
+    require,
+)
+
+from . import tuning
+from .target import TargetSpec, make_target
+
+log = logging.getLogger("jit_core.tvm")
+
+_CACHE = DiskCache("tvm")
+_INSTALL = "jit-backend-tvm (it brings apache-tvm 0.27 on Python 3.10+)"
+TUNE_MODES = ("auto", "always", "off")
+#: the default of ``tune``; ``JIT_TVM_TUNE`` changes it for a whole process (CI runs the
+#: conformance suite with ``off``: it checks correctness, not schedules)
+TUNE_ENV = "JIT_TVM_TUNE"
+DEFAULT_TRIALS_PER_TASK = 16
+
+#: what this process did
+stats: Dict[str, int] = {
+    "builds": 0,
+    "cache_hits": 0,
+    "fallbacks": 0,
+    "tuned_tasks": 0,
+    "reused_tasks": 0,
+}
+
+
+class TvmCompileError(JitError):
+    """TVM cannot import or compile an exported graph; the message names the ONNX node or
+    Relax operator at fault."""
+
+
+def _version(dist: str) -> str:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return "missing"
+
+
+def compile_graph(
+    gm,
+    example_inputs: Sequence[Any],
+    *,
+    tune: Optional[str] = None,
+    trials_per_task: int = DEFAULT_TRIALS_PER_TASK,
+    tune_seconds: Optional[float] = None,
+    target: TargetSpec = None,
+    progress: bool = True,
+    opset: int = DEFAULT_OPSET,
+    cache: bool = True,
+    fallback: bool = False,
+):
+    """The backend's ``compile``: see the package README for the options."""
+    tvm = require("tvm", "the tvm backend", _INSTALL)
+    mode = tune if tune is not None else os.environ.get(TUNE_ENV, "auto")
+    if mode not in TUNE_MODES:
+        raise ValueError(f"tune must be one of {', '.join(TUNE_MODES)}; got {mode!r}")
+    if not isinstance(trials_per_task, int) or trials_per_task < 1:
+        raise ValueError(f"trials_per_task must be a positive int, got {trials_per_task!r}")
+    if tune_seconds is not None and not tune_seconds > 0:
+        raise ValueError(f"tune_seconds must be positive, got {tune_seconds!r}")
+    if progress and mode != "off":
+        set_logs("tuning", logging.INFO)
+    tgt = make_target(target)
+    frozen = bool(gm.meta.get("frozen"))
+    live = {} if frozen else live_tensors(gm)
+    key = None
+    if cache:
+        extra = (
+            "tvm",
+            tvm.__version__,
+            str(tgt),
+            "default schedules" if mode == "off" else "tuned",
+            "frozen" if frozen else "live parameters",
+            opset,
+            _version("paddle2onnx"),
+            _version("onnx"),
+        )
+        key = graph_key(gm, example_inputs, extra, values=frozen)
+    try:
+        if key is not None and mode != "always":
+            blob = _CACHE.get(key)
+            if blob is not None:
+                stats["cache_hits"] += 1
+                log.info("%s: library from the cache (%s)", type(gm).__name__, key[:12])
+                return TvmGraph.from_blob(blob, gm, live)
+        compiled, complete = _build(
+            gm,
+            example_inputs,
+            tgt,
+            frozen,
+            live,
+            opset,
+            mode,
+            {
+                "trials_per_task": trials_per_task,
+                "seconds": tune_seconds,
+            },
+        )
+        check_against_paddle(
+            compiled, gm, example_inputs, TvmCompileError, "paddle2onnx or TVM's ONNX importer"
+        )
+        # a build that tuning left incomplete (time budget) is not kept: the next process
+        # goes on tuning from the records instead of reusing it
+        if key is not None and complete:
+            _CACHE.put(key, compiled.to_blob())
+    except (OnnxExportError, TvmCompileError) as e:
+        if not fallback:
+            raise
+        stats["fallbacks"] += 1
+        warnings.warn(
+            f"jit_core tvm: {e}. This graph runs on the paddle backend (fallback=True).",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        return gm.forward
+    return compiled
+
+
+def _build(gm, example_inputs, target, frozen, live, opset, mode, budget) -> Tuple[TvmGraph, bool]:
+    import tvm
+
+    name = type(gm).__name__
+    started = time.perf_counter()
+    model = export_onnx(gm, example_inputs, opset)
+    if not frozen:
+        lift_parameters(model, live)
+    inputs = _model_inputs(model, gm)
+    mod = _to_relax(model, inputs, gm, example_inputs, live)
+    mod = tuning.prepare(mod, target)
+    complete = True
+    if mode != "off":
+        report = tuning.tune(
+            mod,
+            target,
+            trials_per_task=budget["trials_per_task"],
+            seconds=budget["seconds"],
+            only_missing=mode == "auto",
+            label=name,
+        )
+        stats["tuned_tasks"] += len(report.tuned)
+        stats["reused_tasks"] += report.reused
+        complete = report.complete
+        mod = tuning.apply_records(mod, target)
+    try:
+        executable = tvm.compile(mod, target)
+    except Exception as e:  # noqa: BLE001 - TVM raises its own error types
+        raise TvmCompileError(_compile_failure(e, mod)) from e
+    stats["builds"] += 1
+    log.info("%s: built in %.1f s", name, time.perf_counter() - started)
+    return TvmGraph(executable, inputs, gm, live), complete
+
+
+def _model_inputs(model, gm) -> List[Tuple[str, Any]]:
+    """The model's inputs in order: ("input", index of the graph placeholder) or
+    ("param", name of a live parameter)."""
+    placeholders = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+    initializers = {i.name for i in model.graph.initializer}
+    found = []
+    for i in model.graph.input:
+        if i.name in initializers:
+            continue
+        if i.name in placeholders:
+            found.append(("input", placeholders.index(i.name)))
+        else:
+            found.append(("param", i.name))
+    return found
+
+
+def _to_relax(model, inputs, gm, example_inputs, live):
+    from tvm.relax.frontend import onnx as onnx_frontend
+
+    unsupported = _unsupported_ops(model)
+    if unsupported:
+        raise TvmCompileError(
+            f"TVM's ONNX importer has no converter for the ONNX operators "
+            f"{', '.join(unsupported)} (nodes {_nodes_of(model, unsupported)})"
+        )
+    shapes: Dict[str, List[int]] = {}
+    dtypes: Dict[str, str] = {}
+    names = [i.name for i in model.graph.input]
+    for (kind, ref), name in zip(inputs, [n for n in names if n not in _inits(model)]):
+        t = example_inputs[ref] if kind == "input" else live[ref]
+        shapes[name] = list(t.shape)
+        dtypes[name] = str(t.dtype).replace("paddle.", "")
+    try:
+        return onnx_frontend.from_onnx(model, shape_dict=shapes, dtype_dict=dtypes, opset=None)
+    except Exception as e:  # noqa: BLE001 - converters raise anything
+        raise TvmCompileError(
+            f"TVM's ONNX importer failed{_failing_node(e, model)}: {_first_line(e)}"
+        ) from e
+
+
+def _inits(model) -> set:
+    return {i.name for i in model.graph.initializer}
+
+
+def _unsupported_ops(model) -> List[str]:
+    from tvm.relax.frontend.onnx import onnx_frontend
+
+    known = onnx_frontend._get_convert_map()
+    missing: List[str] = []
+    for node in model.graph.node:
+        if node.op_type not in known and node.op_type not in missing:
+            missing.append(node.op_type)
+    return missing
+
+
+def _nodes_of(model, op_types: Sequence[str]) -> str:
+    names = [n.name or n.op_type for n in model.graph.node if n.op_type in op_types]
+    return ", ".join(names[:5]) + (" ..." if len(names) > 5 else "")
+
+
+def _failing_node(error: Exception, model) -> str:
+    text = str(error)
+    for node in model.graph.node:
+        if node.name and node.name in text:
+            return f" at ONNX node {node.name} ({node.op_type})"
+    for node in model.graph.node:
+        if re.search(rf"\b{re.escape(node.op_type)}\b", text):
+            return f" at an ONNX {node.op_type} node"
+    return ""
+
+
+def _first_line(error: Exception) -> str:
+    lines = [ln.strip() for ln in str(error).strip().splitlines() if ln.strip()]
+    # TVM puts the C++ traceback first and the message last
+    return (lines[-1] if lines else type(error).__name__)[:500]
+
+
+def _relax_ops(mod) -> List[str]:
+    found: List[str] = []
+    for name in re.findall(r"\bR\.([a-z_][\w.]*)\(", mod.script(show_meta=False)):
+        if name not in found and not name.startswith(("call_tir", "const", "tuple")):
+            found.append(name)
+    return found
+
+
+def _compile_failure(error: Exception, mod) -> str:
+    text = str(error)
+    ops = _relax_ops(mod)
+    named = [op for op in ops if op in text or op.split(".")[-1] in text]
+    where = f" at Relax operator {', '.join(named)}" if named else ""
+    return f"TVM failed to compile the graph{where}: {_first_line(error)} (operators: " + (
+        ", ".join(ops[:20]) + ")"
+    )
+
+
+class TvmGraph:
+    """A compiled graph: call it with the graph's input tensors, get its output tuple."""
+
+    def __init__(self, executable, inputs, gm, live: Dict[str, paddle.Tensor]):
+        import tvm
+        from tvm import relax
+
+        self.executable = executable
+        self._inputs = inputs
+        unknown = [ref for kind, ref in inputs if kind == "param" and ref not in live]
+        if unknown:
+            raise TvmCompileError(f"the exported model has inputs {unknown} the graph lacks")
+        self._live = live
+        self.vm = relax.VirtualMachine(executable, tvm.cpu())
+        self._main = self.vm["main"]
+        out = gm.graph.nodes[-1].args[0]
+        out = out if isinstance(out, (tuple, list)) else (out,)
+        self._dtypes = [getattr(n, "meta", {}).get("dtype") for n in out]
+        # paddle2onnx gives 0-D results the shape [1]: put Paddle's shape back
+        self._shapes = [getattr(n, "meta", {}).get("shape") for n in out]
+
+    def __call__(self, *tensors):
+        args = []
+        spans = []
+        for kind, ref in self._inputs:
+            t = tensors[ref] if kind == "input" else self._live[ref].detach()
+            a = _to_tvm(t)
+            args.append(a)
+            start = a.data_ptr()
+            spans.append((start, start + int(t.numel()) * t.element_size()))
+        out = self._main(*args)
+        outs = list(out) if not hasattr(out, "shape") else [out]
+        return tuple(
+            _to_paddle(o, s, d, _inside(o, spans))
+            for o, s, d in zip(outs, self._shapes, self._dtypes)
+        )
+
+    # -- the compile cache: metadata and the shared library in one entry --
+
+    def to_blob(self) -> bytes:
+        with tempfile.TemporaryDirectory(prefix="jit_tvm_") as folder:
+            path = os.path.join(folder, "graph.so")
+            self.executable.export_library(path)
+            with open(path, "rb") as f:
+                library = f.read()
+        meta = json.dumps({"inputs": self._inputs}).encode()
+        return len(meta).to_bytes(8, "big") + meta + library
+
+    @classmethod
+    def from_blob(cls, blob: bytes, gm, live) -> TvmGraph:
+        import tvm
+
+        size = int.from_bytes(blob[:8], "big")
+        meta = json.loads(blob[8 : 8 + size].decode())
+        folder = tempfile.mkdtemp(prefix="jit_tvm_")
+        path = os.path.join(folder, "graph.so")
+        with open(path, "wb") as f:
+            f.write(blob[8 + size :])
+        executable = tvm.runtime.load_module(path)
+        inputs = [(kind, ref) for kind, ref in meta["inputs"]]
+        graph = cls(executable, inputs, gm, live)
+        # the loaded library stays mapped; its file is not needed any more
+        os.unlink(path)
+        os.rmdir(folder)
+        return graph
+
+
+def _to_tvm(t: paddle.Tensor):
+    import tvm
+
+    # shares the tensor's memory (DLPack) when Paddle can hand it out, else a copy
+    try:
+        return tvm.runtime.from_dlpack(t)
+    except Exception:  # noqa: BLE001 - a non-contiguous view, or a dtype DLPack lacks
+        return tvm.runtime.tensor(t.numpy())
+
+
+def _inside(t, spans: List[Tuple[int, int]]) -> bool:
+    """Whether a result lies in the memory of an input (an input returned as it is, or a
+    reshaped view of one)."""
+    return any(start <= t.data_ptr() < end for start, end in spans)
+
+
+def _to_paddle(
+    t, shape: Optional[List[int]], dtype: Optional[str], copy: bool = False
+) -> paddle.Tensor:
+    from paddle.utils import dlpack
+
+    out = None
+    # A result in an input's memory is copied: Paddle owning (through DLPack) a TVM tensor
+    # that owns a Paddle tensor deadlocks when it is freed (Paddle's deleter takes a lock
+    # that the inner deleter takes again)
+    if not copy:
+        try:
+            out = dlpack.from_dlpack(t)
+        except Exception:  # noqa: BLE001 - fall back to a copy
+            out = None
+    if out is None:
+        out = paddle.to_tensor(t.numpy())
+    if shape is not None and list(out.shape) != list(shape):
+        size = 1
+        for d in shape:
+            size *= d
+        if out.size == size:
+            out = out.reshape(shape)
+    if dtype is not None and str(out.dtype).replace("paddle.", "") != dtype:
+        out = out.astype(dtype)
+    return out

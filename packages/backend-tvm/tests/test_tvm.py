@@ -1,0 +1,212 @@
+"""The tvm backend: what it computes, what it keeps on disk, how it tunes, how it fails."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import paddle
+import pytest
+
+import jit_core
+from jit_core.errors import BackendCompileError, BackendUnavailableError
+
+HAS_TVM = sys.version_info >= (3, 10)
+needs_tvm = pytest.mark.skipif(not HAS_TVM, reason="apache-tvm 0.27 has wheels for 3.10+ only")
+
+
+class SmallNet(paddle.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.conv = paddle.nn.Conv2D(3, 8, 3, padding=1)
+        self.bn = paddle.nn.BatchNorm2D(8)
+        self.fc = paddle.nn.Linear(8 * 8 * 8, 10)
+
+    def forward(self, x):
+        y = paddle.nn.functional.relu(self.bn(self.conv(x)))
+        return self.fc(y.flatten(1)).softmax(-1)
+
+
+@pytest.fixture(autouse=True)
+def _own_cache(tmp_path, monkeypatch):
+    from jit_core.compile_cache import ENV_VAR
+
+    monkeypatch.setenv(ENV_VAR, str(tmp_path / "cache"))
+    monkeypatch.delenv("JIT_TVM_TUNE", raising=False)
+
+
+def _net():
+    paddle.seed(0)
+    net = SmallNet()
+    net.eval()
+    return net
+
+
+@pytest.mark.skipif(HAS_TVM, reason="checks the error on Pythons without TVM wheels")
+def test_unavailable_before_310_says_why():
+    assert jit_core.backends()["tvm"].unavailable
+    with pytest.raises(BackendUnavailableError, match=r"Python 3\.10\+"):
+        jit_core.optimize(_net(), backend="tvm")
+
+
+@needs_tvm
+def test_matches_eager_with_live_parameters():
+    from jit_backend_tvm import stats
+
+    net = _net()
+    x = paddle.rand([2, 3, 8, 8])
+    fast = jit_core.optimize(net, backend="tvm", tune="off")
+    builds = stats["builds"]
+    with paddle.no_grad():
+        np.testing.assert_allclose(fast(x).numpy(), net(x).numpy(), rtol=1e-5, atol=1e-6)
+        report = jit_core.explain(fast, x)
+        assert report.graph_count == 1 and report.break_count == 0
+        assert stats["builds"] == builds + 1
+        # parameters are inputs of the compiled model: new weights are seen without a rebuild
+        other = SmallNet()
+        net.set_state_dict(other.state_dict())
+        np.testing.assert_allclose(fast(x).numpy(), net(x).numpy(), rtol=1e-5, atol=1e-6)
+        # every call returns its own tensors, not a buffer the next call overwrites
+        first = fast(x)
+        kept = first.numpy().copy()
+        fast(x * 2)
+        np.testing.assert_array_equal(first.numpy(), kept)
+    assert stats["builds"] == builds + 1
+
+
+@needs_tvm
+def test_frozen_model_and_library_cache():
+    from jit_backend_tvm import stats
+
+    net = _net()
+    x = paddle.rand([1, 3, 8, 8])
+    with paddle.no_grad():
+        expected = net(x).numpy()
+        hits = stats["cache_hits"]
+        out = jit_core.optimize(net, backend="tvm", tune="off", freeze=True)(x)
+        np.testing.assert_allclose(out.numpy(), expected, rtol=1e-5, atol=1e-6)
+        assert stats["cache_hits"] == hits
+        # a second optimize of the same graph loads the library the first one stored
+        out = jit_core.optimize(net, backend="tvm", tune="off", freeze=True)(x)
+        np.testing.assert_allclose(out.numpy(), expected, rtol=1e-5, atol=1e-6)
+        assert stats["cache_hits"] == hits + 1
+
+
+def _matmul(x, w):
+    return paddle.nn.functional.relu(paddle.matmul(x, w))
+
+
+TUNE_IN_A_PROCESS = """
+import json, logging, sys, warnings
+warnings.filterwarnings("ignore")
+import paddle, jit_core
+from jit_backend_tvm import stats
+
+records = []
+class Keep(logging.Handler):
+    def emit(self, record):
+        records.append(record.getMessage())
+logging.getLogger("jit_core.tuning").addHandler(Keep())
+
+def f(x, w):
+    return paddle.nn.functional.relu(paddle.matmul(x, w))
+
+paddle.seed(0)
+x, w = paddle.rand([64, 128]), paddle.rand([128, 64])
+with paddle.no_grad():
+    fast = jit_core.optimize(
+        f, backend="tvm", tune=sys.argv[1], trials_per_task=2, cache=sys.argv[2] == "cache"
+    )
+    expected = f(x, w)
+    diff = float((fast(x, w) - expected).abs().max() / expected.abs().max())
+print(json.dumps({"stats": stats, "log": records, "diff": diff}))
+"""
+
+
+def _tune_in_a_process(mode: str, cache: str = "cache") -> dict:
+    env = dict(os.environ, GLOG_minloglevel="2")
+    out = subprocess.run(
+        [sys.executable, "-c", TUNE_IN_A_PROCESS, mode, cache],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@needs_tvm
+def test_tuning_records_outlive_the_process():
+    from jit_backend_tvm.target import make_target
+    from jit_backend_tvm.tuning import database_dir
+
+    first = _tune_in_a_process("auto")
+    assert first["diff"] < 1e-6
+    tuned = first["stats"]["tuned_tasks"]
+    assert tuned >= 1 and first["stats"]["builds"] == 1
+    # progress: one line per kernel on the "tuning" channel
+    assert sum("best" in line for line in first["log"]) == tuned, first["log"]
+    folder = database_dir(make_target())
+    with open(os.path.join(folder, "database_tuning_record.json")) as f:
+        assert len(f.read().splitlines()) >= tuned
+
+    # a fresh process: the compiled library comes from the cache, nothing is tuned or built
+    warm = _tune_in_a_process("auto")
+    assert warm["diff"] < 1e-6
+    assert warm["stats"]["tuned_tasks"] == 0 and warm["stats"]["cache_hits"] == 1
+    assert warm["stats"]["builds"] == 0
+
+    # without the library cache the build finds every kernel's record: still no tuning
+    rebuilt = _tune_in_a_process("auto", "no cache")
+    assert rebuilt["stats"]["tuned_tasks"] == 0 and rebuilt["stats"]["builds"] == 1
+    assert any("all" in line and "have records" in line for line in rebuilt["log"])
+
+
+@needs_tvm
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (dict(tune="fast"), "tune must be one of auto, always, off"),
+        (dict(trials_per_task=0), "trials_per_task must be a positive int"),
+        (dict(target={"kind": "cuda"}), "compiles for CPUs"),
+    ],
+)
+def test_bad_options_are_named(options, message):
+    fast = jit_core.optimize(_matmul, backend="tvm", **options)
+    with pytest.raises(BackendCompileError, match=message), paddle.no_grad():
+        fast(paddle.rand([4, 4]), paddle.rand([4, 4]))
+
+
+@needs_tvm
+def test_unsupported_onnx_operator_is_named():
+    from jit_backend_tvm.backend import TvmCompileError, _to_relax
+    from onnx import TensorProto, helper
+
+    node = helper.make_node("NoSuchOperator", ["x"], ["y"], name="mystery_0")
+    graph = helper.make_graph(
+        [node],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(TvmCompileError, match="NoSuchOperator.*mystery_0"):
+        _to_relax(model, [("input", 0)], None, [paddle.rand([2])], {})
+
+
+@needs_tvm
+def test_compile_failure_names_the_relax_operator():
+    from jit_backend_tvm.backend import _compile_failure
+
+    class Module:
+        def script(self, show_meta=False):
+            return "lv = R.nn.conv2d(x, w)\nlv1 = R.nn.relu(lv)\n"
+
+    text = _compile_failure(
+        RuntimeError("trace\nInternalError: cannot legalize nn.conv2d"), Module()
+    )
+    assert "at Relax operator nn.conv2d" in text and "cannot legalize" in text

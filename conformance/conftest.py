@@ -21,6 +21,39 @@ def pytest_addoption(parser):
     )
 
 
+def _unavailable(config) -> str:
+    found = jit_core.backends().get(config.getoption("--backend"))
+    return found.unavailable if found is not None else ""
+
+
+def pytest_report_header(config):
+    why = _unavailable(config)
+    if why:
+        return f"conformance on backend {config.getoption('--backend')!r}: n/a here ({why})"
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    """A backend that is installed but cannot run on this Python (tvm on 3.8/3.9) makes
+    every cell of its column n/a: each test is skipped with the reason, never passed."""
+    why = _unavailable(config)
+    if not why:
+        return
+    mark = pytest.mark.skip(reason=f"n/a: backend {config.getoption('--backend')!r}: {why}")
+    for item in items:
+        item.add_marker(mark)
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    why = _unavailable(config)
+    if why:
+        skipped = len(terminalreporter.stats.get("skipped", []))
+        terminalreporter.write_line(
+            f"backend {config.getoption('--backend')!r}: n/a on this Python, {skipped} tests "
+            f"not run ({why})"
+        )
+
+
 @pytest.fixture(scope="session")
 def backend(request) -> str:
     name = request.config.getoption("--backend")

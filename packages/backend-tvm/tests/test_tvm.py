@@ -210,3 +210,34 @@ def test_compile_failure_names_the_relax_operator():
         RuntimeError("trace\nInternalError: cannot legalize nn.conv2d"), Module()
     )
     assert "at Relax operator nn.conv2d" in text and "cannot legalize" in text
+
+
+@needs_tvm
+def test_shape_arithmetic_is_folded_for_the_importer():
+    from jit_backend_tvm.backend import fold_static_shapes
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"], name="shape"),
+        helper.make_node(
+            "Constant", [], ["i"], value=numpy_helper.from_array(np.array([0], np.int64))
+        ),
+        helper.make_node("Gather", ["s", "i"], ["batch"], name="gather"),
+        helper.make_node(
+            "Constant", [], ["rest"], value=numpy_helper.from_array(np.array([-1], np.int64))
+        ),
+        helper.make_node("Concat", ["batch", "rest"], ["target"], axis=0, name="concat"),
+        helper.make_node("Reshape", ["x", "target"], ["y"], name="reshape"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 12])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    assert fold_static_shapes(model) == 3
+    ops = [n.op_type for n in model.graph.node]
+    assert ops == ["Constant"] * 5 + ["Reshape"]
+    target = next(n for n in model.graph.node if n.output[0] == "target")
+    assert numpy_helper.to_array(target.attribute[0].t).tolist() == [2, -1]

@@ -214,12 +214,106 @@ def _to_relax(model, inputs, gm, example_inputs, live):
         t = example_inputs[ref] if kind == "input" else live[ref]
         shapes[name] = list(t.shape)
         dtypes[name] = str(t.dtype).replace("paddle.", "")
+    fold_static_shapes(model)
     try:
-        return onnx_frontend.from_onnx(model, shape_dict=shapes, dtype_dict=dtypes, opset=None)
+        with warnings.catch_warnings():
+            # parameter names hold dots, which Relax renames, one warning each
+            warnings.filterwarnings("ignore", message="Renaming name", category=UserWarning)
+            return onnx_frontend.from_onnx(model, shape_dict=shapes, dtype_dict=dtypes, opset=None)
     except Exception as e:  # noqa: BLE001 - converters raise anything
         raise TvmCompileError(
             f"TVM's ONNX importer failed{_failing_node(e, model)}: {_first_line(e)}"
         ) from e
+
+
+def fold_static_shapes(model) -> int:
+    """Fold the shape arithmetic of a model into constants; returns how many nodes.
+
+    paddle2onnx computes some attributes at run time from shapes (``Max`` of a pooled
+    map's shape and a constant, ``Concat``/``Gather`` into a ``Reshape`` target). TVM's
+    importer turns ``Shape`` into a symbolic shape that most converters reject ("cannot
+    handle ShapeExpr inputs"), but every shape here is static (each input shape is its own
+    graph): each ``Shape`` of a statically shaped tensor becomes a constant, then every
+    node whose inputs are all small constants is evaluated (ONNX's reference evaluator).
+    Each round lets shape inference see more (a folded ``Reshape`` target gives the batch
+    dimension back), so it repeats until nothing changes.
+    """
+    total = 0
+    for _ in range(8):
+        folded = _fold_once(model)
+        total += folded
+        if not folded:
+            break
+    return total
+
+
+def _fold_once(model) -> int:
+    import numpy as np
+    from onnx import helper, numpy_helper, shape_inference
+    from onnx.reference import ReferenceEvaluator
+
+    graph = shape_inference.infer_shapes(model).graph
+    static: Dict[str, List[int]] = {}
+    for info in list(graph.value_info) + list(graph.input) + list(graph.output):
+        t = info.type.tensor_type
+        if t.HasField("shape") and all(d.HasField("dim_value") for d in t.shape.dim):
+            static[info.name] = [d.dim_value for d in t.shape.dim]
+    for init in model.graph.initializer:
+        static[init.name] = list(init.dims)
+    small: Dict[str, Any] = {
+        i.name: numpy_helper.to_array(i) for i in model.graph.initializer if _numel(i.dims) <= 64
+    }
+    opsets = {o.domain: o.version for o in model.opset_import}
+    folded = 0
+    for node in model.graph.node:
+        value = None
+        if node.op_type == "Constant":
+            value = numpy_helper.to_array(node.attribute[0].t) if _is_tensor(node) else None
+            if value is not None and value.size <= 64:
+                small[node.output[0]] = value
+            continue
+        if node.op_type == "Shape" and node.input[0] in static:
+            dims = static[node.input[0]]
+            attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+            value = np.array(dims[attrs.get("start", 0) : attrs.get("end", len(dims))], np.int64)
+        elif (
+            len(node.output) == 1
+            and node.input
+            and node.domain in ("", "ai.onnx")
+            and all(i in small for i in node.input if i)
+        ):
+            try:
+                value = ReferenceEvaluator(node, opsets=opsets).run(
+                    None, {i: small[i] for i in node.input if i}
+                )[0]
+            except Exception:  # noqa: BLE001 - leave the node to TVM
+                value = None
+        if value is None or np.asarray(value).size > 64:
+            continue
+        value = np.asarray(value)
+        small[node.output[0]] = value
+        node.CopyFrom(
+            helper.make_node(
+                "Constant",
+                [],
+                [node.output[0]],
+                name=node.name,
+                value=numpy_helper.from_array(value),
+            )
+        )
+        folded += 1
+    return folded
+
+
+def _numel(dims) -> int:
+    n = 1
+    for d in dims:
+        n *= d
+    return n
+
+
+def _is_tensor(node) -> bool:
+    return len(node.attribute) == 1 and node.attribute[0].name == "value"
 
 
 def _inits(model) -> set:

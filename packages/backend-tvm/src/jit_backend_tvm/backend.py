@@ -116,17 +116,7 @@ def compile_graph(
                 log.info("%s: library from the cache (%s)", type(gm).__name__, key[:12])
                 return TvmGraph.from_blob(blob, gm, live)
         compiled, complete = _build(
-            gm,
-            example_inputs,
-            tgt,
-            frozen,
-            live,
-            opset,
-            mode,
-            {
-                "trials_per_task": trials_per_task,
-                "seconds": tune_seconds,
-            },
+            gm, example_inputs, tgt, live, opset, mode, trials_per_task, tune_seconds
         )
         check_against_paddle(
             compiled, gm, example_inputs, TvmCompileError, "paddle2onnx or TVM's ONNX importer"
@@ -148,13 +138,17 @@ def compile_graph(
     return compiled
 
 
-def _build(gm, example_inputs, target, frozen, live, opset, mode, budget) -> Tuple[TvmGraph, bool]:
+def _build(
+    gm, example_inputs, target, live, opset, mode, trials_per_task, seconds
+) -> Tuple[TvmGraph, bool]:
+    """The compiled graph, and whether every kernel worth tuning has its record (False
+    when ``seconds`` ran out first)."""
     import tvm
 
     name = type(gm).__name__
     started = time.perf_counter()
     model = export_onnx(gm, example_inputs, opset)
-    if not frozen:
+    if live:
         lift_parameters(model, live)
     inputs = _model_inputs(model, gm)
     mod = _to_relax(model, inputs, gm, example_inputs, live)
@@ -164,8 +158,8 @@ def _build(gm, example_inputs, target, frozen, live, opset, mode, budget) -> Tup
         report = tuning.tune(
             mod,
             target,
-            trials_per_task=budget["trials_per_task"],
-            seconds=budget["seconds"],
+            trials_per_task=trials_per_task,
+            seconds=seconds,
             only_missing=mode == "auto",
             label=name,
         )

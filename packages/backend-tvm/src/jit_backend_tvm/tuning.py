@@ -64,7 +64,11 @@ def open_database(target):
 
 
 def prepare(mod, target):
-    """The Relax module in the form tasks are extracted from and records applied to."""
+    """The Relax module in the form tasks are extracted from and records applied to.
+
+    Kernel arguments that are constants (the weights of a frozen graph) are marked
+    layout-free: MetaSchedule may then store them in the layout its schedule reads best
+    (``RewriteLayout``), and ``apply_records`` computes that layout at compile time."""
     import tvm
     from tvm import relax
 
@@ -74,6 +78,7 @@ def prepare(mod, target):
                 relax.transform.DecomposeOpsForInference(),
                 relax.transform.CanonicalizeBindings(),
                 relax.pipeline.zero_pipeline(),
+                relax.transform.AttachAttrLayoutFreeBuffers(),
             ]
         )(mod)
 
@@ -153,6 +158,9 @@ def tune(
     )
     cost_model = "xgb" if _has("xgboost") else "random"
     with _tuning_environment(target), tempfile.TemporaryDirectory(prefix="jit_tvm_") as logs:
+        # one builder and runner for every task: each starts worker processes
+        builder = ms.builder.LocalBuilder(f_build=_ms_build.build)
+        runner = ms.runner.LocalRunner()
         for i, task in enumerate(todo):
             elapsed = time.perf_counter() - start
             if seconds is not None and elapsed >= seconds:
@@ -168,7 +176,9 @@ def tune(
                 mod=task.dispatched[0],
                 target=target,
                 space_generator="post-order-apply",
-                search_strategy="evolutionary",
+                search_strategy=ms.search_strategy.EvolutionarySearch(
+                    population_size=_population(trials_per_task)
+                ),
                 task_name=task.task_name,
                 num_threads="physical",
                 logger=logging.getLogger("tvm.s_tir.meta_schedule.jit_core"),
@@ -180,8 +190,8 @@ def tune(
                 max_trials_global=trials_per_task,
                 max_trials_per_task=trials_per_task,
                 num_trials_per_iter=min(trials_per_task, 64),
-                builder=ms.builder.LocalBuilder(f_build=_ms_build.build),
-                runner=ms.runner.LocalRunner(),
+                builder=builder,
+                runner=runner,
                 database=database,
                 cost_model=cost_model,
             )
@@ -200,6 +210,13 @@ def tune(
             )
     report.seconds = time.perf_counter() - start
     return report
+
+
+def _population(trials: int) -> int:
+    """The evolutionary search's population: MetaSchedule's 512 costs ~30 s of search per
+    kernel on two cores whatever the budget; a few dozen measured trials are served as well
+    by a smaller one."""
+    return max(64, min(512, 8 * trials))
 
 
 def _flops(task) -> float:
@@ -226,13 +243,21 @@ def _has(module: str) -> bool:
 
 def apply_records(mod, target):
     """``mod`` with every kernel that has a record scheduled by it (the others keep TVM's
-    default, unscheduled code)."""
+    default, unscheduled code), and the weight layouts those schedules chose computed
+    from the constants now, once, instead of in every call."""
+    import tvm
     from tvm import relax
 
     if not os.path.exists(os.path.join(database_dir(target), "database_workload.json")):
         return mod
     with target, _tuning_environment(target), open_database(target):
-        return relax.transform.MetaScheduleApplyDatabase()(mod)
+        return tvm.transform.Sequential(
+            [
+                relax.transform.MetaScheduleApplyDatabase(),
+                relax.transform.SplitLayoutRewritePreproc(),
+                relax.transform.FoldConstant(),
+            ]
+        )(mod)
 
 
 __all__ = [

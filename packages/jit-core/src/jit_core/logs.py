@@ -20,6 +20,7 @@ CHANNELS = {
     "breaks": "why a frame could not be captured and runs eagerly",
     "recompiles": "cache misses that trigger a new capture, and the guard that failed",
     "bytecode": "the original and transformed bytecode of every compiled frame",
+    "tuning": "progress of backends that tune kernels (tvm's MetaSchedule), task by task",
 }
 
 _ROOT = logging.getLogger("jit_core")

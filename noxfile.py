@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 
 import nox
 
@@ -24,6 +25,11 @@ PACKAGES = [
 #: models on every run would not fit CI (its unit tests tune a small kernel instead). On
 #: 3.8/3.9 its column is n/a: every test is skipped with the reason.
 CONFORMANCE_BACKENDS = {"onnxrt": {}, "tvm": {"JIT_TVM_TUNE": "off"}}
+#: the compile cache tvm's conformance runs share across the Pythons of one ``./dev test``
+#: (TVM compiles the same graphs alike on every Python; building them once saves ~3 min per
+#: Python). The first Python with TVM starts it empty.
+TVM_SHARED_CACHE = os.path.abspath(os.path.join(".nox", "tvm-conformance-cache"))
+FIRST_TVM_PYTHON = "3.10"
 #: example plugins that exist to be installed in the test environment (see their READMEs)
 TEST_PLUGINS = [p for p in ["examples/opcode-plugin"] if os.path.isdir(p)]
 RUFF = "ruff==0.17.5"
@@ -58,7 +64,11 @@ def tests(session: nox.Session) -> None:
     env = {"GLOG_minloglevel": "2"}
     # the unit tests and the conformance suite on the default paddle backend
     session.run("pytest", "-n", workers, *session.posargs, env=env)
+    if session.python == FIRST_TVM_PYTHON:
+        shutil.rmtree(TVM_SHARED_CACHE, ignore_errors=True)
     for backend, backend_env in CONFORMANCE_BACKENDS.items():
+        if backend == "tvm":
+            backend_env = {**backend_env, "JIT_CONFORMANCE_CACHE_DIR": TVM_SHARED_CACHE}
         session.run(
             "pytest",
             "-n",

@@ -68,11 +68,15 @@ def backend(request) -> str:
 
 @pytest.fixture(scope="session", autouse=True)
 def _compile_cache(tmp_path_factory):
-    """Backends that keep a compile cache on disk keep it in the test's own folder."""
+    """Backends that keep a compile cache on disk keep it in the test's own folder, or in
+    ``$JIT_CONFORMANCE_CACHE_DIR`` when set (nox shares one between the Python versions of
+    a run: what tvm compiled for 3.10 is loaded on 3.11 and 3.12, as a user's warm cache
+    would be)."""
     from jit_core.compile_cache import ENV_VAR
 
     old = os.environ.get(ENV_VAR)
-    os.environ[ENV_VAR] = str(tmp_path_factory.mktemp("jit_core_cache"))
+    shared = os.environ.get("JIT_CONFORMANCE_CACHE_DIR")
+    os.environ[ENV_VAR] = shared or str(tmp_path_factory.mktemp("jit_core_cache"))
     yield
     if old is None:
         os.environ.pop(ENV_VAR, None)

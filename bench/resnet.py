@@ -1,8 +1,10 @@
 """ResNet18 inference, batch 1, on CPU: backends and graph passes, in one run.
 
-    python bench/resnet.py [--rounds N] [--size 224] [--skip-first-call]
+    python bench/resnet.py [--backend all|paddle|onnxrt|tvm] [--rounds N] [--size 224]
+                           [--skip-first-call] [--tvm-trials N] [--tvm-tune auto|always]
 
-Rows: eager Paddle, ``paddle.jit.to_static``, and ``jit_core.optimize`` on every installed
+``--backend NAME`` keeps eager Paddle, the onnxrt rows with ``freeze=True`` and the raw
+ONNX Runtime session as the peers, and that backend's rows. Rows: eager Paddle, ``paddle.jit.to_static``, and ``jit_core.optimize`` on every installed
 backend that this script knows (``paddle``; ``onnxrt`` when jit-backend-onnxrt is
 installed) with passes off, the default passes, and the default passes with
 ``freeze=True`` (BatchNorm and constant folding; onnxrt then bakes the parameters into
@@ -12,8 +14,18 @@ captured graph, median latency, speed-up against eager, largest difference from 
 The rows' runs are interleaved so that drift of the machine hits all of them alike; two
 untimed calls start each block, as the previous row's thread pool is still spinning.
 
+With tvm (Python 3.10+, jit-backend-tvm installed), frozen: the default build (TVM's
+schedules, no tuning), and the tuned build: every kernel without a record in the on-disk
+MetaSchedule database is tuned first with ``--tvm-trials`` measured candidates (default 16;
+the table says how many kernels were tuned now, how long it took, and how many records
+were reused from earlier runs, which add up across runs; ``--tvm-tune always`` tunes every
+kernel again, adding ``--tvm-trials`` on top of the records).
+
 Then, per ONNX backend, the first call of a fresh process: cold (empty compile cache: the
-export runs) and warm (the model comes from the on-disk cache).
+export runs; tvm builds with default schedules) and warm (the model or library comes from
+the on-disk cache; for tvm the tuned library); for tvm also "records": an empty compile
+cache that holds only the tuning database, so the tuned build is compiled from the records
+without tuning.
 """
 
 from __future__ import annotations
@@ -21,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -70,7 +83,7 @@ from paddle.vision.models import resnet18
 paddle.seed(0)
 net = resnet18(); net.eval()
 x = paddle.rand([1, 3, SIZE, SIZE])
-fast = jit_core.optimize(net, backend=BACKEND, freeze=True)
+fast = jit_core.optimize(net, backend=BACKEND, freeze=True, **OPTIONS)
 with paddle.no_grad():
     start = time.perf_counter()
     fast(x)
@@ -78,8 +91,9 @@ with paddle.no_grad():
 """
 
 
-def first_call_s(backend: str, size: int, cache: str) -> float:
+def first_call_s(backend: str, size: int, cache: str, **options) -> float:
     code = FIRST_CALL.replace("SIZE", str(size)).replace("BACKEND", repr(backend))
+    code = code.replace("OPTIONS", repr(options))
     env = dict(os.environ, JIT_CORE_CACHE_DIR=cache, GLOG_minloglevel="2")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     if out.returncode != 0:
@@ -113,6 +127,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--size", type=int, default=224)
     parser.add_argument("--skip-first-call", action="store_true")
+    parser.add_argument("--tvm-tune", default="auto", choices=["auto", "always"])
+    parser.add_argument("--backend", default="all", choices=["all", "paddle", "onnxrt", "tvm"])
+    parser.add_argument("--tvm-trials", type=int, default=16, help="MetaSchedule trials per kernel")
     args, _ = parser.parse_known_args()  # ./dev bench hands every script the same args
 
     paddle.seed(0)
@@ -128,10 +145,15 @@ def main() -> None:
     static.eval()
     rows[1] = ("paddle.jit.to_static", "-", static)
     installed = jit_core.backends()
+    only = None if args.backend == "all" else args.backend
     for backend in ("paddle", "onnxrt"):
-        if backend not in installed:
+        # onnxrt is the peer of every other backend
+        peers = (None, backend, "tvm") if backend == "onnxrt" else (None, backend)
+        if backend not in installed or only not in peers:
             continue
         for label, options in VARIANTS:
+            if only == "tvm" and not options.get("freeze"):
+                continue
             fast = jit_core.optimize(net, backend=backend, **options)
             with paddle.no_grad():
                 report = jit_core.explain(fast, x)
@@ -142,7 +164,16 @@ def main() -> None:
             run, diff = raw_ort_session(net, x)
             rows.append(("raw onnxruntime session (frozen model)", "-", run, diff))
 
-    times = median_ms([r[2] for r in rows], x, args.rounds)
+    tvm_notes = []
+    if _tvm_runs(installed) and only in (None, "tvm"):
+        rows.extend(tvm_rows(net, x, expected, args.tvm_trials, args.tvm_tune, tvm_notes))
+
+    slow = [r for r in rows if r[0].endswith("(untuned)")]
+    fast_rows = [r for r in rows if r not in slow]
+    times = dict(zip(map(id, fast_rows), median_ms([r[2] for r in fast_rows], x, args.rounds)))
+    # the untuned TVM build takes seconds per call: a few rounds of its own
+    times.update(zip(map(id, slow), median_ms([r[2] for r in slow], x, 3, inner=1)))
+    times = [times[id(r)] for r in rows]
     eager = times[0]
     print(f"ResNet18, batch 1, {args.size}x{args.size}, CPU, no_grad, {args.rounds} rounds")
     print(f"Paddle {paddle.__version__}, jit_core {jit_core.__version__}")
@@ -152,18 +183,80 @@ def main() -> None:
     for row, ms in zip(rows, times):
         diff = f"{row[3]:.1e}" if len(row) > 3 else "-"
         print(f"{row[0]:40} {row[1]:>9} {ms:10.1f} {eager / ms:8.2f}x {diff:>11}")
+    for note in tvm_notes:
+        print(note)
 
-    onnx_backends = [b for b in ("onnxrt",) if b in installed]
+    onnx_backends = [b for b in ("onnxrt", "tvm") if b in installed and only in (None, b)]
+    if "tvm" in onnx_backends and not _tvm_runs(installed):
+        onnx_backends.remove("tvm")
     if args.skip_first_call or not onnx_backends:
         return
     print()
     print("First call in a fresh process, freeze=True (capture + compile + run):")
-    print(f"{'':12} {'cold s':>8} {'warm s':>8} {'warm/cold':>10}")
+    print(f"{'':12} {'cold s':>8} {'warm s':>8} {'warm/cold':>10} {'records s':>10}")
     for backend in onnx_backends:
-        with tempfile.TemporaryDirectory(prefix="jit_bench_cache_") as cache:
-            cold = first_call_s(backend, args.size, cache)
-            warm = first_call_s(backend, args.size, cache)
-        print(f"{backend:12} {cold:8.2f} {warm:8.2f} {warm / cold:9.0%}")
+        if backend == "tvm":
+            cold, warm, records = tvm_first_calls(args.size)
+        else:
+            with tempfile.TemporaryDirectory(prefix="jit_bench_cache_") as cache:
+                cold = first_call_s(backend, args.size, cache)
+                warm = first_call_s(backend, args.size, cache)
+            records = None
+        shown = "-" if records is None else f"{records:.2f}"
+        print(f"{backend:12} {cold:8.2f} {warm:8.2f} {warm / cold:9.0%} {shown:>10}")
+
+
+def tvm_first_calls(size: int):
+    """cold: an empty cache, default schedules (export + compile); records: an empty
+    cache holding only this machine's tuning database (export + apply the records +
+    compile, no tuning); warm: that cache again (the tuned library is loaded)."""
+    from jit_backend_tvm import database_dir, make_target
+
+    with tempfile.TemporaryDirectory(prefix="jit_bench_cache_") as cache:
+        cold = first_call_s("tvm", size, cache, tune="off")
+    with tempfile.TemporaryDirectory(prefix="jit_bench_cache_") as cache:
+        folder = database_dir(make_target())
+        shutil.copytree(folder, os.path.join(cache, os.path.relpath(folder, _cache_root())))
+        records = first_call_s("tvm", size, cache, tune="auto")
+        warm = first_call_s("tvm", size, cache, tune="auto")
+    return cold, warm, records
+
+
+def _cache_root() -> str:
+    from jit_core.compile_cache import cache_root
+
+    return cache_root()
+
+
+def _tvm_runs(installed) -> bool:
+    return "tvm" in installed and not installed["tvm"].unavailable
+
+
+def tvm_rows(net, x, expected, trials: int, tune: str, notes: list) -> list:
+    """The default build and the tuned build (tuning what the database lacks first)."""
+    from jit_backend_tvm import stats
+
+    rows = []
+    with paddle.no_grad():
+        fast = jit_core.optimize(net, backend="tvm", freeze=True, tune="off")
+        diff = float(np.abs(fast(x).numpy() - expected).max())
+        rows.append(("jit_core tvm, frozen (untuned)", "-", fast, diff))
+
+        before, reused = stats["tuned_tasks"], stats["reused_tasks"]
+        fast = jit_core.optimize(net, backend="tvm", freeze=True, tune=tune, trials_per_task=trials)
+        start = time.perf_counter()
+        diff = float(np.abs(fast(x).numpy() - expected).max())
+        spent = time.perf_counter() - start
+        tuned = stats["tuned_tasks"] - before
+        reused = stats["reused_tasks"] - reused
+        rows.append(("jit_core tvm, frozen, tuned", "-", fast, diff))
+    notes.append(
+        f"tvm tuned build (tune={tune!r}): {trials} MetaSchedule trials per kernel; {tuned} "
+        "kernels tuned in "
+        f"this run (first call {spent:.0f} s, tuning included), {reused} kernels' records "
+        "came from the on-disk database of earlier runs"
+    )
+    return rows
 
 
 if __name__ == "__main__":

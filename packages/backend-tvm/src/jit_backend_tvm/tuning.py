@@ -98,15 +98,10 @@ def _tuning_environment(target) -> Iterator[None]:
     """MetaSchedule with TVM's import of its tensor intrinsics skipped (35-40 s, see
     ``_ms_build``) where the target cannot use them, and its console logging turned down
     (the per-task progress is ours; its own logs go to a temporary folder)."""
-    added = False
     name = "tvm.s_tir.tensor_intrin"
-    keys = set(str(k) for k in target.keys)
-    features = str(target.attrs.get("mcpu", ""))
-    # tensorized float32/int8 schedules exist for AVX-512 VNNI/AMX, ARM and GPUs only
-    needs_intrinsics = "cpu" not in keys or "avx512" in features or "arm" in str(target)
-    if name not in sys.modules and not needs_intrinsics:
-        sys.modules[name] = types.ModuleType(name)
-        added = True
+    stub = None
+    if name not in sys.modules and not _may_tensorize(target):
+        stub = sys.modules[name] = types.ModuleType(name)
     quiet = logging.getLogger("tvm.s_tir.meta_schedule")
     level = quiet.level
     quiet.setLevel(logging.WARNING)
@@ -114,8 +109,22 @@ def _tuning_environment(target) -> Iterator[None]:
         yield
     finally:
         quiet.setLevel(level)
-        if added and isinstance(sys.modules.get(name), types.ModuleType):
-            sys.modules.pop(name, None)
+        if stub is not None and sys.modules.get(name) is stub:
+            del sys.modules[name]
+
+
+def _may_tensorize(target) -> bool:
+    """Whether MetaSchedule's rules for this target use tensor intrinsics: on x86 only
+    with AVX-512 (VNNI, AMX); anything but x86 is assumed to."""
+    triple = str(target.attrs.get("mtriple", "x86_64"))
+    if not triple.startswith(("x86_64", "i386", "i686")):
+        return True
+    try:
+        from tvm.target import codegen
+
+        return bool(codegen.llvm_cpu_has_features(["avx512f"], target))
+    except Exception:  # noqa: BLE001 - unknown: take the slow, safe way
+        return True
 
 
 def tune(

@@ -8,6 +8,7 @@ loads a shared library instead of exporting, tuning and compiling again.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import json
 import logging
@@ -16,13 +17,13 @@ import re
 import tempfile
 import time
 import warnings
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import paddle
 
 from jit_core.compile_cache import DiskCache, graph_key
 from jit_core.errors import JitError
-from jit_core.logs import set_logs
+from jit_core.logs import get_logger
 from jit_core.onnx import (
     DEFAULT_OPSET,
     OnnxExportError,
@@ -90,8 +91,6 @@ def compile_graph(
         raise ValueError(f"trials_per_task must be a positive int, got {trials_per_task!r}")
     if tune_seconds is not None and not tune_seconds > 0:
         raise ValueError(f"tune_seconds must be positive, got {tune_seconds!r}")
-    if progress and mode != "off":
-        set_logs("tuning", logging.INFO)
     tgt = make_target(target)
     frozen = bool(gm.meta.get("frozen"))
     live = {} if frozen else live_tensors(gm)
@@ -116,7 +115,7 @@ def compile_graph(
                 log.info("%s: library from the cache (%s)", type(gm).__name__, key[:12])
                 return TvmGraph.from_blob(blob, gm, live)
         compiled, complete = _build(
-            gm, example_inputs, tgt, live, opset, mode, trials_per_task, tune_seconds
+            gm, example_inputs, tgt, live, opset, mode, trials_per_task, tune_seconds, progress
         )
         check_against_paddle(
             compiled, gm, example_inputs, TvmCompileError, "paddle2onnx or TVM's ONNX importer"
@@ -139,7 +138,7 @@ def compile_graph(
 
 
 def _build(
-    gm, example_inputs, target, live, opset, mode, trials_per_task, seconds
+    gm, example_inputs, target, live, opset, mode, trials_per_task, seconds, progress
 ) -> Tuple[TvmGraph, bool]:
     """The compiled graph, and whether every kernel worth tuning has its record (False
     when ``seconds`` ran out first)."""
@@ -155,14 +154,15 @@ def _build(
     mod = tuning.prepare(mod, target)
     complete = True
     if mode != "off":
-        report = tuning.tune(
-            mod,
-            target,
-            trials_per_task=trials_per_task,
-            seconds=seconds,
-            only_missing=mode == "auto",
-            label=name,
-        )
+        with _progress(progress):
+            report = tuning.tune(
+                mod,
+                target,
+                trials_per_task=trials_per_task,
+                seconds=seconds,
+                only_missing=mode == "auto",
+                label=name,
+            )
         stats["tuned_tasks"] += len(report.tuned)
         stats["reused_tasks"] += report.reused
         complete = report.complete
@@ -174,6 +174,29 @@ def _build(
     stats["builds"] += 1
     log.info("%s: built in %.1f s", name, time.perf_counter() - started)
     return TvmGraph(executable, inputs, gm, live), complete
+
+
+@contextlib.contextmanager
+def _progress(enabled: bool) -> Iterator[None]:
+    """The ``tuning`` channel on at INFO for the length of one tuning run (with a stderr
+    handler if logging has none), unless the user configured it already."""
+    channel = get_logger("tuning")
+    if not enabled or channel.isEnabledFor(logging.INFO):
+        yield
+        return
+    level = channel.level
+    channel.setLevel(logging.INFO)
+    handler = None
+    if not logging.getLogger().handlers and not logging.getLogger("jit_core").handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("[jit_core tvm] %(message)s"))
+        channel.addHandler(handler)
+    try:
+        yield
+    finally:
+        channel.setLevel(level)
+        if handler is not None:
+            channel.removeHandler(handler)
 
 
 def _model_inputs(model, gm) -> List[Tuple[str, Any]]:

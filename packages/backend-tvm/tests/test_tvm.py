@@ -241,3 +241,20 @@ def test_shape_arithmetic_is_folded_for_the_importer():
     assert ops == ["Constant"] * 5 + ["Reshape"]
     target = next(n for n in model.graph.node if n.output[0] == "target")
     assert numpy_helper.to_array(target.attribute[0].t).tolist() == [2, -1]
+
+
+@needs_tvm
+def test_a_spent_time_budget_leaves_kernels_untuned_and_the_build_uncached():
+    from jit_backend_tvm import stats
+
+    x, w = paddle.rand([64, 128]), paddle.rand([128, 64])
+    before = dict(stats)
+    with paddle.no_grad():
+        for _ in range(2):
+            fast = jit_core.optimize(_matmul, backend="tvm", tune="auto", tune_seconds=1e-3)
+            np.testing.assert_allclose(fast(x, w).numpy(), _matmul(x, w).numpy(), rtol=1e-5)
+    # the budget ran out before the first kernel: nothing tuned, and the incomplete build
+    # was not cached, so the second optimize() built again (and would go on tuning)
+    assert stats["tuned_tasks"] == before["tuned_tasks"]
+    assert stats["builds"] == before["builds"] + 2
+    assert stats["cache_hits"] == before["cache_hits"]

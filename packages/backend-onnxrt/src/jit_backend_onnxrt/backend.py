@@ -7,7 +7,6 @@ import importlib.metadata
 import logging
 import os
 import tempfile
-import warnings
 from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
@@ -23,6 +22,7 @@ from jit_core.onnx import (
     lift_parameters,
     live_tensors,
     require,
+    run_on_paddle,
 )
 
 log = logging.getLogger("jit_core.onnxrt")
@@ -120,12 +120,7 @@ def compile_graph(
         if not fallback:
             raise
         stats["fallbacks"] += 1
-        warnings.warn(
-            f"jit_core onnxrt: {e}. This graph runs on the paddle backend (fallback=True).",
-            RuntimeWarning,
-            stacklevel=2,
-        )
-        return gm.forward
+        return run_on_paddle("onnxrt", e, gm)
     return compiled
 
 

@@ -32,6 +32,7 @@ from jit_core.onnx import (
     lift_parameters,
     live_tensors,
     require,
+    run_on_paddle,
 )
 
 from . import tuning
@@ -128,12 +129,7 @@ def compile_graph(
         if not fallback:
             raise
         stats["fallbacks"] += 1
-        warnings.warn(
-            f"jit_core tvm: {e}. This graph runs on the paddle backend (fallback=True).",
-            RuntimeWarning,
-            stacklevel=2,
-        )
-        return gm.forward
+        return run_on_paddle("tvm", e, gm)
     return compiled
 
 
@@ -203,16 +199,17 @@ def _model_inputs(model, gm) -> List[Tuple[str, Any]]:
     """The model's inputs in order: ("input", index of the graph placeholder) or
     ("param", name of a live parameter)."""
     placeholders = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+    return [
+        ("input", placeholders.index(name)) if name in placeholders else ("param", name)
+        for name in _fed_names(model)
+    ]
+
+
+def _fed_names(model) -> List[str]:
+    """The names of the model's inputs that are fed on each run (not initializers), in
+    the order of the Relax function's parameters."""
     initializers = {i.name for i in model.graph.initializer}
-    found = []
-    for i in model.graph.input:
-        if i.name in initializers:
-            continue
-        if i.name in placeholders:
-            found.append(("input", placeholders.index(i.name)))
-        else:
-            found.append(("param", i.name))
-    return found
+    return [i.name for i in model.graph.input if i.name not in initializers]
 
 
 def _to_relax(model, inputs, gm, example_inputs, live):
@@ -226,8 +223,7 @@ def _to_relax(model, inputs, gm, example_inputs, live):
         )
     shapes: Dict[str, List[int]] = {}
     dtypes: Dict[str, str] = {}
-    names = [i.name for i in model.graph.input]
-    for (kind, ref), name in zip(inputs, [n for n in names if n not in _inits(model)]):
+    for (kind, ref), name in zip(inputs, _fed_names(model)):
         t = example_inputs[ref] if kind == "input" else live[ref]
         shapes[name] = list(t.shape)
         dtypes[name] = str(t.dtype).replace("paddle.", "")
@@ -331,10 +327,6 @@ def _numel(dims) -> int:
 
 def _is_tensor(node) -> bool:
     return len(node.attribute) == 1 and node.attribute[0].name == "value"
-
-
-def _inits(model) -> set:
-    return {i.name for i in model.graph.initializer}
 
 
 def _unsupported_ops(model) -> List[str]:

@@ -3,7 +3,7 @@
 Nothing here imports paddle2onnx or onnx until an export is asked for.
 """
 
-from .check import check_against_paddle, graph_operators
+from .check import check_against_paddle, graph_operators, run_on_paddle
 from .export import DEFAULT_OPSET, OnnxExportError, export_onnx, require, save_static
 from .parameters import lift_parameters, live_tensors
 
@@ -16,5 +16,6 @@ __all__ = [
     "lift_parameters",
     "live_tensors",
     "require",
+    "run_on_paddle",
     "save_static",
 ]

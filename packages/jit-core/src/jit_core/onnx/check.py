@@ -1,9 +1,11 @@
 """Compare what a compiled ONNX model computes with Paddle's own result on the example
 inputs: a model that paddle2onnx (or the backend's importer) converted wrongly is refused
-before it gives a wrong answer."""
+before it gives a wrong answer; with ``fallback=True`` a backend runs such a graph on the
+paddle backend instead (``run_on_paddle``)."""
 
 from __future__ import annotations
 
+import warnings
 from typing import Callable, List, Sequence, Type
 
 import numpy as np
@@ -57,3 +59,14 @@ def graph_operators(gm) -> List[str]:
             if t not in names:
                 names.append(t)
     return names
+
+
+def run_on_paddle(backend: str, error: Exception, gm) -> Callable:
+    """What a backend called with ``fallback=True`` returns for a graph it refused: the
+    graph's own ``forward`` (Paddle's kernels), with one warning naming the reason."""
+    warnings.warn(
+        f"jit_core {backend}: {error}. This graph runs on the paddle backend (fallback=True).",
+        RuntimeWarning,
+        stacklevel=3,
+    )
+    return gm.forward

@@ -21,9 +21,9 @@ PACKAGES = [
     "packages/backend-tvm",
 ]
 #: backends the conformance suite runs on besides the default paddle backend, with the
-#: environment of their run. tvm checks correctness on its default schedules: tuning whole
-#: models on every run would not fit CI (its unit tests tune a small kernel instead). On
-#: 3.8/3.9 its column is n/a: every test is skipped with the reason.
+#: environment of their run. tvm checks correctness on sampled schedules (no tuning):
+#: tuning whole models on every run would not fit CI (its unit tests tune a small kernel
+#: instead). On 3.8/3.9 its column is n/a: every test is skipped with the reason.
 CONFORMANCE_BACKENDS = {"onnxrt": {}, "tvm": {"JIT_TVM_TUNE": "off"}}
 #: the compile cache tvm's conformance runs share across the Pythons of one ``./dev test``
 #: (TVM compiles the same graphs alike on every Python; building them once saves about a

@@ -7,9 +7,9 @@ import paddle
 
 #: what each backend documents about float results that differ from eager Paddle's: a
 #: looser relative tolerance, and an absolute one relative to the largest |value|
-#: (a runtime with other convolution algorithms rounds differently; TVM's default schedules
-#: sum a convolution in plain loop order, which drifts most on deep networks: up to 6e-5 of
-#: the largest |value| on wide_resnet50_2)
+#: (a runtime with other convolution algorithms rounds differently; TVM's schedules sum a
+#: convolution in their own tiled order, which drifts most on deep networks: up to 6e-5 of
+#: the largest |value| on wide_resnet50_2 with its plain loop nests)
 BACKEND_TOLERANCE = {"onnxrt": (1e-4, 2e-5), "tvm": (1e-4, 1e-4)}
 _tolerance = {"rtol": 0.0, "scaled_atol": 0.0}
 

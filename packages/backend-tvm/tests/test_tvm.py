@@ -306,34 +306,6 @@ def test_kernels_without_records_get_a_sampled_schedule():
     np.testing.assert_allclose(out, np.maximum(x @ w, 0), rtol=1e-5)
 
 
-@needs_tvm
-@pytest.mark.parametrize("layout, data_shape", [("NHWC", [1, 8, 8, 3]), ("NCHW", [1, 3, 8, 8])])
-def test_convolutions_run_in_the_layout_asked_for(layout, data_shape):
-    from jit_backend_tvm import tuning
-    from jit_backend_tvm.target import make_target
-    from tvm import relax, tirx
-
-    bb = relax.BlockBuilder()
-    x = relax.Var("x", relax.TensorType((1, 3, 8, 8), "float32"))
-    w = relax.const(np.ones((4, 3, 3, 3), "float32"))
-    with bb.function("main", [x]):
-        with bb.dataflow():
-            y = bb.emit_output(relax.op.nn.relu(relax.op.nn.conv2d(x, w, padding=1)))
-        bb.emit_func_output(y)
-    mod = tuning.prepare(bb.get(), make_target(), layout)
-    conv = [f for gv, f in mod.functions_items() if "conv2d" in gv.name_hint]
-    assert len(conv) == 1 and isinstance(conv[0], tirx.PrimFunc)
-    code = conv[0].script()
-    dims = ", ".join(f"T.int64({d})" for d in data_shape)
-    assert f'T.sblock("conv2d_{layout.lower()}")' in code and f"T.Buffer(({dims})" in code, code
-
-    net = _net()
-    image = paddle.rand([1, 3, 8, 8])
-    with paddle.no_grad():
-        out = jit_core.optimize(net, backend="tvm", tune="off", freeze=True, layout=layout)(image)
-        np.testing.assert_allclose(out.numpy(), net(image).numpy(), rtol=1e-5, atol=1e-6)
-
-
 def _relax_conv_relu():
     from tvm import relax
 
@@ -345,6 +317,27 @@ def _relax_conv_relu():
             y = bb.emit_output(relax.op.nn.relu(relax.op.nn.conv2d(x, w, padding=1)))
         bb.emit_func_output(y)
     return bb.get()
+
+
+@needs_tvm
+@pytest.mark.parametrize("layout, data_shape", [("NHWC", [1, 8, 8, 3]), ("NCHW", [1, 3, 8, 8])])
+def test_convolutions_run_in_the_layout_asked_for(layout, data_shape):
+    from jit_backend_tvm import tuning
+    from jit_backend_tvm.target import make_target
+    from tvm import tirx
+
+    mod = tuning.prepare(_relax_conv_relu(), make_target(), layout)
+    conv = [f for gv, f in mod.functions_items() if "conv2d" in gv.name_hint]
+    assert len(conv) == 1 and isinstance(conv[0], tirx.PrimFunc)
+    code = conv[0].script()
+    dims = ", ".join(f"T.int64({d})" for d in data_shape)
+    assert f'T.sblock("conv2d_{layout.lower()}")' in code and f"T.Buffer(({dims})" in code, code
+
+    net = _net()
+    image = paddle.rand([1, 3, 8, 8])
+    with paddle.no_grad():
+        out = jit_core.optimize(net, backend="tvm", tune="off", freeze=True, layout=layout)(image)
+        np.testing.assert_allclose(out.numpy(), net(image).numpy(), rtol=1e-5, atol=1e-6)
 
 
 @needs_tvm

@@ -27,8 +27,7 @@ PACKAGES = [
 CONFORMANCE_BACKENDS = {"onnxrt": {}, "tvm": {"JIT_TVM_TUNE": "off"}}
 #: the compile cache tvm's conformance runs share across the Pythons of one ``./dev test``
 #: (TVM compiles the same graphs alike on every Python; building them once saves about a
-#: minute per Python: running the untuned models is most of the time). The first Python with
-#: TVM starts it empty.
+#: minute per Python in CI). The first Python with TVM starts it empty.
 TVM_SHARED_CACHE = os.path.abspath(os.path.join(".nox", "tvm-conformance-cache"))
 FIRST_TVM_PYTHON = "3.10"
 #: example plugins that exist to be installed in the test environment (see their READMEs)

@@ -95,8 +95,7 @@ def compile_graph(
         raise ValueError(f"trials_per_task must be a positive int, got {trials_per_task!r}")
     if tune_seconds is not None and not tune_seconds > 0:
         raise ValueError(f"tune_seconds must be positive, got {tune_seconds!r}")
-    if layout not in tuning.LAYOUTS:
-        raise ValueError(f"layout must be one of {', '.join(tuning.LAYOUTS)}; got {layout!r}")
+    tuning.check_layout(layout)
     tgt = make_target(target)
     frozen = bool(gm.meta.get("frozen"))
     live = {} if frozen else live_tensors(gm)
@@ -310,10 +309,12 @@ def fold_batch_norms(model) -> int:
     nodes = []
     folded = 0
     for node in graph.node:
+        if node.op_type != "BatchNormalization":
+            nodes.append(node)
+            continue
         attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
         if (
-            node.op_type != "BatchNormalization"
-            or len(node.output) != 1
+            len(node.output) != 1
             or attrs.get("training_mode", 0)
             or not all(name in constants for name in node.input[1:5])
             or ranks.get(node.input[0], 0) < 2

@@ -70,19 +70,29 @@ def open_database(target):
 LAYOUTS = ("NHWC", "NCHW")
 
 
+def check_layout(layout: str) -> None:
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}; got {layout!r}")
+
+
 def best_records(target):
     """An in-memory database with the best record of each kernel on disk.
 
     ``JSONDatabase`` parses the schedule trace of every record when it opens (ResNet18
     after 128 trials per kernel: 2,900 records, 20 s); building needs only each kernel's
-    winner, so the files are read as plain JSON and only the winners are parsed (1 s)."""
+    winner, so the files are read as plain JSON and only the winners are parsed (1 s).
+    The result is kept until the files change: a build asks twice (``tune`` for what is
+    missing, ``apply_records``), and a process building many graphs asks for each."""
     from tvm.s_tir import meta_schedule as ms
 
-    database = ms.database.MemoryDatabase()
     folder = database_dir(target)
-    workloads = _json_lines(os.path.join(folder, "database_workload.json"))
+    stamp = (folder, _stamp(folder, _WORKLOADS), _stamp(folder, _RECORDS))
+    if _best_records_kept.get("stamp") == stamp:
+        return _best_records_kept["database"]
+    database = ms.database.MemoryDatabase()
+    workloads = _json_lines(os.path.join(folder, _WORKLOADS))
     best = {}
-    for line in _json_lines(os.path.join(folder, "database_tuning_record.json")):
+    for line in _json_lines(os.path.join(folder, _RECORDS)):
         try:
             index, record = int(line[0]), line[1]
             seconds = [float(s) for s in record[1] or ()]
@@ -95,7 +105,23 @@ def best_records(target):
     for index, (_, record) in best.items():
         workload = database.commit_workload(ms.database.Workload.from_json(workloads[index]).mod)
         database.commit_tuning_record(ms.database.TuningRecord.from_json(record, workload))
+    _best_records_kept.update(stamp=stamp, database=database)
     return database
+
+
+_WORKLOADS = "database_workload.json"
+_RECORDS = "database_tuning_record.json"
+#: the last ``best_records`` result and the file stamps it was read at
+_best_records_kept: dict = {}
+
+
+def _stamp(folder: str, name: str):
+    """When and how long the file was last written; None if it does not exist."""
+    try:
+        info = os.stat(os.path.join(folder, name))
+    except OSError:
+        return None
+    return info.st_mtime_ns, info.st_size
 
 
 def _json_lines(path: str) -> list:
@@ -129,8 +155,7 @@ def prepare(mod, target, layout: str = "NHWC"):
     import tvm
     from tvm import relax
 
-    if layout not in LAYOUTS:
-        raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}; got {layout!r}")
+    check_layout(layout)
     if layout == "NHWC" and _calls(mod, "relax.nn.conv2d"):
         mod = _channels_last(mod)
     with target:
@@ -364,6 +389,7 @@ __all__ = [
     "TuningReport",
     "apply_records",
     "best_records",
+    "check_layout",
     "database_dir",
     "extract_tasks",
     "open_database",

@@ -176,6 +176,7 @@ def test_tuning_records_outlive_the_process():
         (dict(trials_per_task=0), "trials_per_task must be a positive int"),
         (dict(target={"kind": "cuda"}), "compiles for CPUs"),
         (dict(layout="NCHW8c"), "layout must be one of NHWC, NCHW"),
+        (dict(winograd="yes"), "winograd must be True or False"),
     ],
 )
 def test_bad_options_are_named(options, message):
@@ -426,3 +427,139 @@ def test_batch_norms_with_constant_statistics_become_multiply_add():
     np.testing.assert_allclose(
         ReferenceEvaluator(model).run(None, {"x": x})[0], expected, rtol=1e-6, atol=1e-6
     )
+
+
+def test_winograd_matrices_compute_a_correlation():
+    from jit_backend_tvm.winograd import transform_matrices
+
+    rng = np.random.default_rng(0)
+    for m in (2, 4):
+        a, b, g = transform_matrices(m)
+        assert a.shape == (m + 2, m) and b.shape == (m + 2, m + 2) and g.shape == (m + 2, 3)
+        d, w = rng.standard_normal(m + 2), rng.standard_normal(3)
+        # m outputs of the 3-tap correlation from m + 2 products
+        expected = np.correlate(d, w, mode="valid")
+        np.testing.assert_allclose(a.T @ ((g @ w) * (b.T @ d)), expected, atol=1e-12)
+
+
+def _relax_conv(size: int, padding, weight):
+    from tvm import relax
+
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType((1, weight.shape[1], size, size), "float32"))
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            conv = relax.op.nn.conv2d(x, relax.const(weight), padding=padding)
+            y = bb.emit_output(relax.op.nn.relu(conv))
+        bb.emit_func_output(y)
+    return bb.get()
+
+
+def _direct_conv_relu(x, weight, padding):
+    """float64 NumPy reference: NCHW data, OIHW weights, padding (top, left, bottom, right)."""
+    top, left, bottom, right = padding
+    x = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (top, bottom), (left, right)))
+    out_h, out_w = x.shape[2] - 2, x.shape[3] - 2
+    out = np.zeros((x.shape[0], weight.shape[0], out_h, out_w))
+    for i in range(3):
+        for j in range(3):
+            out += np.einsum(
+                "nchw,oc->nohw", x[:, :, i : i + out_h, j : j + out_w], weight[:, :, i, j]
+            )
+    return np.maximum(out, 0)
+
+
+@needs_tvm
+@pytest.mark.parametrize(
+    "size, padding",
+    [
+        (9, (1, 1, 1, 1)),  # 9x9 output: F(2x2, 3x3), the last tile half outside
+        (20, (1, 1, 1, 1)),  # 20x20: F(4x4, 3x3)
+        (12, (0, 1, 2, 1)),  # asymmetric padding as ONNX may have it
+    ],
+)
+def test_winograd_convolutions_equal_the_direct_ones(size, padding):
+    import tvm
+    from jit_backend_tvm import schedules, tuning
+    from jit_backend_tvm.target import make_target
+    from tvm import relax, tirx
+
+    rng = np.random.default_rng(1)
+    weight = rng.standard_normal((24, 16, 3, 3)).astype("float32")
+    x = rng.standard_normal((1, 16, size, size)).astype("float32")
+    target = make_target()
+    results = {}
+    for winograd in (True, False):
+        mod = tuning.prepare(_relax_conv(size, padding, weight), target, "NHWC", winograd)
+        kernels = [gv.name_hint for gv, f in mod.functions_items() if isinstance(f, tirx.PrimFunc)]
+        assert any("conv2d_winograd" in k for k in kernels) == winograd, kernels
+        mod, _ = schedules.sample_unscheduled(mod, target)
+        vm = relax.VirtualMachine(tvm.compile(mod, target), tvm.cpu())
+        results[winograd] = vm["main"](tvm.runtime.tensor(x)).numpy()
+    expected = _direct_conv_relu(x, weight, padding)
+    # F(4x4, 3x3) rounds a few more times per product: about 1e-6 of the largest value
+    scale = float(np.abs(expected).max())
+    for out in results.values():
+        assert out.shape == expected.shape
+        np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5 * scale)
+
+
+@needs_tvm
+def test_layout_conversion_transposes_frozen_weights_with_numpy():
+    from jit_backend_tvm import layouts
+
+    weight = np.arange(4 * 3 * 3 * 3, dtype="float32").reshape(4, 3, 3, 3)
+    converted = layouts.channels_last(_relax_conv(8, 1, weight))
+    assert "R.permute_dims(metadata" in converted.script(show_meta=False)
+    folded = layouts.fold_constant_permutes(converted)
+    # no transpose of a constant is left for TVM to compile a kernel for
+    assert "R.permute_dims(metadata" not in folded.script(show_meta=False)
+    consts = [c for c in _constants(folded) if c.shape == (4, 3, 3, 3)]
+    np.testing.assert_array_equal(consts[0], weight.transpose(0, 2, 3, 1))
+
+
+def _constants(mod):
+    import tvm
+    from tvm import relax
+
+    found = []
+
+    def visit(expr):
+        if isinstance(expr, tvm.ir.expr.Constant) and hasattr(expr.value, "numpy"):
+            found.append(expr.value.numpy())
+
+    for _, func in mod.functions_items():
+        if isinstance(func, relax.Function):
+            relax.analysis.post_order_visit(func.body, visit)
+    return found
+
+
+class WideConvNet(paddle.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = paddle.nn.Conv2D(3, 16, 3, padding=1)
+        self.conv2 = paddle.nn.Conv2D(16, 16, 3, padding=1)
+
+    def forward(self, x):
+        return self.conv2(paddle.nn.functional.relu(self.conv1(x))).mean([2, 3])
+
+
+@needs_tvm
+def test_frozen_graphs_use_winograd_unless_told_not_to(caplog):
+    paddle.seed(3)
+    net = WideConvNet()
+    net.eval()
+    x = paddle.rand([1, 3, 10, 10])
+    with paddle.no_grad():
+        expected = net(x).numpy()
+        for winograd in (True, False):
+            caplog.clear()
+            with caplog.at_level("INFO", logger="jit_core.tvm"):
+                fast = jit_core.optimize(
+                    net, backend="tvm", tune="off", freeze=True, winograd=winograd
+                )
+                out = fast(x).numpy()
+            np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
+            # conv1 has 3 input channels: too few for the transforms to pay; conv2 qualifies
+            used = "1 of 2 convolutions computed by Winograd" in caplog.text
+            assert used == winograd, caplog.text

@@ -36,7 +36,7 @@ from jit_core.onnx import (
     run_on_paddle,
 )
 
-from . import schedules, tuning
+from . import layouts, schedules, tuning
 from .target import TargetSpec, make_target
 
 log = logging.getLogger("jit_core.tvm")
@@ -81,6 +81,7 @@ def compile_graph(
     tune_seconds: Optional[float] = None,
     target: TargetSpec = None,
     layout: str = "NHWC",
+    winograd: bool = True,
     progress: bool = True,
     opset: int = DEFAULT_OPSET,
     cache: bool = True,
@@ -95,7 +96,9 @@ def compile_graph(
         raise ValueError(f"trials_per_task must be a positive int, got {trials_per_task!r}")
     if tune_seconds is not None and not tune_seconds > 0:
         raise ValueError(f"tune_seconds must be positive, got {tune_seconds!r}")
-    tuning.check_layout(layout)
+    layouts.check_layout(layout)
+    if not isinstance(winograd, bool):
+        raise ValueError(f"winograd must be True or False, got {winograd!r}")
     tgt = make_target(target)
     frozen = bool(gm.meta.get("frozen"))
     live = {} if frozen else live_tensors(gm)
@@ -107,6 +110,7 @@ def compile_graph(
             str(tgt),
             "sampled schedules" if mode == "off" else "tuned, the rest sampled",
             layout,
+            "winograd" if winograd else "direct convolutions",
             "frozen" if frozen else "live parameters",
             opset,
             _version("paddle2onnx"),
@@ -127,6 +131,7 @@ def compile_graph(
             live,
             opset,
             layout,
+            winograd,
             mode,
             trials_per_task,
             tune_seconds,
@@ -148,7 +153,17 @@ def compile_graph(
 
 
 def _build(
-    gm, example_inputs, target, live, opset, layout, mode, trials_per_task, seconds, progress
+    gm,
+    example_inputs,
+    target,
+    live,
+    opset,
+    layout,
+    winograd,
+    mode,
+    trials_per_task,
+    seconds,
+    progress,
 ) -> Tuple[TvmGraph, bool]:
     """The compiled graph, and whether every kernel worth tuning has its record (False
     when ``seconds`` ran out first)."""
@@ -161,7 +176,7 @@ def _build(
         lift_parameters(model, live)
     inputs = _model_inputs(model, gm)
     mod = _to_relax(model, inputs, gm, example_inputs, live)
-    mod = tuning.prepare(mod, target, layout)
+    mod = tuning.prepare(mod, target, layout, winograd)
     complete = True
     if mode != "off":
         with _progress(progress):

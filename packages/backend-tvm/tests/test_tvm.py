@@ -95,6 +95,7 @@ def test_frozen_model_and_library_cache(capfd):
         out = jit_core.optimize(net, backend="tvm", tune="off", freeze=True)(x)
         np.testing.assert_allclose(out.numpy(), expected, rtol=1e-5, atol=1e-6)
         assert stats["cache_hits"] == hits + 1
+        assert "Scope Loaded" not in capfd.readouterr().err
 
 
 def _matmul(x, w):
@@ -563,3 +564,40 @@ def test_frozen_graphs_use_winograd_unless_told_not_to(caplog):
             # conv1 has 3 input channels: too few for the transforms to pay; conv2 qualifies
             used = "1 of 2 convolutions computed by Winograd" in caplog.text
             assert used == winograd, caplog.text
+
+
+def _relax_two_matmuls():
+    """Two kernels alike: matmul + ReLU, and matmul + bias + ReLU."""
+    from tvm import relax
+
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType((64, 128), "float32"))
+    x2 = relax.Var("x2", relax.TensorType((64, 128), "float32"))
+    w = relax.Var("w", relax.TensorType((128, 64), "float32"))
+    b = relax.Var("b", relax.TensorType((64,), "float32"))
+    with bb.function("main", [x, x2, w, b]):
+        with bb.dataflow():
+            plain = relax.op.nn.relu(relax.op.matmul(x, w))
+            biased = relax.op.nn.relu(relax.op.add(relax.op.matmul(x2, w), b))
+            y = bb.emit_output(relax.Tuple([plain, biased]))
+        bb.emit_func_output(y)
+    return bb.get()
+
+
+@needs_tvm
+def test_a_kernel_starts_from_the_schedules_of_kernels_alike():
+    from jit_backend_tvm import tuning
+    from jit_backend_tvm.target import make_target
+
+    target = make_target()
+    mod = tuning.prepare(_relax_two_matmuls(), target)
+    names = sorted(t.task_name for t in tuning.extract_tasks(mod, target))
+    assert len(names) == 2 and any("add" in n for n in names), names
+    report = tuning.tune(mod, target, trials_per_task=2)
+    assert sorted(report.tuned) == names
+    # each kernel's best schedule was measured on the other as well: before the second
+    # kernel's search, and for the first kernel once the second was tuned
+    assert report.adopted == 2
+    database = tuning.best_records(target)
+    for task in tuning.extract_tasks(mod, target):
+        assert tuning.has_record(database, task, target)

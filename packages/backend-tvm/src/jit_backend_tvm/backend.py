@@ -48,6 +48,9 @@ TUNE_MODES = ("auto", "always", "off")
 #: conformance suite with ``off``: it checks correctness, not schedules)
 TUNE_ENV = "JIT_TVM_TUNE"
 DEFAULT_TRIALS_PER_TASK = 16
+#: part of every cached library's key: raised whenever the way this package turns a graph
+#: into kernels changes, so that no library built the old way is loaded
+CODEGEN_REVISION = 2
 
 #: what this process did
 stats: Dict[str, int] = {
@@ -107,8 +110,9 @@ def compile_graph(
         extra = (
             "tvm",
             tvm.__version__,
+            CODEGEN_REVISION,
             str(tgt),
-            "sampled schedules" if mode == "off" else "tuned, the rest sampled",
+            "sampled schedules" if mode == "off" else f"tuned ({tuning.MEASUREMENT})",
             layout,
             "winograd" if winograd else "direct convolutions",
             "frozen" if frozen else "live parameters",
@@ -560,7 +564,7 @@ class TvmGraph:
     def to_blob(self) -> bytes:
         with tempfile.TemporaryDirectory(prefix="jit_tvm_") as folder:
             path = os.path.join(folder, "graph.so")
-            with _without_stderr_lines("Warning: Scope Saving:"):
+            with _without_stderr_lines(_SCOPE_NOISE):
                 self.executable.export_library(path)
             with open(path, "rb") as f:
                 library = f.read()
@@ -577,20 +581,25 @@ class TvmGraph:
         path = os.path.join(folder, "graph.so")
         with open(path, "wb") as f:
             f.write(blob[8 + size :])
-        executable = tvm.runtime.load_module(path)
         inputs = [(kind, ref) for kind, ref in meta["inputs"]]
-        graph = cls(executable, inputs, gm, live)
+        with _without_stderr_lines(_SCOPE_NOISE):
+            executable = tvm.runtime.load_module(path)
+            graph = cls(executable, inputs, gm, live)
         # the loaded library stays mapped; its file is not needed any more
         os.unlink(path)
         os.rmdir(folder)
         return graph
 
 
+#: TVM 0.27 logs one warning per function when it saves or loads a library ("Warning:
+#: Scope Saving:", "Warning: Scope Loaded:"): a debugging leftover, not a problem of the graph
+_SCOPE_NOISE = re.compile(r"Warning: Scope (Saving|Loaded):")
+
+
 @contextlib.contextmanager
-def _without_stderr_lines(noise: str) -> Iterator[None]:
-    """Drop the lines holding ``noise`` that C++ code writes to stderr meanwhile, and
-    write the others back. TVM 0.27 logs one "Scope Saving" warning per function when it
-    saves a library (a debugging leftover, not a problem of the graph)."""
+def _without_stderr_lines(noise: re.Pattern) -> Iterator[None]:
+    """Drop the lines matching ``noise`` that C++ code writes to stderr meanwhile, and
+    write the others back."""
     sys.stderr.flush()
     saved = os.dup(2)
     with tempfile.TemporaryFile() as caught:
@@ -602,7 +611,7 @@ def _without_stderr_lines(noise: str) -> Iterator[None]:
             os.close(saved)
             caught.seek(0)
             for line in caught.read().decode(errors="replace").splitlines(keepends=True):
-                if noise not in line:
+                if not noise.search(line):
                     sys.stderr.write(line)
 
 

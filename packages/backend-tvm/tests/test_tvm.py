@@ -98,6 +98,27 @@ def test_frozen_model_and_library_cache(capfd):
         assert "Scope Loaded" not in capfd.readouterr().err
 
 
+@needs_tvm
+def test_a_library_with_live_parameters_serves_a_twin_model():
+    from jit_backend_tvm import stats
+
+    x = paddle.rand([1, 3, 8, 8])
+    first = _net()
+    second = SmallNet()  # other weights, and other tensor names (Paddle numbers them)
+    second.eval()
+    assert first.conv.weight.name != second.conv.weight.name
+    with paddle.no_grad():
+        hits, builds = stats["cache_hits"], stats["builds"]
+        out = jit_core.optimize(first, backend="tvm", tune="off")(x)
+        np.testing.assert_allclose(out.numpy(), first(x).numpy(), rtol=1e-5, atol=1e-6)
+        # the library built for the first is the second's too (as in another process),
+        # fed the second's own parameters
+        out = jit_core.optimize(second, backend="tvm", tune="off")(x)
+        np.testing.assert_allclose(out.numpy(), second(x).numpy(), rtol=1e-5, atol=1e-6)
+        assert not np.allclose(second(x).numpy(), first(x).numpy())
+    assert stats["builds"] == builds + 1 and stats["cache_hits"] == hits + 1
+
+
 def _matmul(x, w):
     return paddle.nn.functional.relu(paddle.matmul(x, w))
 

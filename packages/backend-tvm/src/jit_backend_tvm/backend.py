@@ -105,6 +105,7 @@ def compile_graph(
     tgt = make_target(target)
     frozen = bool(gm.meta.get("frozen"))
     live = {} if frozen else live_tensors(gm)
+    state_names = _state_names(gm, live)
     key = None
     if cache:
         extra = (
@@ -120,15 +121,17 @@ def compile_graph(
             _version("paddle2onnx"),
             _version("onnx"),
         )
-        key = graph_key(gm, example_inputs, extra, values=frozen)
+        # live parameters are fed by position and stored under their state-dict names, so
+        # an entry holds in any process (Paddle numbers tensor names per process)
+        key = graph_key(gm, example_inputs, extra, values=frozen, tensor_names=state_names is None)
     try:
         if key is not None and mode != "always":
             blob = _CACHE.get(key)
             if blob is not None:
                 stats["cache_hits"] += 1
                 log.info("%s: library from the cache (%s)", type(gm).__name__, key[:12])
-                return TvmGraph.from_blob(blob, gm, live)
-        compiled, complete = _build(
+                return TvmGraph.from_blob(blob, gm, live, state_names)
+        compiled, library, complete = _build(
             gm,
             example_inputs,
             tgt,
@@ -147,7 +150,7 @@ def compile_graph(
         # a build that tuning left incomplete (time budget) is not kept: the next process
         # goes on tuning from the records instead of reusing it
         if key is not None and complete:
-            _CACHE.put(key, compiled.to_blob())
+            _CACHE.put(key, compiled.to_blob(library, state_names))
     except (OnnxExportError, TvmCompileError) as e:
         if not fallback:
             raise
@@ -168,9 +171,9 @@ def _build(
     trials_per_task,
     seconds,
     progress,
-) -> Tuple[TvmGraph, bool]:
-    """The compiled graph, and whether every kernel worth tuning has its record (False
-    when ``seconds`` ran out first)."""
+) -> Tuple[TvmGraph, bytes, bool]:
+    """The compiled graph, its shared library, and whether every kernel worth tuning has
+    its record (False when ``seconds`` ran out first)."""
     import tvm
 
     name = type(gm).__name__
@@ -203,9 +206,30 @@ def _build(
         executable = tvm.compile(mod, target)
     except Exception as e:  # noqa: BLE001 - TVM raises its own error types
         raise TvmCompileError(_compile_failure(e, mod)) from e
+    # machine code is emitted once, into the shared library the cache keeps: running the
+    # executable tvm.compile returns would JIT-compile every kernel first (densenet121:
+    # 12 s), and exporting it afterwards would emit the code a second time
+    library = _export(executable)
     stats["builds"] += 1
     log.info("%s: built in %.1f s", name, time.perf_counter() - started)
-    return TvmGraph(executable, inputs, gm, live), complete
+    return TvmGraph.load(library, inputs, gm, live), library, complete
+
+
+def _export(executable) -> bytes:
+    """The shared library of a compiled executable."""
+    with tempfile.TemporaryDirectory(prefix="jit_tvm_") as folder:
+        path = os.path.join(folder, "graph.so")
+        with _without_stderr_lines(_SCOPE_NOISE):
+            executable.export_library(path)
+        with open(path, "rb") as f:
+            return f.read()
+
+
+def _state_names(gm, live: Dict[str, paddle.Tensor]) -> Optional[Dict[str, str]]:
+    """Paddle's name of each live parameter and buffer -> its state-dict name in ``gm``
+    (the attribute path: the same in every process); None if one has none."""
+    names = {t.name: key for key, t in gm.state_dict().items()}
+    return names if all(name in names for name in live) else None
 
 
 @contextlib.contextmanager
@@ -559,36 +583,43 @@ class TvmGraph:
             for o, s, d in zip(outs, self._shapes, self._dtypes)
         )
 
-    # -- the compile cache: metadata and the shared library in one entry --
-
-    def to_blob(self) -> bytes:
-        with tempfile.TemporaryDirectory(prefix="jit_tvm_") as folder:
-            path = os.path.join(folder, "graph.so")
-            with _without_stderr_lines(_SCOPE_NOISE):
-                self.executable.export_library(path)
-            with open(path, "rb") as f:
-                library = f.read()
-        meta = json.dumps({"inputs": self._inputs}).encode()
-        return len(meta).to_bytes(8, "big") + meta + library
-
     @classmethod
-    def from_blob(cls, blob: bytes, gm, live) -> TvmGraph:
+    def load(cls, library: bytes, inputs, gm, live) -> TvmGraph:
+        """The graph whose shared library is ``library``."""
         import tvm
 
-        size = int.from_bytes(blob[:8], "big")
-        meta = json.loads(blob[8 : 8 + size].decode())
         folder = tempfile.mkdtemp(prefix="jit_tvm_")
         path = os.path.join(folder, "graph.so")
-        with open(path, "wb") as f:
-            f.write(blob[8 + size :])
+        try:
+            with open(path, "wb") as f:
+                f.write(library)
+            with _without_stderr_lines(_SCOPE_NOISE):
+                executable = tvm.runtime.load_module(path)
+                return cls(executable, inputs, gm, live)
+        finally:
+            # the loaded library stays mapped; its file is not needed any more
+            os.unlink(path)
+            os.rmdir(folder)
+
+    # -- the compile cache: metadata and the shared library in one entry --
+
+    def to_blob(self, library: bytes, state_names: Optional[Dict[str, str]]) -> bytes:
+        inputs = self._inputs
+        if state_names is not None:
+            inputs = [(k, state_names[r] if k == "param" else r) for k, r in inputs]
+        meta = json.dumps({"inputs": inputs, "state_names": state_names is not None})
+        meta_bytes = meta.encode()
+        return len(meta_bytes).to_bytes(8, "big") + meta_bytes + library
+
+    @classmethod
+    def from_blob(cls, blob: bytes, gm, live, state_names: Optional[Dict[str, str]]):
+        size = int.from_bytes(blob[:8], "big")
+        meta = json.loads(blob[8 : 8 + size].decode())
         inputs = [(kind, ref) for kind, ref in meta["inputs"]]
-        with _without_stderr_lines(_SCOPE_NOISE):
-            executable = tvm.runtime.load_module(path)
-            graph = cls(executable, inputs, gm, live)
-        # the loaded library stays mapped; its file is not needed any more
-        os.unlink(path)
-        os.rmdir(folder)
-        return graph
+        if meta.get("state_names"):
+            tensor_names = {key: name for name, key in (state_names or {}).items()}
+            inputs = [(k, tensor_names.get(r, r) if k == "param" else r) for k, r in inputs]
+        return cls.load(blob[8 + size :], inputs, gm, live)
 
 
 #: TVM 0.27 logs one warning per function when it saves or loads a library ("Warning:

@@ -130,12 +130,22 @@ def _unpack(blob: bytes) -> Optional[bytes]:
 
 
 def graph_key(
-    gm, example_inputs: Iterable[Any], extra: Iterable[Any] = (), values: bool = True
+    gm,
+    example_inputs: Iterable[Any],
+    extra: Iterable[Any] = (),
+    values: bool = True,
+    tensor_names: bool = True,
 ) -> str:
     """A key for what a backend builds from ``gm``: its code and the objects the code
     names, its parameters and buffers (names, shapes, dtypes, and with ``values`` their
     contents: for artifacts that bake them in), the example inputs' specs, the Paddle
-    version and ``extra`` (the backend's own versions and options)."""
+    version and ``extra`` (the backend's own versions and options).
+
+    Without ``values`` the parameters are fed on each run; with ``tensor_names`` the
+    artifact names them by the names Paddle gave the tensors, which Paddle numbers per
+    process (``conv2d_3.w_0``), so such a key holds only where the layers were made in the
+    same order. A backend that feeds them by position (or by state-dict name) passes
+    ``tensor_names=False`` and its entries hold in every process."""
     import paddle
 
     h = hashlib.sha256()
@@ -154,9 +164,10 @@ def graph_key(
             # constants get a fresh one each time)
             add(name, list(t.shape), str(t.dtype))
             h.update(_tensor_bytes(t))
-        else:
-            # fed by name on each run
+        elif tensor_names:
             add(name, t.name, list(t.shape), str(t.dtype))
+        else:
+            add(name, list(t.shape), str(t.dtype))
     for t in example_inputs:
         add(list(t.shape), str(t.dtype), bool(t.stop_gradient))
     add(*extra)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import sys
 import tempfile
 import time
@@ -323,17 +324,13 @@ def tune(
                 f"; the search stopped early: {failure}" if failure else "",
             )
         # and the kernels tuned first try what their twins found afterwards
-        for i, task in enumerate(report.tuned[:-1]):
-            done = [t for t in todo if t.task_name in report.tuned[i + 1 :]]
+        tuned = [t for t in todo if t.task_name in report.tuned]
+        for i, task in enumerate(tuned[:-1]):
             report.adopted += _adopt_schedules(
-                ms, _named(todo, task), done, target, database, builder, runner
+                ms, task, tuned[i + 1 :], target, database, builder, runner
             )
     report.seconds = time.perf_counter() - start
     return report
-
-
-def _named(tasks, name: str):
-    return next(t for t in tasks if t.task_name == name)
 
 
 def _adopt_schedules(ms, task, sources, target, database, builder, runner) -> int:
@@ -397,8 +394,6 @@ def _postprocs(ms, mod, target) -> list:
 
 
 def _block_names(mod) -> set:
-    import re
-
     return set(re.findall(r'T\.sblock\("([A-Za-z0-9_]+)"\)', mod["main"].script()))
 
 

@@ -121,16 +121,7 @@ def conv2d_nhwc(data, u, padding: Sequence[int], m: int, name: str = "conv2d_win
         name="input_tile",
         attrs={"schedule_rule": "None"},
     )
-    r_a = te.reduce_axis((0, alpha), "r_a")
-    r_b = te.reduce_axis((0, alpha), "r_b")
-    data_pack = te.compute(
-        (alpha, alpha, tiles, c),
-        lambda eps, nu, p, ci: te.sum(
-            input_tile[r_a, r_b, p, ci] * b[r_a, eps] * b[r_b, nu], axis=[r_a, r_b]
-        ),
-        name="data_pack",
-        attrs={"schedule_rule": "conv2d_nhwc_winograd_data_pack"},
-    )
+    data_pack = _tile_transform(input_tile, b, "data_pack")
     r_c = te.reduce_axis((0, c), "ci")
     bgemm = te.compute(
         (alpha, alpha, tiles, k),
@@ -138,20 +129,31 @@ def conv2d_nhwc(data, u, padding: Sequence[int], m: int, name: str = "conv2d_win
         name="bgemm",
         attrs={"meta_schedule.write_cache_level": [2], "layout_free_placeholders": [u]},
     )
-    r_a2 = te.reduce_axis((0, alpha), "r_a")
-    r_b2 = te.reduce_axis((0, alpha), "r_b")
-    inverse = te.compute(
-        (m, m, tiles, k),
-        lambda vh, vw, p, co: te.sum(
-            bgemm[r_a2, r_b2, p, co] * a[r_a2, vh] * a[r_b2, vw], axis=[r_a2, r_b2]
-        ),
-        name="inverse",
-        attrs={"schedule_rule": "conv2d_nhwc_winograd_inverse"},
-    )
+    inverse = _tile_transform(bgemm, a, "inverse")
     return te.compute(
         (n, out_h, out_w, k),
         lambda i, y, x, co: inverse[y % m, x % m, i * per_image + (y // m) * tiles_w + x // m, co],
         name=name,
+    )
+
+
+def _tile_transform(tiles, matrix, stage: str):
+    """``matrix.T @ tile @ matrix`` for every tile of ``tiles`` (its first two axes; the
+    other two are the tile's index and the channel): the input transform with ``B`` and
+    the output transform with ``A``. ``stage`` names the stage and picks MetaSchedule's
+    rule for it (``conv2d_nhwc_winograd_<stage>``)."""
+    from tvm import te
+
+    alpha, size = (int(d) for d in matrix.shape)
+    r_a = te.reduce_axis((0, alpha), "r_a")
+    r_b = te.reduce_axis((0, alpha), "r_b")
+    return te.compute(
+        (size, size, tiles.shape[2], tiles.shape[3]),
+        lambda i, j, p, ch: te.sum(
+            tiles[r_a, r_b, p, ch] * matrix[r_a, i] * matrix[r_b, j], axis=[r_a, r_b]
+        ),
+        name=stage,
+        attrs={"schedule_rule": f"conv2d_nhwc_winograd_{stage}"},
     )
 
 

@@ -44,6 +44,7 @@ class LayerVariable(VariableTracker):
 
     def truthy(self, tx) -> bool:
         if isinstance(self.value, _CONTAINERS):
+            self.guard_members(tx)
             return len(self.value) > 0
         return True
 
@@ -80,9 +81,21 @@ class LayerVariable(VariableTracker):
         raise Unsupported(f"{type(layer).__name__} has no attribute {name!r}")
 
     # -- containers
-    def _items(self):
+    def guard_members(self, tx) -> None:
+        """Pin which sublayers the container holds, by name and in order.
+
+        The identity guard on the container says nothing about its contents:
+        ``blocks.append(...)`` or ``add_sublayer`` keep the object and change what a loop
+        over it, ``len()`` or a negative index see."""
+        if tx is not None and self.source is not None:
+            tx.output.guards.add(
+                AttrSource(self.source, "_sub_layers"), guards.DICT_KEYS, self.value._sub_layers
+            )
+
+    def _items(self, tx=None):
         layer = self.value
         if isinstance(layer, (paddle.nn.Sequential, paddle.nn.LayerList)):
+            self.guard_members(tx)
             return list(layer._sub_layers.values())
         raise Unsupported(f"iterating over {self.describe()}")
 
@@ -90,10 +103,11 @@ class LayerVariable(VariableTracker):
         from .builder import wrap
 
         if isinstance(self.value, paddle.nn.LayerDict):
+            self.guard_members(tx)
             return [ConstantVariable(k) for k in self.value._sub_layers]
         return [
             wrap(tx, sub, ItemSource(self.source, i) if self.source else None)
-            for i, sub in enumerate(self._items())
+            for i, sub in enumerate(self._items(tx))
         ]
 
     def getitem(self, tx, index: VariableTracker) -> VariableTracker:
@@ -103,10 +117,15 @@ class LayerVariable(VariableTracker):
         layer = self.value
         if isinstance(layer, paddle.nn.LayerDict):
             if key not in layer._sub_layers:
+                self.guard_members(tx)
                 raise Unsupported(f"LayerDict[{key!r}] raises KeyError")
             return wrap(tx, layer[key], ItemSource(self.source, key) if self.source else None)
         if isinstance(key, int):
             items = self._items()
+            if key < 0 or key >= len(items):
+                # what a negative index picks, and that an index is out of range, depend
+                # on the length
+                self.guard_members(tx)
             if not -len(items) <= key < len(items):
                 raise Unsupported(f"{self.describe()}[{key}] raises IndexError")
             if key < 0:
@@ -121,8 +140,10 @@ class LayerVariable(VariableTracker):
         if name == "__getitem__" and len(args) == 1:
             return self.getitem(tx, args[0])
         if name == "__len__" and isinstance(layer, _CONTAINERS):
+            self.guard_members(tx)
             return ConstantVariable(len(layer))
         if isinstance(layer, paddle.nn.LayerDict) and name in ("keys", "values", "items"):
+            self.guard_members(tx)
             keys = list(layer._sub_layers)
             vals = [
                 wrap(tx, layer[k], ItemSource(self.source, k) if self.source else None)
@@ -136,6 +157,7 @@ class LayerVariable(VariableTracker):
                 [TupleVariable([ConstantVariable(k), v]) for k, v in zip(keys, vals)]
             )
         if name in ("children", "named_children") and not args:
+            self.guard_members(tx)
             subs = list(layer._sub_layers.items())
             vals = [wrap(tx, sub, self._child_source(k)) for k, sub in subs]
             if name == "children":

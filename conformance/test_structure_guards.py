@@ -1,0 +1,113 @@
+"""A model whose structure changes between calls gets a new graph, never the old one.
+
+The identity of a container layer (``LayerList``, ``Sequential``, ``LayerDict``) says
+nothing about what it holds: ``append``, ``add_sublayer``, ``del`` or a replaced item keep
+the object and change what a loop over it computes. Each case runs eagerly and through
+``optimize()`` after every change, and the results must agree.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import paddle
+import pytest
+
+import jit_core
+
+from .helpers import assert_same
+
+
+class Blocks(paddle.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.blocks = paddle.nn.LayerList([paddle.nn.Linear(4, 4) for _ in range(2)])
+        self.head = paddle.nn.Sequential(paddle.nn.Linear(4, 4))
+        self.branches = paddle.nn.LayerDict({"a": paddle.nn.Linear(4, 4)})
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x)
+        x = self.head(x)
+        for name in self.branches:
+            x = x + self.branches[name](x)
+        return x * len(self.blocks)
+
+
+class LastBlock(paddle.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.blocks = paddle.nn.LayerList([paddle.nn.Linear(4, 4) for _ in range(2)])
+
+    def forward(self, x):
+        if self.blocks:
+            x = self.blocks[-1](x)
+        return x
+
+
+def _grow_layer_list(net):
+    net.blocks.append(paddle.nn.Linear(4, 4))
+
+
+def _grow_sequential(net):
+    net.head.add_sublayer("extra", paddle.nn.Linear(4, 4))
+
+
+def _grow_layer_dict(net):
+    net.branches["b"] = paddle.nn.Linear(4, 4)
+
+
+def _shrink_layer_dict(net):
+    del net.branches["a"]
+
+
+def _replace_item(net):
+    net.blocks[0] = paddle.nn.Linear(4, 4)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [_grow_layer_list, _grow_sequential, _grow_layer_dict, _shrink_layer_dict, _replace_item],
+    ids=lambda f: f.__name__.strip("_"),
+)
+def test_a_changed_container_is_a_new_graph(change, backend):
+    paddle.seed(7)
+    net = Blocks()
+    net.eval()
+    x = paddle.rand([2, 4])
+    fast = jit_core.optimize(net, backend=backend)
+    assert_same(fast(x), net(x))
+    paddle.seed(8)
+    change(net)
+    assert_same(fast(x), net(x))
+    # the first graph still serves the first structure's twin, the second this one
+    assert fast.jit_stats.compiled == 2, fast.jit_stats
+
+
+def test_negative_index_and_truth_follow_the_length(backend):
+    paddle.seed(9)
+    net = LastBlock()
+    net.eval()
+    x = paddle.rand([3, 4])
+    fast = jit_core.optimize(net, backend=backend)
+    assert_same(fast(x), net(x))
+    net.blocks.append(paddle.nn.Linear(4, 4))  # blocks[-1] is another layer now
+    assert_same(fast(x), net(x))
+    emptied = copy.deepcopy(net)
+    emptied.eval()
+    fast_emptied = jit_core.optimize(emptied, backend=backend)
+    assert_same(fast_emptied(x), emptied(x))
+    while len(emptied.blocks):
+        del emptied.blocks[len(emptied.blocks) - 1]
+    assert_same(fast_emptied(x), emptied(x))
+
+
+def test_unchanged_structure_is_a_cache_hit(backend):
+    paddle.seed(10)
+    net = Blocks()
+    net.eval()
+    fast = jit_core.optimize(net, backend=backend)
+    for _ in range(3):
+        x = paddle.rand([2, 4])
+        assert_same(fast(x), net(x))
+    assert fast.jit_stats.compiled == 1

@@ -16,7 +16,15 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import paddle
 
-from .sources import AttrSource, ClosureSource, DefaultSource, ItemSource, ObjectSource, Source
+from .sources import (
+    AttrSource,
+    CallSource,
+    ClosureSource,
+    DefaultSource,
+    ItemSource,
+    ObjectSource,
+    Source,
+)
 
 TYPE_MATCH = "TYPE_MATCH"
 ID_MATCH = "ID_MATCH"
@@ -217,6 +225,9 @@ class GuardSet:
             if isinstance(src, DefaultSource):
                 attr = "__kwdefaults__" if src.kwonly else "__defaults__"
                 return f"{expr(src.func)}.{attr}[{src.key!r}]"
+            if isinstance(src, CallSource):
+                args = ", ".join(_constant_literal(a, namer) for a in src.args)
+                return f"{namer.obj(src.fn, 'f')}({args})"
             return src.name()
 
         for g in self.sorted():

@@ -160,6 +160,26 @@ class ObjectSource(Source):
         return _compat.load_const(self.obj)
 
 
+class CallSource(Source):
+    """What a query function answers now: ``fn(*args)`` with constant arguments (Paddle's
+    ``get_flags``, ``get_device``...). A guard calls it again."""
+
+    def __init__(self, fn: Any, args: tuple = ()):
+        self.fn = fn
+        self.args = tuple(args)
+
+    def name(self) -> str:
+        mod = getattr(self.fn, "__module__", None) or "?"
+        fname = getattr(self.fn, "__qualname__", None) or getattr(self.fn, "__name__", "?")
+        return f"{mod}.{fname}({', '.join(repr(a) for a in self.args)})"
+
+    def reconstruct(self, code) -> List[Instr]:
+        out = _compat.load_callable_const(self.fn)
+        for a in self.args:
+            out += _compat.load_const(a)
+        return out + _compat.call(len(self.args))
+
+
 def attr_path(source: Source) -> str:
     """A readable identifier for a source, for node and sublayer names: ``self.layer1[0]``
     becomes ``layer1_0``."""

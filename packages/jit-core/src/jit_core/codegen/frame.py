@@ -9,11 +9,13 @@ original code would have returned.
 from __future__ import annotations
 
 import dis
+import functools
 import io
 import types
 import weakref
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
+import numpy as np
 from bytecode import Bytecode, Instr
 
 from .. import _compat
@@ -48,6 +50,12 @@ class _Emitter:
             self.instrs += _compat.load_fast(OUT_LOCAL) + _compat.load_const(idx) + _compat.subscr()
             return
         if isinstance(v, ConstantVariable):
+            if isinstance(v.value, np.ndarray):
+                # a new array on every call, as the original code makes one: a shared
+                # constant would carry a caller's in-place changes into the next call
+                self.instrs += _compat.load_callable_const(functools.partial(np.copy, v.value))
+                self.instrs += _compat.call(0)
+                return
             self.instrs += _compat.load_const(v.value)
             return
         if isinstance(v, (ListVariable, DictVariable)) and v.source is not None:

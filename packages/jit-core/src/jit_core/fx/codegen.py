@@ -98,6 +98,10 @@ class _Namespace:
         return self.alias(fn, "fn")
 
     def constant(self, value: Any) -> str:
+        if type(value).__module__ == "numpy":
+            # NumPy scalars subclass float or int but print as ``np.float64(0.5)``; the
+            # value itself keeps its type (what Paddle promotes it to depends on it)
+            return self.alias(value, "const")
         if value is None or isinstance(value, (bool, int, str, bytes)):
             return repr(value)
         if isinstance(value, float):

@@ -60,7 +60,10 @@ def lift_parameters(model, tensors: Dict[str, paddle.Tensor]) -> None:
             graph.input.append(helper.make_tensor_value_info(init.name, init.data_type, init.dims))
             graph.initializer.remove(init)
             found.add(init.name)
-    missing = [n for n in tensors if n not in found]
+    # A non-persistable buffer (an RNN's dropout state) is scratch space that an op may
+    # take without reading it in inference; paddle2onnx leaves it out of the model then.
+    # Parameters and persistable buffers must all be found.
+    missing = [n for n, t in tensors.items() if n not in found and t.persistable]
     if missing:
         raise OnnxExportError(
             f"the exported model does not hold the parameters {', '.join(missing[:5])} "

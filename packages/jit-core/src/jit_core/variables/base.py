@@ -98,15 +98,15 @@ class KnownValueVariable(VariableTracker):
 class NullVariable(VariableTracker):
     """The NULL that CPython pushes below a callable (LOAD_METHOD, 3.11+ PUSH_NULL)."""
 
+    def describe(self) -> str:
+        return "NULL"
+
 
 def call_first(fn, *args, **kwargs):
     """Stands where CPython expects a NULL below a callable: the code of a resume function
     cannot push a NULL, so it passes ``call_first``, and the method form of the call that
     follows, ``call_first(fn, *args)``, is ``fn(*args)``. A capture reads it as the NULL."""
     return fn(*args, **kwargs)
-
-    def describe(self) -> str:
-        return "NULL"
 
 
 class CellVariable(VariableTracker):

@@ -9,6 +9,7 @@ import inspect
 import types
 from typing import Any, Optional
 
+import numpy as np
 import paddle
 
 from .. import guards
@@ -26,6 +27,7 @@ from .functions import (
 )
 from .layers import LayerVariable
 from .objects import ClassVariable, ModuleVariable, UserObjectVariable
+from .values import constant_arguments, fold_numpy_call, is_numpy_function, is_numpy_value, is_place
 
 _CONSTANT_TYPES = (
     int,
@@ -101,7 +103,10 @@ def _wrap(tx, value: Any, source: Optional[Source], owned_by_layer: bool) -> Var
     if isinstance(value, _CONSTANT_TYPES):
         _guard(tx, source, guards.CONSTANT_MATCH, value)
         return ConstantVariable(value, source)
-    if is_paddle_dtype(value):
+    if is_paddle_dtype(value) or is_place(value):
+        _guard(tx, source, guards.CONSTANT_MATCH, value)
+        return ConstantVariable(value, source)
+    if isinstance(value, np.generic):
         _guard(tx, source, guards.CONSTANT_MATCH, value)
         return ConstantVariable(value, source)
     if isinstance(value, paddle.nn.Layer):
@@ -172,6 +177,8 @@ def _wrap(tx, value: Any, source: Optional[Source], owned_by_layer: bool) -> Var
     if isinstance(value, (types.BuiltinFunctionType, types.BuiltinMethodType)):
         if _is_paddle_callable(value):
             return PaddleFunctionVariable(value, source)
+        if is_numpy_function(value):
+            return _LibraryFunctionVariable(value, source)
         return BuiltinVariable(value, source)
     if callable(value) and _is_paddle_callable(value):
         return PaddleFunctionVariable(value, source)
@@ -192,7 +199,28 @@ class _LibraryFunctionVariable(KnownValueVariable):
         return f"library function {mod}.{getattr(self.fn, '__qualname__', self.fn)}"
 
     def call_function(self, tx, args, kwargs):
+        if is_numpy_function(self.fn):
+            folded = numpy_call(self.fn, args, kwargs)
+            if folded is not None:
+                return folded
         raise Unsupported(f"call to {self.describe()}, which is not traced")
 
 
-__all__ = ["wrap", "wrap_static", "is_tensor", "is_paddle_dtype", "is_library_module"]
+def numpy_call(fn, args, kwargs) -> Optional[VariableTracker]:
+    """A NumPy function on constants, folded to a constant (None: not all constants)."""
+    from .functions import _wrap_folded
+
+    consts = constant_arguments(args, kwargs)
+    if consts is None:
+        return None
+    return _wrap_folded(fold_numpy_call(fn, *consts))
+
+
+__all__ = [
+    "wrap",
+    "wrap_static",
+    "is_tensor",
+    "is_paddle_dtype",
+    "is_library_module",
+    "is_numpy_value",
+]

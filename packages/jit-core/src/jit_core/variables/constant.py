@@ -48,7 +48,10 @@ class ConstantVariable(KnownValueVariable):
         return f"constant {r if len(r) < 40 else r[:37] + '...'}"
 
     def truthy(self, tx) -> bool:
-        return bool(self.value)
+        try:
+            return bool(self.value)
+        except Exception as e:  # a NumPy array of several elements
+            raise Unsupported(f"truth value of {self.describe()} raises {type(e).__name__}") from e
 
     def unpack_var_sequence(self, tx) -> List[VariableTracker]:
         if isinstance(self.value, (range, str, tuple, bytes, frozenset)):
@@ -56,6 +59,14 @@ class ConstantVariable(KnownValueVariable):
         raise Unsupported(f"iterating over {self.describe()}")
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
+        from .values import is_numpy_value, is_place, numpy_attribute_allowed, place_method
+
+        if is_numpy_value(self.value) and numpy_attribute_allowed(name):
+            return self._numpy_attribute(name)
+        if is_place(self.value) and place_method(name):
+            from .functions import BuiltinVariable
+
+            return BuiltinVariable(getattr(self.value, name), pure=True)
         if name in _PURE_METHODS or name in ("start", "stop", "step"):
             try:
                 attr = getattr(self.value, name)
@@ -70,6 +81,35 @@ class ConstantVariable(KnownValueVariable):
 
     def call_method(self, tx, name: str, args, kwargs: Dict[str, VariableTracker]):
         return self.var_getattr(tx, name).call_function(tx, args, kwargs)
+
+    def _numpy_attribute(self, name: str) -> VariableTracker:
+        """``.shape``, ``.astype(...)``, ``.sum()`` of a NumPy value: none of them changes
+        it (mutating methods are refused), so they run now, on the constant."""
+        from .functions import _wrap_folded
+        from .values import check_numpy_result
+
+        try:
+            attr = getattr(self.value, name)
+        except AttributeError as e:
+            raise Unsupported(f"attribute {name!r} of {self.describe()} raises") from e
+        if callable(attr):
+            return _NumpyMethodVariable(attr)
+        return _wrap_folded(check_numpy_result(attr, f".{name}"))
+
+
+class _NumpyMethodVariable(KnownValueVariable):
+    """A bound method of a NumPy value, called on constants at capture."""
+
+    def describe(self) -> str:
+        return f"NumPy method {getattr(self.value, '__name__', '?')}"
+
+    def call_function(self, tx, args, kwargs):
+        from .builder import numpy_call
+
+        out = numpy_call(self.value, args, kwargs)
+        if out is None:
+            raise Unsupported(f"{self.describe()} with arguments that are not constants")
+        return out
 
 
 #: binary operators of the ``operator`` module that are safe to fold on constants

@@ -382,8 +382,19 @@ _SPECIAL: Dict[Any, Callable] = {
 
 # ---------------------------------------------------------------- Paddle functions
 
-#: Paddle functions that look only at metadata pinned by the guards, not at tensor data
-_METADATA_FNS = {"is_tensor", "is_floating_point", "is_complex", "is_integer", "in_dynamic_mode"}
+#: Paddle functions that look only at metadata pinned by the guards, not at tensor data,
+#: and the mode queries (captured code always runs in dynamic mode: the JIT only runs there)
+_METADATA_FNS = {
+    "is_tensor",
+    "is_floating_point",
+    "is_complex",
+    "is_integer",
+    "in_dynamic_mode",
+    "in_dygraph_mode",
+    "in_dynamic_or_pir_mode",
+    "in_pir_mode",
+    "in_static_mode",
+}
 
 
 class PaddleFunctionVariable(KnownValueVariable):
@@ -391,8 +402,33 @@ class PaddleFunctionVariable(KnownValueVariable):
         mod = getattr(self.fn, "__module__", "") or ""
         return f"paddle function {mod}.{getattr(self.fn, '__name__', '?')}"
 
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        # ``paddle.tensor`` is a callable that is also a module (``paddle.tensor.transpose``
+        # inside nn.RNN): its attributes are Paddle's, read like a library module's
+        from .builder import wrap
+
+        if isinstance(self.fn, types.FunctionType) or not hasattr(self.fn, name):
+            return super().var_getattr(tx, name)
+        return wrap(tx, getattr(self.fn, name), None)
+
     def call_function(self, tx, args, kwargs):
+        from .values import constant_arguments, is_build_query, is_state_query
+
         name = getattr(self.fn, "__name__", "")
+        if is_build_query(self.fn) or is_state_query(self.fn):
+            consts = constant_arguments(args, kwargs)
+            if consts is None or consts[1]:
+                raise Unsupported(f"{self.describe()} with arguments that are not constants")
+            value = self.fn(*consts[0])
+            if is_state_query(self.fn):
+                # set_flags, set_device... may change the answer: a guard asks again
+                from .. import guards
+                from ..sources import CallSource
+
+                tx.output.guards.add(
+                    CallSource(self.fn, tuple(consts[0])), guards.CONSTANT_MATCH, value
+                )
+            return _wrap_folded(value)
         if name in _METADATA_FNS:
             from ..executor.output_graph import example_of
 

@@ -109,6 +109,25 @@ class ClassVariable(KnownValueVariable):
         return wrap(tx, attr, src)
 
     def call_function(self, tx, args, kwargs):
+        from .values import (
+            check_numpy_result,
+            constant_arguments,
+            is_numpy_scalar_type,
+            is_place_class,
+        )
+
+        cls = self.value
+        if is_place_class(cls) or is_numpy_scalar_type(cls):
+            # value objects: made now, from constants, they are constants of the graph
+            consts = constant_arguments(args, kwargs)
+            if consts is not None:
+                try:
+                    value = cls(*consts[0], **consts[1])
+                except Exception as e:
+                    raise Unsupported(
+                        f"{cls.__qualname__}(...) raises {type(e).__name__}: {e}"
+                    ) from e
+                return ConstantVariable(check_numpy_result(value, cls.__qualname__))
         raise Unsupported(f"creating an instance of {self.describe()} during capture")
 
 

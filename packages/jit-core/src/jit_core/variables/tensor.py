@@ -37,6 +37,9 @@ _LEAVES_GRAPH = {
 
 #: tensor attributes that depend only on metadata the guards pin (shape, dtype, ...)
 _METADATA_ATTRS = {"shape", "dtype", "ndim", "size", "stop_gradient", "is_leaf"}
+#: attributes of the tensor object itself: guarded values where the tensor comes from the
+#: frame (an input, a parameter)
+_GUARDED_ATTRS = {"name", "persistable"}
 
 
 def is_inplace_name(name: str) -> bool:
@@ -69,6 +72,11 @@ class TensorVariable(VariableTracker):
             return shape
         if name in _METADATA_ATTRS:
             return ConstantVariable(getattr(ex, name))
+        if name == "place":
+            # pinned by the tensor guard where a build can make tensors on several devices
+            return ConstantVariable(ex.place)
+        if name in _GUARDED_ATTRS:
+            return self._guarded_attribute(tx, name)
         if name == "T":
             perm = list(range(len(ex.shape)))[::-1]
             return tx.output.call_method(tx, "transpose", [self, ConstantVariable(perm)], {})
@@ -78,6 +86,20 @@ class TensorVariable(VariableTracker):
 
             return BoundMethodVariable(self, name)
         raise Unsupported(f"tensor attribute {name!r} is not captured")
+
+    def _guarded_attribute(self, tx, name: str) -> VariableTracker:
+        from .. import guards
+        from ..sources import AttrSource
+
+        value = getattr(self.example, name)
+        if self.source is None:
+            if name == "name":
+                # each run names the tensors it makes anew: eager would see another name
+                raise Unsupported("the name of a tensor made in the frame differs from run to run")
+            return ConstantVariable(value)
+        src = AttrSource(self.source, name)
+        tx.output.guards.add(src, guards.CONSTANT_MATCH, value)
+        return ConstantVariable(value, src)
 
     def call_method(self, tx, name: str, args, kwargs):
         if name in _LEAVES_GRAPH:

@@ -8,11 +8,11 @@ What remains is the bookkeeping of the normal path through try/finally blocks.
 from __future__ import annotations
 
 from jit_core.errors import Unsupported
-from jit_core.variables import NullVariable
+from jit_core.variables import ConstantVariable, NullVariable
+from jit_core.variables.contexts import enter_context
 
 from .registry import handler, versions
 
-_WITH = "`with` blocks are not captured yet"
 _RAISES = "raising: the frame runs eagerly so Python raises the exception itself"
 _ASSERT = "a failing assert: the frame runs eagerly so Python raises AssertionError"
 
@@ -45,10 +45,35 @@ def finally_jumps(tx, inst):
     raise Unsupported(f"{inst.opname}: return/break through a finally block is not captured yet")
 
 
-@handler("SETUP_WITH", versions=versions("3.8", "3.10"), eager=_WITH)
-@handler("BEFORE_WITH", versions=versions("3.11", "3.12"), eager=_WITH)
+@handler("SETUP_WITH", versions=versions("3.8", "3.10"))
+@handler("BEFORE_WITH", versions=versions("3.11", "3.12"))
 def with_block(tx, inst):
-    raise Unsupported(_WITH)
+    # gradient mode, auto_cast and plain-Python context managers are modelled; the
+    # normal way out calls the __exit__ pushed here with (None, None, None)
+    exit_fn, entered = enter_context(tx, tx.pop())
+    tx.push(exit_fn)
+    tx.push(entered)
+
+
+@handler("WITH_CLEANUP_START", versions=versions("3.8", "3.8"))
+def with_cleanup_start(tx, inst):
+    # 3.8's normal way out of a with block: BEGIN_FINALLY pushed the NULL "nothing
+    # pending"; __exit__(None, None, None) is called from below it
+    marker = tx.pop()
+    if not isinstance(marker, NullVariable):
+        raise Unsupported("leaving a `with` block with an exception pending")
+    exit_fn = tx.pop()
+    none = ConstantVariable(None)
+    result = tx.call(exit_fn, [none, none, none], {})
+    tx.push(marker)
+    tx.push(none)
+    tx.push(result)
+
+
+@handler("WITH_CLEANUP_FINISH", versions=versions("3.8", "3.8"))
+def with_cleanup_finish(tx, inst):
+    tx.pop()  # what __exit__ returned: nothing to suppress on the normal way out
+    tx.pop()  # the None that stands for "no exception"
 
 
 @handler("RAISE_VARARGS", eager=_RAISES)

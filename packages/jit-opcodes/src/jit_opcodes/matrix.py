@@ -72,8 +72,6 @@ EXCEPTION_PATH_ONLY = {
         "CHECK_EG_MATCH",
         "PREP_RERAISE_STAR",
         "WITH_EXCEPT_START",
-        "WITH_CLEANUP_START",
-        "WITH_CLEANUP_FINISH",
     )
 }
 

@@ -74,6 +74,40 @@ class OutputGraph:
         self.inputs: List[Tuple[Source, Any, Any]] = []
         self._input_by_source: Dict[str, TensorVariable] = {}
         self._attr_vars: Dict[int, TensorVariable] = {}
+        #: the gradient mode the frame was entered with, and the modes of the
+        #: ``no_grad``-style blocks open at this point of the capture (innermost last)
+        self.entry_grad_mode = paddle.is_grad_enabled()
+        self._grad_modes: List[bool] = []
+
+    # ------------------------------------------------------------ gradient mode
+    def grad_mode(self) -> bool:
+        """The gradient mode at this point of the captured code."""
+        return self._grad_modes[-1] if self._grad_modes else self.entry_grad_mode
+
+    def push_grad_mode(self, mode: bool) -> None:
+        if mode and not self.grad_mode():
+            raise Unsupported(
+                "turning gradients on inside a block where they are off is not captured yet"
+            )
+        # the graph is valid only for the mode it was captured in
+        self.guards.grad_enabled = self.entry_grad_mode
+        self._grad_modes.append(mode)
+
+    def pop_grad_mode(self) -> None:
+        if not self._grad_modes:
+            raise Unsupported("leaving a gradient-mode block that was not entered in the capture")
+        self._grad_modes.pop()
+
+    def _detached(self, var: VariableTracker) -> VariableTracker:
+        """What an operation gives inside ``no_grad`` while the graph runs with gradients
+        on: the same values, detached (``stop_gradient``, no gradient flows back)."""
+        if isinstance(var, TensorVariable):
+            node = self.graph.call_method("detach", (var.node,))
+            self._set_meta(node, var.example)
+            return TensorVariable(node, var.example)
+        if isinstance(var, (TupleVariable, ListVariable)):
+            return type(var)([self._detached(v) for v in var.items])
+        return var
 
     # ------------------------------------------------------------ inputs and attributes
     def add_input(self, tx, tensor, source: Source) -> TensorVariable:
@@ -186,7 +220,10 @@ class OutputGraph:
         node = self.graph.create_node(op, target, node_args, node_kwargs)
         if tx is not None:
             node.meta["source_loc"] = tx.location()
-        return self._wrap_result(node, result)
+        out = self._wrap_result(node, result)
+        if self.entry_grad_mode and not self.grad_mode():
+            out = self._detached(out)
+        return out
 
     def _wrap_result(self, node, result) -> VariableTracker:
         import operator

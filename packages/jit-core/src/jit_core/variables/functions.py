@@ -412,9 +412,16 @@ class PaddleFunctionVariable(KnownValueVariable):
         return wrap(tx, getattr(self.fn, name), None)
 
     def call_function(self, tx, args, kwargs):
+        from .contexts import is_auto_cast, make_auto_cast
         from .values import constant_arguments, is_build_query, is_state_query
 
         name = getattr(self.fn, "__name__", "")
+        if is_auto_cast(self.fn):
+            return make_auto_cast(self.fn, args, kwargs)
+        if name == "is_grad_enabled" and not args and not kwargs:
+            # the mode at this point of the captured code (a no_grad block changes it)
+            tx.output.guards.grad_enabled = tx.output.entry_grad_mode
+            return ConstantVariable(tx.output.grad_mode())
         if is_build_query(self.fn) or is_state_query(self.fn):
             consts = constant_arguments(args, kwargs)
             if consts is None or consts[1]:

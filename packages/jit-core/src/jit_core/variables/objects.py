@@ -109,6 +109,7 @@ class ClassVariable(KnownValueVariable):
         return wrap(tx, attr, src)
 
     def call_function(self, tx, args, kwargs):
+        from .contexts import GradModeVariable, is_grad_mode_class
         from .values import (
             check_numpy_result,
             constant_arguments,
@@ -117,6 +118,8 @@ class ClassVariable(KnownValueVariable):
         )
 
         cls = self.value
+        if is_grad_mode_class(cls):
+            return GradModeVariable.create(tx, cls, args, kwargs)
         if is_place_class(cls) or is_numpy_scalar_type(cls):
             # value objects: made now, from constants, they are constants of the graph
             consts = constant_arguments(args, kwargs)

@@ -4,11 +4,19 @@ Nothing here imports paddle2onnx or onnx until an export is asked for.
 """
 
 from .check import check_against_paddle, graph_operators, run_on_paddle
-from .export import DEFAULT_OPSET, OnnxExportError, export_onnx, require, save_static
+from .export import (
+    DEFAULT_OPSET,
+    EXPORT_REVISION,
+    OnnxExportError,
+    export_onnx,
+    require,
+    save_static,
+)
 from .parameters import lift_parameters, live_tensors
 
 __all__ = [
     "DEFAULT_OPSET",
+    "EXPORT_REVISION",
     "OnnxExportError",
     "check_against_paddle",
     "export_onnx",

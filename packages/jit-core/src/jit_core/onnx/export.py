@@ -32,6 +32,11 @@ log = logging.getLogger("jit_core.onnx")
 #: operator that needs a newer one)
 DEFAULT_OPSET = 17
 PADDLE2ONNX_VERSION = "2.1.0"
+#: part of every cache key of an exported model: raised whenever what a graph is exported
+#: to changes for the same paddle2onnx (the rewrites of ``prepare``), so that no model
+#: exported the old way is loaded (revision 2: activations whose attributes paddle2onnx
+#: 2.1 dropped, e.g. ``gelu(approximate=True)``, are spelt out)
+EXPORT_REVISION = 2
 _INSTALL = "'jit-core[onnx]' (paddle2onnx and onnx)"
 
 

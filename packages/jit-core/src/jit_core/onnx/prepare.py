@@ -9,14 +9,33 @@ computes the same values as the original:
   the axes are spelt out.
 - ``AdaptiveAvgPool2D`` of a 1x1 map: paddle2onnx emits an AveragePool with stride 0,
   which ONNX Runtime refuses; averaging one value is a broadcast, so it becomes ``expand``.
+- activations whose attributes paddle2onnx drops or misreads, spelt out in elementary
+  operators in the order Paddle's kernels compute them (the functional form and the layer
+  alike; the results differ from eager Paddle's by float rounding, about 1e-7):
+
+  - ``gelu(x, approximate=True)`` was exported as exact GELU, a silent difference of up
+    to 5e-4; it becomes ``0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x**3)))``.
+  - ``leaky_relu`` (any slope, the default too) was exported with a wrong slope; it
+    becomes ``where(x > 0, x, x * slope)``.
+  - ``hardtanh`` with bounds other than -1, 1 was exported with the default bounds; it
+    becomes ``clip(x, min, max)``.
+  - ``softplus`` aborts paddle2onnx ("Only support softplus with beta == 1.0 and
+    threshold == 20.0", said of the defaults too on Paddle 3.3); it becomes
+    ``where(x * beta > threshold, x, log(1 + exp(x * beta)) / beta)``, Paddle's kernel.
+  - ``celu`` has no converter; it becomes ``where(x > 0, x, alpha * (exp(x / alpha) - 1))``.
+  - ``log_sigmoid`` was exported as ``log(sigmoid(x))``, which is ``-inf`` below x = -88
+    and loses the small values; it becomes Paddle's kernel,
+    ``-m - log(exp(-m) + exp(-x - m))`` with ``m = max(-x, 0)``.
+
 - inputs that nothing reads: ``paddle.jit.save`` refuses them, so they are dropped (the
   runtime feeds inputs by name).
 """
 
 from __future__ import annotations
 
+import math
 import operator
-from typing import Any
+from typing import Any, Callable, Dict, Optional, Tuple
 
 import paddle
 
@@ -101,6 +120,167 @@ def _adaptive_pool_of_one(gm, graph: Graph) -> int:
     return n
 
 
+def _functions(name: str) -> Tuple[Callable, ...]:
+    """``paddle.nn.functional.<name>`` and the function it wraps (Paddle 3.3 puts a
+    wrapper in front of some activations; a graph may name either)."""
+    F = paddle.nn.functional
+    found = [getattr(F, name, None), getattr(getattr(F, "activation", None), name, None)]
+    return tuple(f for f in found if f is not None)
+
+
+def _argument(node: Node, index: int, name: str, default: Any) -> Any:
+    if len(node.args) > index:
+        return node.args[index]
+    return node.kwargs.get(name, default)
+
+
+def _activation(gm, node: Node) -> Optional[Tuple[str, Node, Dict[str, Any]]]:
+    """(activation name, input, attributes) for a call of one of the activations that
+    ``_activations`` rewrites, with every attribute a Python value; else None."""
+    if node.op == "call_function":
+        name = next((k for k in _ACTIVATION_PARAMS if node.target in _functions(k)), None)
+        if name is None:
+            return None
+        params = _ACTIVATION_PARAMS[name]
+        if set(node.kwargs) - {p for p, _ in params} - {"x", "name"}:
+            return None
+        attrs = {p: _argument(node, i + 1, p, default) for i, (p, default) in enumerate(params)}
+        x = node.args[0] if node.args else node.kwargs.get("x")
+    elif node.op == "call_module":
+        layer = getattr(gm, node.target, None)
+        name = next((k for k, (c, _) in _ACTIVATION_LAYERS.items() if type(layer) is c), None)
+        if name is None or len(node.args) != 1 or node.kwargs:
+            return None
+        fields = _ACTIVATION_LAYERS[name][1]
+        attrs = {p: getattr(layer, field, None) for p, field in fields.items()}
+        x = node.args[0]
+    else:
+        return None
+    if not isinstance(x, Node) or any(isinstance(v, Node) for v in attrs.values()):
+        return None
+    return name, x, attrs
+
+
+#: the activations ``_activations`` looks at: their attributes after ``x``, in order
+_ACTIVATION_PARAMS = {
+    "gelu": (("approximate", False),),
+    "leaky_relu": (("negative_slope", 0.01),),
+    "hardtanh": (("min", -1.0), ("max", 1.0)),
+    "softplus": (("beta", 1.0), ("threshold", 20.0)),
+    "celu": (("alpha", 1.0),),
+    "log_sigmoid": (),
+}
+_ACTIVATION_LAYERS = {
+    "gelu": (paddle.nn.GELU, {"approximate": "_approximate"}),
+    "leaky_relu": (paddle.nn.LeakyReLU, {"negative_slope": "_negative_slope"}),
+    "hardtanh": (paddle.nn.Hardtanh, {"min": "_min", "max": "_max"}),
+    "softplus": (paddle.nn.Softplus, {"beta": "_beta", "threshold": "_threshold"}),
+    "celu": (paddle.nn.CELU, {"alpha": "_alpha"}),
+    "log_sigmoid": (paddle.nn.LogSigmoid, {}),
+}
+_FLOATS = ("float16", "bfloat16", "float32", "float64")
+
+
+class _Emitter:
+    """Inserts elementwise calls before ``node``, each with ``node``'s shape and dtype;
+    Python numbers become 0-D tensors of that dtype (``x * 0.5`` would be a ``scale``)."""
+
+    def __init__(self, graph: Graph, node: Node, dtype: str):
+        self.graph, self.node, self.dtype = graph, node, dtype
+
+    def const(self, value: float) -> Node:
+        new = self.call(paddle.full, [], float(value), self.dtype)
+        new.meta = {"shape": [], "dtype": self.dtype}
+        return new
+
+    def call(self, fn: Callable, *args) -> Node:
+        with self.graph.inserting_before(self.node):
+            new = self.graph.call_function(fn, args)
+        new.meta = {k: self.node.meta[k] for k in ("shape", "dtype") if k in self.node.meta}
+        return new
+
+    def mul(self, a: Node, b: Any) -> Node:
+        return self.call(paddle.multiply, a, b if isinstance(b, Node) else self.const(b))
+
+    def replace(self, result: Node) -> None:
+        result.meta = dict(self.node.meta)
+        self.node.replace_all_uses_with(result)
+        self.graph.erase_node(self.node)
+
+
+def _spelt_out(e: _Emitter, name: str, x: Node, a: Dict[str, Any]) -> Optional[Node]:
+    """What replaces the activation ``name`` of ``x``, or None where the export is right."""
+    if name == "gelu":
+        if a["approximate"] not in (True, "tanh"):
+            return None
+        # Paddle's kernel: x * 0.5 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))
+        cube = e.mul(e.mul(x, x), x)
+        inner = e.call(paddle.add, x, e.mul(cube, 0.044715))
+        t = e.call(paddle.tanh, e.mul(inner, math.sqrt(2.0 / math.pi)))
+        return e.mul(e.mul(x, 0.5), e.call(paddle.add, e.const(1.0), t))
+    if name == "leaky_relu":
+        if not _is_number(a["negative_slope"]):
+            return None
+        positive = e.call(paddle.greater_than, x, e.const(0.0))
+        positive.meta["dtype"] = "bool"
+        return e.call(paddle.where, positive, x, e.mul(x, a["negative_slope"]))
+    if name == "hardtanh":
+        low, high = a["min"], a["max"]
+        if not (_is_number(low) and _is_number(high)) or (low, high) == (-1.0, 1.0):
+            return None
+        return e.call(paddle.clip, x, e.const(low), e.const(high))
+    if name == "softplus":
+        beta, threshold = a["beta"], a["threshold"]
+        if not (_is_number(beta) and _is_number(threshold)) or beta == 0:
+            return None
+        # Paddle's kernel: x * beta > threshold ? x : log(1 + exp(x * beta)) / beta
+        scaled = x if beta == 1 else e.mul(x, beta)
+        above = e.call(paddle.greater_than, scaled, e.const(threshold))
+        above.meta["dtype"] = "bool"
+        soft = e.call(paddle.log, e.call(paddle.add, e.const(1.0), e.call(paddle.exp, scaled)))
+        if beta != 1:
+            soft = e.call(paddle.divide, soft, e.const(beta))
+        return e.call(paddle.where, above, x, soft)
+    if name == "celu":
+        alpha = a["alpha"]
+        if not _is_number(alpha) or alpha == 0:
+            return None
+        positive = e.call(paddle.greater_than, x, e.const(0.0))
+        positive.meta["dtype"] = "bool"
+        grown = e.call(paddle.exp, e.call(paddle.divide, x, e.const(alpha)))
+        negative = e.mul(e.call(paddle.subtract, grown, e.const(1.0)), alpha)
+        return e.call(paddle.where, positive, x, negative)
+    if name == "log_sigmoid":
+        # Paddle's kernel: m = max(-x, 0); -m - log(exp(-m) + exp(-x - m))
+        minus = e.call(paddle.neg, x)
+        m = e.call(paddle.maximum, minus, e.const(0.0))
+        total = e.call(
+            paddle.add,
+            e.call(paddle.exp, e.call(paddle.neg, m)),
+            e.call(paddle.exp, e.call(paddle.subtract, minus, m)),
+        )
+        return e.call(paddle.subtract, e.call(paddle.neg, m), e.call(paddle.log, total))
+    return None
+
+
+def _activations(gm, graph: Graph) -> int:
+    n = 0
+    for node in graph.nodes:
+        found = _activation(gm, node)
+        if found is None:
+            continue
+        name, x, attrs = found
+        dtype = x.meta.get("dtype")
+        if dtype not in _FLOATS or node.meta.get("dtype") != dtype:
+            continue
+        e = _Emitter(graph, node, dtype)
+        result = _spelt_out(e, name, x, attrs)
+        if result is not None:
+            e.replace(result)
+            n += 1
+    return n
+
+
 def _drop_unused_inputs(graph: Graph) -> int:
     unused = [n for n in graph.nodes if n.op == "placeholder" and not n.users]
     for node in unused:
@@ -114,5 +294,6 @@ def prepare_graph(gm) -> Graph:
     _scalar_add_sub(graph)
     _mean_over_all(graph)
     _adaptive_pool_of_one(gm, graph)
+    _activations(gm, graph)
     _drop_unused_inputs(graph)
     return graph

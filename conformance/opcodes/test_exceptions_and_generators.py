@@ -11,6 +11,7 @@ import paddle
 import pytest
 
 import jit_core
+from jit_core.api import frame_key
 from jit_opcodes.coverage import covers, covers_cases, opcodes_of
 
 from ..helpers import assert_same
@@ -234,4 +235,4 @@ def test_generators_and_coroutines_run_eagerly(fn, backend):
         assert_same(asyncio.run(fast(x)), asyncio.run(fn(x)))
     else:
         assert_same(list(fast(x)), list(fn(x)))
-    assert fast.jit_stats.eager_frames[fn.__name__].startswith("generators and coroutines")
+    assert fast.jit_stats.eager_frames[frame_key(fn)].startswith("generators and coroutines")

@@ -12,6 +12,7 @@ import pytest
 from paddle.framework import core
 
 import jit_core
+from jit_core.api import frame_key
 from jit_core.errors import GraphBreakError
 
 SCALE = 2.0
@@ -53,7 +54,7 @@ def test_cache_hit_on_second_call():
     close(of(x2, y2), f(x2, y2))  # new values, same specs: the same entry
     close(of(x, y), f(x, y))
     assert of.jit_stats.captures == 1
-    assert of.jit_stats.entries == {"f": 1}
+    assert of.jit_stats.entries == {frame_key(f): 1}
     assert of.jit_stats.eager_frames == {}
 
 
@@ -71,7 +72,7 @@ def test_new_shape_recompiles_once():
     for t in (a, b, a, b):
         close(of(t), f(t))
     assert of.jit_stats.captures == 2
-    assert of.jit_stats.entries == {"f": 2}
+    assert of.jit_stats.entries == {frame_key(f): 2}
 
 
 def test_new_dtype_recompiles():
@@ -178,7 +179,7 @@ def test_recompile_limit_falls_back_to_eager_with_warning():
     assert "recompile limit (2)" in msgs[0]
     assert "f (" in msgs[0] and "runs eagerly" in msgs[0]
     assert "L['n']" in msgs[0]  # the guard that failed
-    reason = of.jit_stats.eager_frames["f"]
+    reason = of.jit_stats.eager_frames[frame_key(f)]
     assert "recompile limit (2)" in reason and "L['n']" in reason
 
     # from now on: eager, correct, quiet, and no more captures
@@ -239,8 +240,8 @@ def test_data_dependent_branch_without_full_graph_breaks_the_graph():
     assert of.jit_stats.eager_frames == {}
     # the condition's graph, then one resume function per branch, each captured once
     entries = of.jit_stats.entries
-    assert entries["branchy"] == 1 and len(entries) == 3, entries
-    assert all(n == "branchy" or n.startswith("branchy__resume_at_") for n in entries)
+    assert entries[frame_key(branchy)] == 1 and len(entries) == 3, entries
+    assert all(n == frame_key(branchy) or n.startswith("branchy__resume_at_") for n in entries)
     assert set(entries.values()) == {1}
     report = jit_core.explain(branchy, pos)
     assert report.break_count == 1 and report.breaks[0].graph_break
@@ -278,7 +279,7 @@ def test_threads_with_different_shapes():
     assert errors == []
     assert hooks_left == [False] * len(shapes)
     # one entry per distinct shape, never a duplicate from a race
-    assert of.jit_stats.entries == {"f": 4}
+    assert of.jit_stats.entries == {frame_key(f): 4}
     assert of.jit_stats.captures == 4
 
     # the hook is not left installed here either: a plain function is not captured
@@ -343,7 +344,7 @@ def test_layer_train_and_eval_never_share_a_graph():
     net._orig_layer.eval()
     close(net(x), x * 3)
     assert net.jit_stats.captures == 2
-    assert net.jit_stats.entries == {"forward": 2}
+    assert net.jit_stats.entries == {frame_key(ModeNet.forward): 2}
 
 
 def test_eval_first_then_train():
@@ -399,7 +400,7 @@ def test_reset_forgets_entries():
 
     of = jit_core.optimize(f)
     of(paddle.ones([4]))
-    assert of.jit_stats.entries == {"f": 1}
+    assert of.jit_stats.entries == {frame_key(f): 1}
     of.reset()
     assert of.jit_stats.entries == {}
     assert of.jit_stats.captures == 0

@@ -7,8 +7,11 @@ this module. Opcode handlers declare their own versions in jit-opcodes instead.
 from __future__ import annotations
 
 import dis
+import gc
 import sys
-from typing import Any, List
+import types
+import weakref
+from typing import Any, Dict, Iterable, List, Optional
 
 from bytecode import CellVar, FreeVar, Instr
 
@@ -49,6 +52,59 @@ class EntryFrame:
         self.f_code = code
         self.f_locals = f_locals
         self.f_globals = f_globals
+
+
+#: 3.11 added ``co_qualname``; before, only the function object knows its qualified name.
+CODE_HAS_QUALNAME = PY_VERSION >= (3, 11)
+_qualnames: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def code_qualnames(codes: Iterable[types.CodeType]) -> Dict[types.CodeType, str]:
+    """The qualified name of each code object (``Net.forward``, ``f.<locals>.g``).
+
+    3.11+ reads ``co_qualname``. Before, the name is the ``__qualname__`` of a function
+    that runs the code, found once among the code's referrers (one pass over the heap
+    for all the codes not seen yet, then remembered); ``co_name`` when none is alive.
+    """
+    codes = list(codes)
+    if CODE_HAS_QUALNAME:
+        return {c: c.co_qualname for c in codes}
+    out = {}
+    missing = []
+    for c in codes:
+        name = _qualnames.get(c)
+        if name is None:
+            missing.append(c)
+        else:
+            out[c] = name
+    if missing:
+        wanted = set(map(id, missing))
+        found: Dict[int, str] = {}
+        for r in gc.get_referrers(*missing):
+            if isinstance(r, types.FunctionType) and id(r.__code__) in wanted:
+                # prefer a function named like its code: a functools.wraps wrapper
+                # carries the qualified name of what it wraps
+                if id(r.__code__) not in found or r.__name__ == r.__code__.co_name:
+                    found[id(r.__code__)] = r.__qualname__
+        for c in missing:
+            name = found.get(id(c))
+            if name is not None:
+                _qualnames[c] = name
+            out[c] = name if name is not None else c.co_name
+    return out
+
+
+def code_qualname(code: types.CodeType, func: Optional[types.FunctionType] = None) -> str:
+    """The qualified name of one code object; ``func``, a function that runs it, saves
+    the search on 3.8-3.10."""
+    if CODE_HAS_QUALNAME:
+        return code.co_qualname
+    if func is not None and getattr(func, "__code__", None) is code:
+        name = _qualnames.get(code)
+        if name is None:
+            name = _qualnames[code] = func.__qualname__
+        return name
+    return code_qualnames([code])[code]
 
 
 def instructions(code) -> List[dis.Instruction]:

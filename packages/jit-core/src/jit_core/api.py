@@ -11,7 +11,14 @@ from typing import Any, Callable, Dict, Optional, Set
 import paddle
 
 from .config import Options
-from .eval_frame import CompileContext, forward_of, layer_call_is_forward, set_eval_frame
+from .eval_frame import (
+    CompileContext,
+    forward_of,
+    frame_keys,
+    layer_call_is_forward,
+    set_eval_frame,
+)
+from .eval_frame import frame_key as _code_key
 
 
 def _target_codes(fn: Callable) -> Set[types.CodeType]:
@@ -23,9 +30,23 @@ def _target_codes(fn: Callable) -> Set[types.CodeType]:
     return {code} if code is not None else set()
 
 
+def frame_key(fn: Any) -> str:
+    """The key of a frame in ``JitStats.entries`` and ``JitStats.eager_frames``: the
+    qualified name with file name and first line, e.g. ``Net.forward (model.py:12)``.
+
+    ``fn`` is a code object, a function, a method, or a layer (its ``forward``)."""
+    if isinstance(fn, types.CodeType):
+        return _code_key(fn)
+    if isinstance(fn, paddle.nn.Layer):
+        fn = forward_of(type(fn))
+    func = inspect.unwrap(getattr(fn, "__func__", fn))
+    return _code_key(func.__code__, func)
+
+
 @dataclass
 class JitStats:
-    """What the JIT did so far for one optimized object."""
+    """What the JIT did so far for one optimized object. Frames are named by
+    ``frame_key``: ``Net.forward (model.py:12)``."""
 
     #: capture attempts (a cache miss that ran the symbolic executor)
     captures: int
@@ -33,13 +54,22 @@ class JitStats:
     compiled: int
     #: frames that run eagerly, with their reasons
     eager_frames: Dict[str, str]
-    #: cache entries per code name
+    #: cache entries per frame
     entries: Dict[str, int]
 
 
 def _stats(ctx: CompileContext) -> JitStats:
-    eager = {code.co_name: c.eager_reason for code, c in ctx.cache.items() if c.eager_reason}
-    entries = {code.co_name: len(c.entries) for code, c in ctx.cache.items() if c.entries}
+    caches = [(code, c) for code, c in list(ctx.cache.items()) if c.entries or c.eager_reason]
+    keys = frame_keys(code for code, _ in caches)
+    eager: Dict[str, str] = {}
+    entries: Dict[str, int] = {}
+    for code, c in caches:
+        key = keys[code]
+        reason = c.eager_reason
+        if reason:
+            eager[key] = reason
+        if c.entries:
+            entries[key] = len(c.entries)
     compiled = sum(1 for e in ctx.events if e.compiled)
     captures = sum(1 for e in ctx.events if not e.graph_break)
     return JitStats(captures, compiled, eager, entries)

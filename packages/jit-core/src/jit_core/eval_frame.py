@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import os
 import threading
 import types
 import warnings
@@ -67,6 +68,23 @@ def _identifier(name: str) -> str:
 
 def _location(code: types.CodeType) -> str:
     return f"{code.co_filename}:{code.co_firstlineno}"
+
+
+def _key(name: str, code: types.CodeType) -> str:
+    return f"{name} ({os.path.basename(code.co_filename)}:{code.co_firstlineno})"
+
+
+def frame_key(code: types.CodeType, func: Optional[types.FunctionType] = None) -> str:
+    """How reports name a code object: qualified name, file name and first line, e.g.
+    ``Net.forward (model.py:12)`` (``Net.forward`` and ``Block.forward`` are both
+    ``forward`` to ``co_name``). ``func``, a function running ``code``, saves a search
+    on 3.8-3.10."""
+    return _key(_compat.code_qualname(code, func), code)
+
+
+def frame_keys(codes) -> Dict[types.CodeType, str]:
+    """``frame_key`` of several codes at once (one search on 3.8-3.10)."""
+    return {code: _key(name, code) for code, name in _compat.code_qualnames(codes).items()}
 
 
 _forwards: weakref.WeakKeyDictionary[type, Any] = weakref.WeakKeyDictionary()

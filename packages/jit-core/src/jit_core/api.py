@@ -52,35 +52,43 @@ class JitStats:
     captures: int
     #: captures that produced a cache entry
     compiled: int
-    #: frames that run eagerly, with their reasons
+    #: frames that run eagerly, with their reasons: for good (they cannot be captured), or
+    #: past a recompile limit (calls that match none of their entries)
     eager_frames: Dict[str, str]
     #: cache entries per frame
     entries: Dict[str, int]
 
 
 def _stats(ctx: CompileContext) -> JitStats:
-    caches = [(code, c) for code, c in list(ctx.cache.items()) if c.entries or c.eager_reason]
+    caches = [
+        (code, c)
+        for code, c in list(ctx.cache.items())
+        if c.entries or c.eager_reason or c.limit_reason
+    ]
     keys = frame_keys(code for code, _ in caches)
     eager: Dict[str, str] = {}
     entries: Dict[str, int] = {}
     for code, c in caches:
         key = keys[code]
-        reason = c.eager_reason
+        reason = c.eager_reason or c.limit_reason
         if reason:
             eager[key] = reason
         if c.entries:
             entries[key] = len(c.entries)
     compiled = sum(1 for e in ctx.events if e.compiled)
-    captures = sum(1 for e in ctx.events if not e.graph_break)
+    captures = sum(1 for e in ctx.events if not e.graph_break and not e.recompile_limit)
     return JitStats(captures, compiled, eager, entries)
 
 
 _MISS = object()
+#: every guard ran and failed: ``run_direct`` need not run them again
+_NO_MATCH = object()
 
 
 def _cache_hit(ctx: CompileContext, fast: tuple, args: tuple) -> Any:
     """The cache-hit path of ``CompileContext.run_direct`` for a plain positional call of a
-    target without free variables: the result of the matching entry, or ``_MISS``.
+    target without free variables: the result of the matching entry, else ``_NO_MATCH``
+    when every guard failed, or ``_MISS``.
 
     It runs on every call, so it is kept to a dict, the guards and one call. The hook is
     left as it is (normally off): the transformed code only calls the compiled graph, and
@@ -97,6 +105,7 @@ def _cache_hit(ctx: CompileContext, fast: tuple, args: tuple) -> Any:
             if ok:
                 fn = ctx._entry_functions.get(result.code)
                 return _MISS if fn is None else fn(*args)
+        return _NO_MATCH
     return _MISS
 
 
@@ -127,6 +136,8 @@ class OptimizedFunction:
     def __call__(self, *args, **kwargs):
         if self._fast is not None and not kwargs:
             out = _cache_hit(self._ctx, self._fast, args)
+            if out is _NO_MATCH:
+                return self._ctx.run_direct(self._fast[0], args, kwargs, unmatched=True)
             if out is not _MISS:
                 return out
         direct = self._direct
@@ -182,9 +193,13 @@ class OptimizedLayer:
             and type(layer) is self._fast_type
             and layer_call_is_forward(layer)
         ):
-            out = _cache_hit(self._ctx, self._fast, (layer, *args))
+            args = (layer, *args)
+            out = _cache_hit(self._ctx, self._fast, args)
+            if out is _NO_MATCH:
+                return self._ctx.run_direct(self._fast[0], args, kwargs, unmatched=True)
             if out is not _MISS:
                 return out
+            args = args[1:]
         return self._ctx.run(layer, args, kwargs)
 
     def forward(self, *args, **kwargs):
@@ -226,7 +241,10 @@ def optimize(
 
     ``backend`` names an installed backend plugin (an unknown name raises an error listing
     the installed ones). ``full_graph=True`` raises ``GraphBreakError`` instead of running a
-    frame eagerly. ``recompile_limit`` (default 8) caps the cache entries per code object.
+    frame eagerly. ``recompile_limit`` (default 8) caps the cache entries per code object
+    and ``self``, ``accumulated_recompile_limit`` (default 64) those per code object in all:
+    past either, a call that matches no entry runs eagerly (the entries keep serving the
+    calls they match).
 
     Graph passes run before the backend: ``passes=None`` (the default pipeline), a list of
     pass names, or ``False``; ``disable_passes=["cse", ...]`` turns some off;

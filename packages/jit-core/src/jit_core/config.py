@@ -6,14 +6,25 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Optional, Sequence
 
 DEFAULT_RECOMPILE_LIMIT = 8
+DEFAULT_ACCUMULATED_RECOMPILE_LIMIT = 64
+
+
+def _positive_int(name: str, value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+    return value
 
 
 @dataclass
 class Options:
     backend: str = "paddle"
     full_graph: bool = False
-    #: cache entries per code object before the frame runs eagerly for good
+    #: cache entries per code object (and per ``self``, for methods whose graphs are
+    #: bound to their instance) past which a call that matches none runs eagerly
     recompile_limit: int = DEFAULT_RECOMPILE_LIMIT
+    #: cache entries per code object in all (every ``self`` together) past which a call
+    #: that matches none runs eagerly
+    accumulated_recompile_limit: int = DEFAULT_ACCUMULATED_RECOMPILE_LIMIT
     #: options handed to the backend unchanged
     backend_options: Dict[str, Any] = field(default_factory=dict)
     #: graph passes: None for the registered defaults, else names or GraphPass objects
@@ -28,9 +39,13 @@ class Options:
     @classmethod
     def from_kwargs(cls, backend: str, full_graph: bool, options: Dict[str, Any]) -> Options:
         opts = dict(options)
-        limit = opts.pop("recompile_limit", DEFAULT_RECOMPILE_LIMIT)
-        if not isinstance(limit, int) or limit < 1:
-            raise ValueError(f"recompile_limit must be a positive int, got {limit!r}")
+        limit = _positive_int(
+            "recompile_limit", opts.pop("recompile_limit", DEFAULT_RECOMPILE_LIMIT)
+        )
+        accumulated = _positive_int(
+            "accumulated_recompile_limit",
+            opts.pop("accumulated_recompile_limit", DEFAULT_ACCUMULATED_RECOMPILE_LIMIT),
+        )
         passes = opts.pop("passes", None)
         if passes is False:
             passes = ()
@@ -45,6 +60,7 @@ class Options:
             backend=backend,
             full_graph=full_graph,
             recompile_limit=limit,
+            accumulated_recompile_limit=accumulated,
             backend_options=opts,
             passes=passes,
             disable_passes=tuple(disable),

@@ -31,7 +31,7 @@ from .errors import BackendCompileError, GraphBreakError, Unsupported
 from .executor.output_graph import OutputGraph
 from .executor.translator import Translator, root_locals
 from .fx import GraphModule
-from .guards import CompiledGuard
+from .guards import ID_MATCH, CompiledGuard
 from .logs import breaks_log, bytecode_log, graphs_log, guards_log, recompiles_log
 from .passes.effects import is_random, target_name
 from .passes.manager import PassContext, PassManager, PassRecord
@@ -129,6 +129,19 @@ _CO_OPTIMIZED = 0x1
 
 #: run the original code and keep watching the frames it calls
 RUN_ORIGINAL = FrameResult(None, False)
+#: past the recompile limit, a call that matches no entry runs its original code with
+#: the hook off: nothing it calls has a cache of its own that could serve it
+EAGER_PAST_LIMIT = FrameResult(None, True)
+#: the same, when other frames have entries: through ``CompileContext.run_direct`` the
+#: call runs under ``_limit_callback`` (those frames hit their caches, nothing new is
+#: captured); seen by the hook, it is ``RUN_ORIGINAL``
+EAGER_PAST_LIMIT_SEEING_CACHES = FrameResult(None, False)
+
+#: the local whose identity splits the recompile limit (TorchDynamo's rule): entries whose
+#: guard pins ``L['self']`` count only against calls with that same ``self``
+_SELF = "self"
+_SELF_SOURCE = f"L[{_SELF!r}]"
+_NO_SELF = object()
 
 
 @dataclass
@@ -150,6 +163,9 @@ class CacheEntry:
     #: the resume functions it calls
     graph_break: Optional[Unsupported] = None
     resumes: List[types.CodeType] = field(default_factory=list)
+    #: the object the guard identity-matches ``L['self']`` to, or None when it pins no
+    #: ``self``: the recompile limit counts this entry only for calls with that ``self``
+    owner: Any = None
 
 
 @dataclass
@@ -172,16 +188,20 @@ class Traced:
 class CodeCache:
     """The cache entries of one code object, and whether it is left alone."""
 
-    __slots__ = ("entries", "eager_reason", "skipped", "hot")
+    __slots__ = ("entries", "eager_reason", "skipped", "hot", "limit_reason", "limits_hit")
 
     def __init__(self):
         self.entries: List[CacheEntry] = []
-        #: why this code runs eagerly for good (a break, or the recompile limit)
+        #: why this code runs eagerly for good (it cannot be captured)
         self.eager_reason: Optional[str] = None
         self.skipped = False
         #: what the hook's fast path reads: (guard function, result) pairs, or None when
         #: the frame runs its original code
         self.hot: Optional[tuple] = ()
+        #: why calls that match no entry run eagerly (the last recompile limit reached),
+        #: and the limits reached so far (each is warned about once)
+        self.limit_reason: Optional[str] = None
+        self.limits_hit: Set[str] = set()
 
     def add(self, entry: CacheEntry) -> None:
         self.entries.append(entry)
@@ -201,6 +221,18 @@ class CodeCache:
         self.eager_reason = reason
         self.hot = None
 
+    def count_for(self, me: Any) -> int:
+        """The entries that count against the recompile limit for a call whose ``self``
+        is ``me``: those bound to that object, and those bound to none."""
+        return sum(1 for e in self.entries if e.owner is None or e.owner is me)
+
+    def clear(self) -> None:
+        self.entries = []
+        self.eager_reason = None
+        self.hot = ()
+        self.limit_reason = None
+        self.limits_hit = set()
+
 
 @dataclass
 class CaptureEvent:
@@ -217,6 +249,10 @@ class CaptureEvent:
     graph_break: bool = False
     #: the resume functions a graph break calls: (name, disassembly)
     resumes: List[tuple] = field(default_factory=list)
+    #: a recompile limit reached (not a capture): calls that match no entry run eagerly
+    recompile_limit: bool = False
+    #: ``frame_key`` of the code
+    key: Optional[str] = None
 
 
 class _HookedCall:
@@ -305,6 +341,14 @@ class CompileContext:
         self._hooked_call = _HookedCall(self)
         #: (code, offset, stack size, live locals) -> the resume callable
         self._resumes: Dict[tuple, _ResumeCall] = {}
+        #: resume code -> the code it resumes, followed back to one that is no resume
+        self._resume_roots: Dict[types.CodeType, types.CodeType] = {}
+        #: the roots (``_resume_roots``) of the codes with cache entries that are not
+        #: targets: frames of callees, captured on their own, that a frame may call
+        self._callee_roots: Set[types.CodeType] = set()
+        #: no limit can be reached with fewer entries than this
+        self._limit_floor = min(options.recompile_limit, options.accumulated_recompile_limit)
+        self.limit_callback = self._limit_callback
 
     # ------------------------------------------------------------------ the hook
     def _callback(self, frame) -> FrameResult:
@@ -324,7 +368,22 @@ class CompileContext:
                         return result
                 except Exception:  # noqa: BLE001 - a guard that cannot run has failed
                     pass
+            if len(hot) >= self._limit_floor:
+                result = self._past_limit(frame.f_code, cache, L, G)
+                if result is not None:
+                    return result
         return self._miss(frame, frame.f_code, cache)
+
+    def _limit_callback(self, frame) -> FrameResult:
+        """The hook while a frame past its recompile limit runs eagerly through
+        ``run_direct``: frames that have entries of their own go through their cache (and
+        recompile, as usual); every other frame runs as it is, without a capture."""
+        cache = self.cache.get(frame.f_code)
+        if cache is None:
+            cache = self._new_cache(frame.f_code)  # keeps Paddle's shim hooking it
+        if cache.entries:
+            return self._callback(frame)
+        return RUN_ORIGINAL  # keeps this hook on for what it calls
 
     def _mark_generator_targets(self) -> None:
         # the shim never shows us generator frames: say up front that they run eagerly
@@ -364,20 +423,10 @@ class CompileContext:
             if result is not None:
                 return result
             if cache.entries:
+                result = self._past_limit(code, cache, L, G)
+                if result is not None:
+                    return result
                 failed = cache.entries[-1].guard.first_failure(L, G)
-                if len(cache.entries) >= self.options.recompile_limit:
-                    cache.run_eagerly(
-                        f"recompile limit ({self.options.recompile_limit}) reached; "
-                        f"the guard that kept failing: {failed}"
-                    )
-                    warnings.warn(
-                        f"jit_core: {code.co_name} ({_location(code)}) "
-                        f"now runs eagerly: {cache.eager_reason}",
-                        RuntimeWarning,
-                        stacklevel=2,
-                    )
-                    recompiles_log.info("%s: %s", code.co_name, cache.eager_reason)
-                    return RUN_ORIGINAL
                 recompiles_log.info(
                     "recompiling %s (%s:%d): guard failed: %s",
                     code.co_name,
@@ -418,6 +467,9 @@ class CompileContext:
                 )
                 return RUN_ORIGINAL
             cache.add(entry)
+            root = self._resume_roots.get(code, code)
+            if root not in self.targets:
+                self._callee_roots.add(root)
             self.events.append(CaptureEvent(code.co_name, location, True, entry))
             brk = entry.graph_break
             if brk is not None:
@@ -436,6 +488,79 @@ class CompileContext:
                 )
                 breaks_log.info("graph break in %s: %s", code.co_name, brk.describe())
             return entry.result
+
+    # ------------------------------------------------------------------ the limits
+    def _past_limit(self, code: types.CodeType, cache: CodeCache, L, G) -> Optional[FrameResult]:
+        """For a call that matched no entry: None when it may be captured, else how it
+        runs eagerly (its entries stay and keep serving the calls they match).
+
+        The limits, TorchDynamo's: ``recompile_limit`` entries for this call's ``self``
+        (entries bound to another instance do not count, so twelve instances of one
+        block class each get their own), ``accumulated_recompile_limit`` in all."""
+        entries = cache.entries
+        n = len(entries)
+        opts = self.options
+        if n >= opts.accumulated_recompile_limit:
+            kind, limit, mine = "accumulated_recompile_limit", opts.accumulated_recompile_limit, n
+            me = _NO_SELF
+        else:
+            try:
+                me = L.get(_SELF, _NO_SELF)
+            except Exception:  # noqa: BLE001 - not a mapping we can read: no self
+                me = _NO_SELF
+            mine = cache.count_for(me)
+            if mine < opts.recompile_limit:
+                return None
+            kind, limit = "recompile_limit", opts.recompile_limit
+        if kind not in cache.limits_hit:
+            with self._lock:
+                if kind not in cache.limits_hit:
+                    self._reach_limit(code, cache, kind, limit, mine, me, L, G)
+        return self._eager_result(code)
+
+    def _reach_limit(self, code, cache: CodeCache, kind: str, limit: int, mine: int, me, L, G):
+        """Say once per code and limit that calls matching no entry now run eagerly."""
+        if kind == "accumulated_recompile_limit":
+            reason = (
+                f"accumulated recompile limit ({limit}) reached: {mine} entries for all "
+                "instances together; calls that match none of them run eagerly"
+            )
+        else:
+            own = [e for e in cache.entries if e.owner is None or e.owner is me]
+            try:
+                failed = own[-1].guard.first_failure(L, G) if own else None
+            except Exception:  # noqa: BLE001 - only for the message
+                failed = None
+            bound = any(e.owner is me for e in own) and me is not _NO_SELF
+            whose = f" for this {type(me).__name__} (self)" if bound else ""
+            reason = (
+                f"recompile limit ({limit}) reached{whose}; the guard that kept failing: "
+                f"{failed}; calls that match none of its {mine} entries run eagerly"
+            )
+        cache.limits_hit.add(kind)
+        cache.limit_reason = reason
+        key = frame_key(code)
+        self.events.append(
+            CaptureEvent(
+                code.co_name, _location(code), False, None, reason, recompile_limit=True, key=key
+            )
+        )
+        recompiles_log.info("%s: %s", key, reason)
+        warnings.warn(
+            f"jit_core: {key} now runs eagerly when no cache entry matches: {reason}",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+
+    def _eager_result(self, code: types.CodeType) -> FrameResult:
+        """How a call past the limit runs: with the hook off (plain eager, the cheapest),
+        unless callees captured on their own frames (not this frame, its resume
+        functions, or the optimized function itself) have entries that the call may
+        reach: then they keep serving it (``EAGER_PAST_LIMIT_SEEING_CACHES``)."""
+        roots = self._callee_roots
+        if len(roots) > 1 or (roots and self._resume_roots.get(code, code) not in roots):
+            return EAGER_PAST_LIMIT_SEEING_CACHES
+        return EAGER_PAST_LIMIT
 
     # ------------------------------------------------------------------ capture
     def trace(
@@ -563,6 +688,10 @@ class CompileContext:
             if traced.point.before_loop:
                 stop.reason = f"{stop.reason} (in a loop: the graph breaks before the loop)"
         guard = traced.output.guards.build(f"guard_{_identifier(code.co_name)}_{n}")
+        owner = None
+        for g in traced.output.guards:
+            if g.kind == ID_MATCH and g.source.name() == _SELF_SOURCE:
+                owner = g.value
         guards_log.info("%s", guard.readable())
         if bytecode_log.isEnabledFor(10):
             bytecode_log.debug(
@@ -584,6 +713,7 @@ class CompileContext:
             backend_note=backend_note,
             graph_break=stop,
             resumes=resumes,
+            owner=owner,
         )
 
     def _where_to_break(self, code: types.CodeType, e: Unsupported):
@@ -602,6 +732,7 @@ class CompileContext:
             resume_code = resume_codes.build_resume_code(code, offset, nstack, live)
             fn = types.FunctionType(resume_code, f_globals, resume_code.co_name)
             self.targets.add(resume_code)
+            self._resume_roots[resume_code] = self._resume_roots.get(code, code)
             self.direct_codes.add(resume_code)
             self._positional_codes.add(resume_code)
             _never_skip([resume_code])
@@ -678,9 +809,12 @@ class CompileContext:
             cache.run_eagerly(reason)
             self.events.append(CaptureEvent(code.co_name, _location(code), False, None, reason))
 
-    def run_direct(self, func: types.FunctionType, args: tuple, kwargs: dict) -> Any:
+    def run_direct(
+        self, func: types.FunctionType, args: tuple, kwargs: dict, unmatched: bool = False
+    ) -> Any:
         """Run a target function as the hook would: guards, then the transformed code of
-        the entry that matches, or a capture on a miss."""
+        the entry that matches, or a capture on a miss. ``unmatched``: the caller ran every
+        guard of the cache already, and none passed."""
         code = func.__code__
         cache = self.cache.get(code)
         hot = cache.hot if cache is not None else ()
@@ -694,7 +828,18 @@ class CompileContext:
         if f_locals is None:
             return func(*args, **kwargs)  # the same TypeError the call itself raises
         f_globals = func.__globals__
-        result = cache.match(f_locals, f_globals) if cache is not None else None
+        result = None
+        if cache is not None:
+            if not unmatched:
+                result = cache.match(f_locals, f_globals)
+            if result is None and len(cache.entries) >= self._limit_floor:
+                result = self._past_limit(code, cache, f_locals, f_globals)
+                if result is not None:
+                    prev = set_eval_frame(self._eager_hook(result))
+                    try:
+                        return func(*args, **kwargs)
+                    finally:
+                        set_eval_frame(prev)
         if result is not None:
             fn = self._entry_function(func, result.code)
             prev = set_eval_frame(None)
@@ -707,11 +852,19 @@ class CompileContext:
         try:
             result = self._callback(frame)
             if result.code is None:
-                set_eval_frame(self.callback)
+                set_eval_frame(self._eager_hook(result))
                 return func(*args, **kwargs)
             return self._entry_function(func, result.code)(*args, **kwargs)
         finally:
             set_eval_frame(prev)
+
+    def _eager_hook(self, result: FrameResult):
+        """The hook under which ``run_direct`` runs the original code for ``result``."""
+        if result is RUN_ORIGINAL:
+            return self.callback
+        if result is EAGER_PAST_LIMIT_SEEING_CACHES:
+            return self.limit_callback
+        return None if result.disable_eval_frame else self.callback
 
     def _bind(self, func: types.FunctionType, code: types.CodeType, args, kwargs):
         """The frame's locals at entry (arguments and free variables), or None when the
@@ -755,9 +908,8 @@ class CompileContext:
             # the targets' caches are emptied in place: optimized objects hold them
             kept = {code: self.cache[code] for code in self.targets if code in self.cache}
             for cache in kept.values():
-                cache.entries = []
-                cache.eager_reason = None
-                cache.hot = ()
+                cache.clear()
+            self._callee_roots.clear()
             self.cache.clear()
             self.cache.update(kept)
             self.events.clear()

@@ -36,6 +36,19 @@ class BreakInfo:
 
 
 @dataclass
+class RecompileLimitInfo:
+    """A frame that reached a recompile limit: calls that match none of its cache entries
+    run eagerly (those that match one still run its graph)."""
+
+    #: qualified name, file name and first line (``Block.forward (model.py:12)``)
+    frame: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.frame}: {self.reason}"
+
+
+@dataclass
 class GraphInfo:
     frame: str
     location: str
@@ -54,6 +67,8 @@ class ExplainOutput:
     result: Any
     graphs: List[GraphInfo] = field(default_factory=list)
     breaks: List[BreakInfo] = field(default_factory=list)
+    #: frames that reached ``recompile_limit`` or ``accumulated_recompile_limit``
+    recompile_limits: List[RecompileLimitInfo] = field(default_factory=list)
 
     @property
     def graph_count(self) -> int:
@@ -115,6 +130,13 @@ class ExplainOutput:
             out.append("Break reasons:")
             for i, b in enumerate(self.breaks, 1):
                 out.append(f"  {i}. {b}")
+        if self.recompile_limits:
+            out.append(
+                f"Recompile limit reached by {len(self.recompile_limits)} frame(s): calls "
+                "that match none of their cache entries run eagerly:"
+            )
+            for i, r in enumerate(self.recompile_limits, 1):
+                out.append(f"  {i}. {r}")
         for i, g in enumerate(self.graphs, 1):
             out.append("")
             out.append(f"Graph {i}: {g.frame} ({g.location}), {g.op_count} ops")
@@ -149,7 +171,9 @@ def explain(fn: Callable, *args, backend: Optional[str] = None, **kwargs) -> Exp
     result = ctx.run(fn, args, kwargs)
     out = ExplainOutput(result=result)
     for ev in ctx.events:
-        if ev.compiled:
+        if ev.recompile_limit:
+            out.recompile_limits.append(RecompileLimitInfo(ev.key or ev.code_name, ev.reason))
+        elif ev.compiled:
             entry = ev.entry
             gm = entry.graph_module
             out.graphs.append(
@@ -184,4 +208,4 @@ def _backend_line(entry) -> Optional[str]:
     return f"{entry.backend} ({entry.backend_note})" if entry.backend_note else entry.backend
 
 
-__all__ = ["explain", "ExplainOutput", "BreakInfo", "GraphInfo"]
+__all__ = ["explain", "ExplainOutput", "BreakInfo", "GraphInfo", "RecompileLimitInfo"]

@@ -2,8 +2,10 @@
 
 Every Paddle operation is run once on example values while it is recorded, so that the
 next operation knows the shapes and dtypes it gets. Those runs have no lasting effect:
-in-place operations are refused before they run, layer buffers touched in training mode
-are restored, and the random generator state is put back at the end of the capture.
+in-place operations run only on tensors the graph made (on inputs, parameters, buffers and
+anything that may share memory with them they are refused before they run), layer buffers
+touched in training mode are restored, and the random generator state is put back at the
+end of the capture.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from ..variables.containers import (
     SliceVariable,
     TupleVariable,
 )
-from ..variables.tensor import TensorVariable
+from ..variables.tensor import TensorVariable, live_tensor_trackers
 
 
 def _as_argument(v: VariableTracker, tensor: Callable[[TensorVariable], Any]) -> Any:
@@ -54,6 +56,47 @@ def node_arg_of(v: VariableTracker) -> Any:
     return _as_argument(v, lambda t: t.node)
 
 
+def buffer_key(t: Any) -> Any:
+    """The allocation a tensor's data lives in (views share their base's), or None."""
+    try:
+        ptr = t.data_ptr()
+        return None if not ptr else (str(t.place), ptr - t._offset())
+    except Exception:  # noqa: BLE001 - no data yet, or no strided memory API
+        return None
+
+
+def may_share_memory(a: Any, b: Any) -> bool:
+    """Whether two tensors may be views of one another (Paddle's own answer; yes when it
+    cannot tell)."""
+    if a is b:
+        return True
+    try:
+        return bool(a._is_shared_buffer_with(b))
+    except Exception:  # noqa: BLE001 - a tensor without data
+        return True
+
+
+def _contiguous(t: Any) -> bool:
+    try:
+        return bool(t.is_contiguous())
+    except Exception:  # noqa: BLE001
+        return True
+
+
+def _tensors_in(v: VariableTracker) -> List[TensorVariable]:
+    found: List[TensorVariable] = []
+
+    def keep(t):
+        found.append(t)
+        return None
+
+    try:
+        _as_argument(v, keep)
+    except Unsupported:
+        pass
+    return found
+
+
 def _identifier(hint: str) -> str:
     name = "".join(c if c.isalnum() or c == "_" else "_" for c in hint) or "v"
     if name[0].isdigit():
@@ -74,6 +117,9 @@ class OutputGraph:
         self.inputs: List[Tuple[Source, Any, Any]] = []
         self._input_by_source: Dict[str, TensorVariable] = {}
         self._attr_vars: Dict[int, TensorVariable] = {}
+        #: node -> the allocation its example value lives in (see ``buffer_key``): which
+        #: nodes a tensor updated in place is a view of
+        self._buffers: Dict[Any, Any] = {}
         #: the gradient mode the frame was entered with, and the modes of the
         #: ``no_grad``-style blocks open at this point of the capture (innermost last)
         self.entry_grad_mode = paddle.is_grad_enabled()
@@ -176,10 +222,10 @@ class OutputGraph:
         return var
 
     # ------------------------------------------------------------ operations
-    @staticmethod
-    def _set_meta(node, example) -> None:
+    def _set_meta(self, node, example) -> None:
         node.meta["shape"] = list(example.shape)
         node.meta["dtype"] = str(example.dtype).replace("paddle.", "")
+        self._buffers[node] = buffer_key(example)
 
     def call_function(
         self, tx, fn, args: List[VariableTracker], kwargs: Dict[str, VariableTracker]
@@ -201,14 +247,121 @@ class OutputGraph:
 
         return self._record(tx, "call_module", target, run, args, kwargs)
 
-    def _record(self, tx, op: str, target, run, args, kwargs) -> VariableTracker:
+    # ------------------------------------------------------------ in-place updates
+    def record_inplace(
+        self, tx, op: str, target, run, args: List[VariableTracker], kwargs, what: str
+    ) -> TensorVariable:
+        """An in-place update of ``args[0]``, a tensor the graph made: a node that does the
+        update for real and returns the tensor, which every tracker of it reads from then on.
+
+        Refused (``Unsupported``: the update runs in Python between two graphs, on the real
+        tensors) where it would change a tensor that outlives the graph, where another live
+        tensor of the capture shares its memory (the update would have to reach it too),
+        and where gradients could flow through it.
+        """
+        y = args[0]
+        why = self._inplace_refusal(y, args, kwargs)
+        if why is not None:
+            raise Unsupported(f"{what} {why} (it runs in Python between two graphs)")
+        shape, dtype = list(y.example.shape), y.example.dtype
+        result = self._run_example(op, target, run, args, kwargs)
+        # y.example belongs to this capture alone (checked above): the update may change it
+        if result is not y.example:
+            raise Unsupported(f"{what} returned another tensor than the one it updates")
+        if list(result.shape) != shape or result.dtype != dtype:
+            raise Unsupported(f"{what} changes the shape or dtype of the tensor it updates")
+        mutated = [y.node] + self._views_below(y.node)
+        node = self._create_node(tx, op, target, args, kwargs)
+        node.meta["inplace"] = True
+        for n in mutated:
+            # passes.effects: a node whose value is changed later is not pure (it may not be
+            # merged with an equal one, computed ahead of time or moved past the update)
+            n.meta["mutated"] = True
+        self._set_meta(node, result)
+        # trackers are shared objects: every local, cell and container holding y sees it
+        y.node = node
+        return y
+
+    def _inplace_refusal(self, y: TensorVariable, args, kwargs) -> Optional[str]:
+        """Why an in-place update of ``y`` cannot be captured, or None."""
+        if y.source is not None or y.node.op in ("placeholder", "get_attr"):
+            what = y.source.name() if y.source is not None else y.node.name
+            return f"mutates {what}, a tensor from outside the frame (input, parameter or buffer)"
+        ex = y.example
+        for src, _node, outside in self._outside_tensors():
+            if may_share_memory(ex, outside):
+                return f"mutates a tensor that may share memory with {src} (a view of it)"
+            if not _contiguous(outside):
+                # reshape, contiguous() and friends make a view of a contiguous tensor and
+                # a copy of another; the guards do not pin strides
+                return f"mutates a tensor while {src} is not contiguous (it may be a view of it)"
+        for n in [y.node] + self._views_below(y.node):
+            if n.op in ("placeholder", "get_attr"):
+                return f"mutates a view of {n.name}, a tensor from outside the frame"
+        for other in live_tensor_trackers():
+            if other is y or getattr(other.node, "graph", None) is not self.graph:
+                continue
+            if may_share_memory(ex, other.example):
+                return (
+                    f"mutates a tensor that {other.node.name}, another tensor of the capture, "
+                    "shares memory with (a view made in the graph)"
+                )
+        # the real gradient mode: the one the frame was entered with (a ``no_grad`` block
+        # of the captured code does not change it during the capture)
+        if paddle.is_grad_enabled():
+            needs = self._requires_grad()
+            for a in [*args, *kwargs.values()]:
+                for t in _tensors_in(a):
+                    if needs.get(t.node, False):
+                        return (
+                            f"mutates a tensor with gradients on while {t.node.name} requires "
+                            "them (autograd through in-place updates is left to eager Paddle)"
+                        )
+        return None
+
+    def _outside_tensors(self):
+        """(name, node, example) of every tensor from outside the frame the graph reads."""
+        for src, node, ex in self.inputs:
+            yield src.name(), node, ex
+        for var in self._attr_vars.values():
+            name = var.source.name() if var.source is not None else var.node.name
+            yield name, var.node, var.example
+
+    def _views_below(self, node) -> list:
+        """The nodes ``node`` may be a view of: its inputs, theirs... whose examples live
+        in the same allocation."""
+        key = self._buffers.get(node)
+        found, todo, seen = [], [node], {node}
+        while todo:
+            for i in todo.pop().all_input_nodes:
+                if i in seen:
+                    continue
+                seen.add(i)
+                if key is None or self._buffers.get(i) in (key, None):
+                    found.append(i)
+                    todo.append(i)
+        return found
+
+    def _requires_grad(self) -> Dict[Any, bool]:
+        """node -> whether its value may require gradients (conservative: any input does)."""
+        outside = {node: not ex.stop_gradient for _, node, ex in self._outside_tensors()}
+        needs: Dict[Any, bool] = {}
+        for n in self.graph.nodes:
+            if n in outside:
+                needs[n] = outside[n]
+            elif n.op == "call_method" and n.target == "detach":
+                needs[n] = False
+            else:
+                needs[n] = any(needs.get(i, False) for i in n.all_input_nodes)
+        return needs
+
+    def _run_example(self, op: str, target, run, args, kwargs) -> Any:
+        """The operation run once on the example values, without gradients."""
         ex_args = [example_of(a) for a in args]
         ex_kwargs = {k: example_of(v) for k, v in kwargs.items()}
-        node_args = tuple(node_arg_of(a) for a in args)
-        node_kwargs = {k: node_arg_of(v) for k, v in kwargs.items()}
         try:
             with paddle.no_grad():
-                result = run(*ex_args, **ex_kwargs)
+                return run(*ex_args, **ex_kwargs)
         except Unsupported:
             raise
         except Exception as e:
@@ -217,9 +370,18 @@ class OutputGraph:
                 f"{what}(...) raised {type(e).__name__} during capture ({str(e).strip()[:200]}); "
                 "the frame runs eagerly so the error comes from Paddle itself"
             ) from e
+
+    def _create_node(self, tx, op: str, target, args, kwargs):
+        node_args = tuple(node_arg_of(a) for a in args)
+        node_kwargs = {k: node_arg_of(v) for k, v in kwargs.items()}
         node = self.graph.create_node(op, target, node_args, node_kwargs)
         if tx is not None:
             node.meta["source_loc"] = tx.location()
+        return node
+
+    def _record(self, tx, op: str, target, run, args, kwargs) -> VariableTracker:
+        result = self._run_example(op, target, run, args, kwargs)
+        node = self._create_node(tx, op, target, args, kwargs)
         out = self._wrap_result(node, result)
         if self.entry_grad_mode and not self.grad_mode():
             out = self._detached(out)

@@ -233,13 +233,34 @@ class Translator:
 
     def setitem(self, obj: VariableTracker, key: VariableTracker, value: VariableTracker) -> None:
         if isinstance(obj, TensorVariable):
-            raise Unsupported(
-                "tensor item assignment is an in-place op (it runs in Python between two graphs)"
-            )
+            self._tensor_setitem(obj, key, value)
+            return
         if isinstance(obj, (ListVariable, DictVariable)):
             obj.setitem(self, key, value)
             return
         raise Unsupported(f"item assignment on {obj.describe()}")
+
+    def _tensor_setitem(
+        self, obj: TensorVariable, key: VariableTracker, value: VariableTracker
+    ) -> None:
+        from ..inplace import setitem_
+
+        what = "tensor item assignment"
+        if not _plain_index(key):
+            raise Unsupported(
+                f"{what} with index {key.describe()} (only ints, slices, None and ... are "
+                "captured) is an in-place op (it runs in Python between two graphs)"
+            )
+        if not isinstance(value, TensorVariable) and not (
+            value.is_python_constant() and type(value.as_python_constant()) in (bool, int, float)
+        ):
+            raise Unsupported(
+                f"{what} of {value.describe()} is an in-place op (it runs in Python between "
+                "two graphs)"
+            )
+        self.output.record_inplace(
+            self, "call_function", setitem_, setitem_, [obj, key, value], {}, what
+        )
 
     def delitem(self, obj: VariableTracker, key: VariableTracker) -> None:
         if isinstance(obj, (ListVariable, DictVariable)):
@@ -526,3 +547,22 @@ def root_locals(code, f_locals: Dict[str, Any], tx: Translator) -> None:
 
 
 __all__ = ["Translator", "bind_arguments", "root_locals", "ListVariable", "TupleVariable"]
+
+
+def _plain_index(key: VariableTracker) -> bool:
+    """Whether a subscript is made of ints, slices of ints, None and ``...`` only."""
+    if isinstance(key, TensorVariable) or not key.is_python_constant():
+        return False
+    try:
+        value = key.as_python_constant()
+    except Unsupported:
+        return False
+    items = value if isinstance(value, tuple) else (value,)
+    for v in items:
+        if isinstance(v, slice):
+            parts = (v.start, v.stop, v.step)
+            if any(p is not None and type(p) is not int for p in parts):
+                return False
+        elif v is not None and v is not Ellipsis and type(v) is not int:
+            return False
+    return True

@@ -4,6 +4,11 @@ A node is *pure* when running it twice with the same inputs gives the same value
 changes nothing else: no in-place update (Paddle names those ``op_``), no ``out=``
 argument, no random numbers, and no layer call (a layer can hold state: BatchNorm
 statistics in training mode, Dropout's generator).
+
+A node whose value an in-place update changes later (``meta["mutated"]``, set by the
+capture on the updated tensor and on every node it is a view of) is not pure either: it
+must not be merged with an equal node (the update would reach both), computed ahead of
+time (the update would change the folded constant) nor moved past the update.
 """
 
 from __future__ import annotations
@@ -49,6 +54,8 @@ def is_random(node: Node) -> bool:
 
 
 def is_pure(node: Node) -> bool:
+    if node.meta.get("mutated"):
+        return False
     if node.op == "get_attr":
         return True
     if node.op not in ("call_function", "call_method"):
@@ -56,3 +63,8 @@ def is_pure(node: Node) -> bool:
     if _is_impure(node) or is_random(node):
         return False
     return not ({"out", "output"} & set(node.kwargs))
+
+
+def is_mutated(node: Node) -> bool:
+    """Whether an in-place update changes this node's value after it is computed."""
+    return bool(node.meta.get("mutated"))

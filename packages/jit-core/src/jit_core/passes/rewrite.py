@@ -123,6 +123,10 @@ class _Matcher:
                 continue
             if any(user not in inner for user in g.users):
                 return None
+        # the replacement runs where the anchor was: it must not read, after an in-place
+        # update, a value the matched nodes read before it (passes.effects)
+        if any(g.meta.get("mutated") for g in m.values()):
+            return None
         return Match(node, m, [m[p] for p in self.placeholders])
 
     def _node(self, p: Node, g: Node, m: Dict[Node, Node]) -> bool:

@@ -444,6 +444,13 @@ class PaddleFunctionVariable(KnownValueVariable):
                     *[example_of(a) for a in args], **{k: example_of(v) for k, v in kwargs.items()}
                 )
             )
+        if is_inplace_name(name) and not ({"output", "out"} & set(kwargs)):
+            # paddle.tanh_(x), F.relu_(x)...: an update of the first argument
+            if args and isinstance(args[0], TensorVariable):
+                what = f"{self.describe()} (in place)"
+                return tx.output.record_inplace(
+                    tx, "call_function", self.fn, self.fn, list(args), kwargs, what
+                )
         if is_inplace_name(name) or "output" in kwargs or "out" in kwargs:
             raise Unsupported(
                 f"{self.describe()} writes into a tensor in place (it runs in Python between two graphs)"

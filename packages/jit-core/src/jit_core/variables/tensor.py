@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import operator
+import weakref
 from typing import List
 
 from ..errors import Unsupported
@@ -42,15 +43,50 @@ _METADATA_ATTRS = {"shape", "dtype", "ndim", "size", "stop_gradient", "is_leaf"}
 _GUARDED_ATTRS = {"name", "persistable"}
 
 
+#: in-place methods that change a tensor's shape, dtype or autograd state, or take its
+#: memory from elsewhere: never captured
+_INPLACE_REFUSED = {
+    "reshape_",
+    "squeeze_",
+    "unsqueeze_",
+    "flatten_",
+    "transpose_",
+    "t_",
+    "cast_",
+    "resize_",
+    "detach_",
+    "stop_gradient_",
+    "set_",
+}
+
+#: every TensorVariable alive: an in-place update checks that no other live tracker of its
+#: capture shares memory with the tensor it changes
+_TRACKERS: weakref.WeakSet[TensorVariable] = weakref.WeakSet()
+
+
+def _has_static_method(name: str) -> bool:
+    import paddle
+
+    value = getattr(getattr(paddle, "pir", None), "Value", None)
+    return value is None or hasattr(value, name)
+
+
 def is_inplace_name(name: str) -> bool:
     return name.endswith("_") and not name.endswith("__")
+
+
+def live_tensor_trackers() -> List[TensorVariable]:
+    return list(_TRACKERS)
 
 
 class TensorVariable(VariableTracker):
     def __init__(self, node, example, source=None):
         super().__init__(source)
+        #: the node of the tensor's current value: an in-place update captured in the graph
+        #: moves it to the update's node (executor.output_graph.record_inplace)
         self.node = node
         self.example = example
+        _TRACKERS.add(self)
 
     def python_type(self) -> type:
         return type(self.example)
@@ -104,11 +140,11 @@ class TensorVariable(VariableTracker):
     def call_method(self, tx, name: str, args, kwargs):
         if name in _LEAVES_GRAPH:
             raise Unsupported(f"tensor.{name}() makes the tensor's value leave the graph")
+        if name == "__setitem__" and len(args) == 2 and not kwargs:
+            tx.setitem(self, args[0], args[1])
+            return ConstantVariable(None)
         if is_inplace_name(name) or name == "__setitem__":
-            raise Unsupported(
-                f"in-place tensor method .{name}() mutates a tensor (it runs in Python "
-                "between two graphs)"
-            )
+            return self._inplace_method(tx, name, args, kwargs)
         if name in ("dim", "ndimension") and not args:
             return ConstantVariable(len(self.example.shape))
         if name == "__getitem__" and len(args) == 1:
@@ -116,6 +152,32 @@ class TensorVariable(VariableTracker):
         if name == "numel" and not args:
             return tx.output.call_method(tx, "numel", [self], {})
         return tx.output.call_method(tx, name, [self] + list(args), kwargs)
+
+    def _inplace_method(self, tx, name: str, args, kwargs) -> VariableTracker:
+        from ..inplace import METHOD_HELPERS
+
+        what = f"in-place tensor method .{name}()"
+        if name.startswith("_") or name in _INPLACE_REFUSED:
+            raise Unsupported(f"{what} mutates a tensor (it runs in Python between two graphs)")
+        helper = METHOD_HELPERS.get(name)
+        if helper is not None:
+            return tx.output.record_inplace(
+                tx, "call_function", helper, helper, [self] + list(args), kwargs, what
+            )
+        if not _has_static_method(name):
+            # the inference backends export the graph as a static program, which has no
+            # such method
+            raise Unsupported(
+                f"{what} mutates a tensor and has no static-graph form (it runs in Python "
+                "between two graphs)"
+            )
+
+        def run(obj, *a, **k):
+            return getattr(obj, name)(*a, **k)
+
+        return tx.output.record_inplace(
+            tx, "call_method", name, run, [self] + list(args), kwargs, what
+        )
 
     def unpack_var_sequence(self, tx) -> List[VariableTracker]:
         if not self.example.shape:

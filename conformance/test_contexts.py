@@ -147,3 +147,20 @@ def test_enable_grad_inside_no_grad_runs_eagerly_with_the_reason(backend):
     got = jit_core.optimize(enable_inside_no_grad, backend=backend)(x)
     assert_same(got, enable_inside_no_grad(x))
     assert got.stop_gradient is False
+
+
+def made_in_frame_flags(x):
+    y = x * 2
+    return y.stop_gradient, y.is_leaf
+
+
+@pytest.mark.autograd
+def test_stop_gradient_of_a_tensor_made_in_the_frame_is_eagers(backend):
+    fast = jit_core.optimize(made_in_frame_flags, backend=backend)
+    tracked = paddle.rand([2])
+    tracked.stop_gradient = False
+    plain = paddle.rand([2])
+    for x in (plain, tracked, plain):
+        assert fast(x) == made_in_frame_flags(x)
+        with paddle.no_grad():
+            assert fast(x) == made_in_frame_flags(x)

@@ -130,6 +130,19 @@ class OutputGraph:
         """The gradient mode at this point of the captured code."""
         return self._grad_modes[-1] if self._grad_modes else self.entry_grad_mode
 
+    def may_track_gradients(self) -> bool:
+        """Whether eager Paddle could be recording gradients for what the graph makes at
+        this point: gradients on, and an input, parameter or layer parameter needs them."""
+        # the answer depends on the mode: the entry holds only for the mode it saw
+        self.guards.grad_enabled = self.entry_grad_mode
+        if not self.grad_mode():
+            return False
+        tensors = [ex for _, _, ex in self.inputs] + [v.example for v in self._attr_vars.values()]
+        for obj in self.root.values():
+            if isinstance(obj, paddle.nn.Layer):
+                tensors += list(obj.parameters())
+        return any(not t.stop_gradient for t in tensors)
+
     def push_grad_mode(self, mode: bool) -> None:
         if mode and not self.grad_mode():
             raise Unsupported(

@@ -106,6 +106,14 @@ class TensorVariable(VariableTracker):
             # Paddle 3.1+ returns paddle.Size, a list subclass: rebuilt values keep it
             shape.container_type = type(ex.shape)
             return shape
+        if name in ("stop_gradient", "is_leaf") and self.source is None:
+            # example values are computed without gradients: their flags say what eager
+            # gives only when nothing in the graph could be tracked by autograd
+            if tx.output.may_track_gradients():
+                raise Unsupported(
+                    f".{name} of a tensor made in the frame, while gradients are on and a "
+                    "graph input or parameter requires them (autograd decides it)"
+                )
         if name in _METADATA_ATTRS:
             return ConstantVariable(getattr(ex, name))
         if name == "place":

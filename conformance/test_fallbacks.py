@@ -40,8 +40,9 @@ def f_inplace(x, y):
 
 
 def f_with_block(x):
-    with paddle.no_grad():
+    with paddle.no_grad():  # the block is captured; a break inside it is not yet
         y = x * 2
+        print("in the block")
     return y + 1
 
 
@@ -57,7 +58,7 @@ CASES = [
     (f_tensor_branch, lambda: (paddle.rand([4, 4]),), "branch"),
     (f_tensor_branch, lambda: (-paddle.rand([4, 4]),), "branch"),
     (f_inplace, lambda: (paddle.rand([4, 4]), paddle.rand([4, 4])), "in-place"),
-    (f_with_block, lambda: (paddle.rand([4, 4]),), "no_grad"),
+    (f_with_block, lambda: (paddle.rand([4, 4]),), "inside a try or with block"),
 ]
 
 

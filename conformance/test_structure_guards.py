@@ -111,3 +111,24 @@ def test_unchanged_structure_is_a_cache_hit(backend):
         x = paddle.rand([2, 4])
         assert_same(fast(x), net(x))
     assert fast.jit_stats.compiled == 1
+
+
+class Wrapped(paddle.nn.Layer):
+    def __init__(self, act):
+        super().__init__()
+        self.act = act
+
+    def forward(self, x):
+        return self.act(x)
+
+
+@pytest.mark.parametrize("second", ["sigmoid", "leaky"])
+def test_other_layers_under_one_attribute_name_never_share_a_compiled_graph(second, backend):
+    # the generated code reads the same (``self.act(x)``) and no layer has parameters:
+    # what the backend built for one must not be served to the other (compile cache keys)
+    x = paddle.linspace(-3, 3, 12).reshape([3, 4])
+    other = {"sigmoid": paddle.nn.Sigmoid(), "leaky": paddle.nn.LeakyReLU(0.3)}[second]
+    for act in (paddle.nn.LeakyReLU(0.01), other):
+        net = Wrapped(act)
+        net.eval()
+        assert_same(jit_core.optimize(net, backend=backend)(x), net(x))

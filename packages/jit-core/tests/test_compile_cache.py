@@ -108,6 +108,30 @@ def test_graph_key_follows_code_values_specs_and_extra():
     assert graph_key(other, [x], ("v1",)) != graph_key(gm, [x], ("v1",))
 
 
+class _Holder(paddle.nn.Layer):
+    def __init__(self, act):
+        super().__init__()
+        self.act = act
+
+    def forward(self, x):
+        return self.act(x)
+
+
+def test_graph_key_tells_apart_layers_called_under_one_name():
+    # the generated code is the same (self.act(x)) and there are no parameters: the
+    # called layer's class and settings are what differ
+    x = paddle.rand([2, 3])
+
+    def key(act):
+        return graph_key(jit_core.capture(_Holder(act), x), [x], tensor_names=False)
+
+    relu = key(paddle.nn.ReLU())
+    assert key(paddle.nn.ReLU()) == relu  # a twin, made apart, holds
+    assert key(paddle.nn.Sigmoid()) != relu
+    assert key(paddle.nn.LeakyReLU(0.1)) != key(paddle.nn.LeakyReLU(0.2))
+    assert key(paddle.nn.GELU(approximate=True)) != key(paddle.nn.GELU())
+
+
 def test_graph_key_without_tensor_names_holds_for_a_twin_layer():
     # two layers made alike: the same graph and state-dict names, but Paddle numbered their
     # tensors apart (linear_0.w_0, linear_1.w_0)

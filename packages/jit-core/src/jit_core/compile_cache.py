@@ -158,6 +158,15 @@ def graph_key(
     add("jit_core graph", paddle.__version__, paddle.version.commit, gm.code)
     for name, value in sorted(gm.code_globals().items()):
         add(name, _describe(value))
+    # the code names a called layer only by attribute (``self.act(x)``): what it computes
+    # is its class and configuration (a ReLU and a Sigmoid under one name must not share)
+    for node in gm.graph.nodes:
+        if node.op == "call_module":
+            layer = gm
+            for part in node.target.split("."):
+                layer = getattr(layer, part)
+            for path, sub in layer.named_sublayers(include_self=True):
+                add(node.target, path, _describe(type(sub)), _configuration(sub))
     for name, t in sorted(gm.state_dict().items()):
         if values:
             # baked in: the contents matter, not the name Paddle gave the tensor (folded
@@ -182,6 +191,25 @@ def _describe(value: Any) -> str:
     if mod and qual:
         return f"{mod}.{qual}"
     return repr(value)
+
+
+#: per-instance bookkeeping of a layer that says nothing about what it computes (Paddle
+#: numbers layer names per process)
+_LAYER_BOOKKEEPING = {"_full_name", "_built", "_init_in_dynamic_mode"}
+_SIMPLE = (int, float, str, bool, type(None))
+
+
+def _configuration(layer) -> list:
+    """A layer's plain settings (``_negative_slope``, ``_stride``, ``_approximate``...)."""
+
+    def simple(v: Any) -> bool:
+        if isinstance(v, (list, tuple)):
+            return all(simple(i) for i in v)
+        return isinstance(v, _SIMPLE)
+
+    return sorted(
+        (k, repr(v)) for k, v in vars(layer).items() if k not in _LAYER_BOOKKEEPING and simple(v)
+    )
 
 
 def _tensor_bytes(t):

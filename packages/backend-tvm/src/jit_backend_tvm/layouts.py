@@ -33,6 +33,11 @@ def channels_last(mod):
         # TVM's ConvertLayout died with std::bad_alloc on a graph of slicing alone; a
         # graph without a convolution has nothing to gain from it anyway
         return mod
+    if calls(mod, "relax.nn.conv2d_transpose"):
+        # ConvertLayout hands a transposed convolution NHWC data with its IOHW kernel, a
+        # pair TVM 0.27 has no lowering for ("CodeGenVM cannot emit this Relax operator")
+        log.info("convolutions stay in NCHW: the graph has a transposed convolution")
+        return mod
     try:
         return relax.transform.ConvertLayout({"relax.nn.conv2d": ["NHWC", "OHWI"]})(mod)
     except Exception as e:  # noqa: BLE001 - TVM raises its own error types

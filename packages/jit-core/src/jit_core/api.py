@@ -81,13 +81,20 @@ def _stats(ctx: CompileContext) -> JitStats:
 
 
 _MISS = object()
-#: every guard ran and failed: ``run_direct`` need not run them again
-_NO_MATCH = object()
+
+
+class _NoMatch:
+    """Every guard ran on these locals and failed: ``run_direct`` need not run them again."""
+
+    __slots__ = ("f_locals",)
+
+    def __init__(self, f_locals: dict):
+        self.f_locals = f_locals
 
 
 def _cache_hit(ctx: CompileContext, fast: tuple, args: tuple) -> Any:
     """The cache-hit path of ``CompileContext.run_direct`` for a plain positional call of a
-    target without free variables: the result of the matching entry, else ``_NO_MATCH``
+    target without free variables: the result of the matching entry, else a ``_NoMatch``
     when every guard failed, or ``_MISS``.
 
     It runs on every call, so it is kept to a dict, the guards and one call. The hook is
@@ -105,7 +112,7 @@ def _cache_hit(ctx: CompileContext, fast: tuple, args: tuple) -> Any:
             if ok:
                 fn = ctx._entry_functions.get(result.code)
                 return _MISS if fn is None else fn(*args)
-        return _NO_MATCH
+        return _NoMatch(f_locals)
     return _MISS
 
 
@@ -136,8 +143,8 @@ class OptimizedFunction:
     def __call__(self, *args, **kwargs):
         if self._fast is not None and not kwargs:
             out = _cache_hit(self._ctx, self._fast, args)
-            if out is _NO_MATCH:
-                return self._ctx.run_direct(self._fast[0], args, kwargs, unmatched=True)
+            if out.__class__ is _NoMatch:
+                return self._ctx.run_direct(self._fast[0], args, kwargs, out.f_locals)
             if out is not _MISS:
                 return out
         direct = self._direct
@@ -195,8 +202,8 @@ class OptimizedLayer:
         ):
             args = (layer, *args)
             out = _cache_hit(self._ctx, self._fast, args)
-            if out is _NO_MATCH:
-                return self._ctx.run_direct(self._fast[0], args, kwargs, unmatched=True)
+            if out.__class__ is _NoMatch:
+                return self._ctx.run_direct(self._fast[0], args, kwargs, out.f_locals)
             if out is not _MISS:
                 return out
             args = args[1:]

@@ -188,7 +188,15 @@ class Traced:
 class CodeCache:
     """The cache entries of one code object, and whether it is left alone."""
 
-    __slots__ = ("entries", "eager_reason", "skipped", "hot", "limit_reason", "limits_hit")
+    __slots__ = (
+        "entries",
+        "eager_reason",
+        "skipped",
+        "hot",
+        "limit_reason",
+        "limits_hit",
+        "_per_owner",
+    )
 
     def __init__(self):
         self.entries: List[CacheEntry] = []
@@ -202,10 +210,15 @@ class CodeCache:
         #: and the limits reached so far (each is warned about once)
         self.limit_reason: Optional[str] = None
         self.limits_hit: Set[str] = set()
+        #: id of the owner (None: no owner) -> its entries; the owners live as long as
+        #: the guards that hold them, so their ids stay theirs
+        self._per_owner: Dict[Optional[int], int] = {}
 
     def add(self, entry: CacheEntry) -> None:
         self.entries.append(entry)
         self.hot = tuple((e.guard.fn, e.result) for e in self.entries)
+        key = None if entry.owner is None else id(entry.owner)
+        self._per_owner[key] = self._per_owner.get(key, 0) + 1
 
     def match(self, L: dict, G: dict) -> Optional[FrameResult]:
         """The result of the first entry whose guard passes, or None.
@@ -224,7 +237,8 @@ class CodeCache:
     def count_for(self, me: Any) -> int:
         """The entries that count against the recompile limit for a call whose ``self``
         is ``me``: those bound to that object, and those bound to none."""
-        return sum(1 for e in self.entries if e.owner is None or e.owner is me)
+        counts = self._per_owner
+        return counts.get(None, 0) + counts.get(id(me), 0)
 
     def clear(self) -> None:
         self.entries = []
@@ -232,6 +246,7 @@ class CodeCache:
         self.hot = ()
         self.limit_reason = None
         self.limits_hit = set()
+        self._per_owner = {}
 
 
 @dataclass
@@ -810,11 +825,15 @@ class CompileContext:
             self.events.append(CaptureEvent(code.co_name, _location(code), False, None, reason))
 
     def run_direct(
-        self, func: types.FunctionType, args: tuple, kwargs: dict, unmatched: bool = False
+        self,
+        func: types.FunctionType,
+        args: tuple,
+        kwargs: dict,
+        unmatched: Optional[dict] = None,
     ) -> Any:
         """Run a target function as the hook would: guards, then the transformed code of
-        the entry that matches, or a capture on a miss. ``unmatched``: the caller ran every
-        guard of the cache already, and none passed."""
+        the entry that matches, or a capture on a miss. ``unmatched``: the frame's locals,
+        when the caller ran every guard of the cache on them already and none passed."""
         code = func.__code__
         cache = self.cache.get(code)
         hot = cache.hot if cache is not None else ()
@@ -824,13 +843,13 @@ class CompileContext:
                 return func(*args, **kwargs)
             finally:
                 set_eval_frame(prev)
-        f_locals = self._bind(func, code, args, kwargs)
+        f_locals = unmatched if unmatched is not None else self._bind(func, code, args, kwargs)
         if f_locals is None:
             return func(*args, **kwargs)  # the same TypeError the call itself raises
         f_globals = func.__globals__
         result = None
         if cache is not None:
-            if not unmatched:
+            if unmatched is None:
                 result = cache.match(f_locals, f_globals)
             if result is None and len(cache.entries) >= self._limit_floor:
                 result = self._past_limit(code, cache, f_locals, f_globals)

@@ -226,6 +226,25 @@ GENERATOR_CASES = [
 ]
 
 
+def consumes_generators(x):
+    def halves(t):
+        yield t[:2]
+        yield t[2:]
+
+    a, b = (t * 2 for t in halves(x))
+    return a + b
+
+
+@covers(consumes_generators, "YIELD_VALUE", "RETURN_GENERATOR|GEN_START|YIELD_VALUE")
+def test_generators_the_frame_consumes_are_captured(backend):
+    # a generator expression or function made and consumed in the captured frame: its
+    # code runs in the capture (what it yields is collected), one graph
+    x = paddle.rand([4])
+    report = jit_core.explain(jit_core.optimize(consumes_generators, backend=backend), x)
+    assert (report.graph_count, report.break_count) == (1, 0), str(report)
+    assert_same(report.result, consumes_generators(x))
+
+
 @covers_cases(GENERATOR_CASES)
 @pytest.mark.parametrize("fn", [fn for fn, _ in GENERATOR_CASES], ids=lambda fn: fn.__name__)
 def test_generators_and_coroutines_run_eagerly(fn, backend):

@@ -161,6 +161,7 @@ def test_a_module_per_family():
         "exceptions",
         "imports",
         "matching",
+        "generators",
     }
     per_family = {}
     for opname, _, _, family in own_handlers():

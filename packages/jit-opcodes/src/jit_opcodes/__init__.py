@@ -22,6 +22,7 @@ FAMILIES = (
     "exceptions",
     "imports",
     "matching",
+    "generators",
 )
 
 _loaded = False

@@ -23,6 +23,8 @@ def store_deref(tx, inst):
             f"nonlocal {inst.argval!r} of an enclosing function is assigned: "
             "a side effect not captured yet"
         )
+    if inst.argval in tx.code.co_freevars:
+        tx.no_side_effect(f"assigning nonlocal {inst.argval!r}")
     cell.contents = tx.pop()
 
 
@@ -31,6 +33,8 @@ def delete_deref(tx, inst):
     cell = tx.cell(inst.argval)
     if cell.external:
         raise Unsupported(f"del of nonlocal {inst.argval!r}: a side effect not captured yet")
+    if inst.argval in tx.code.co_freevars:
+        tx.no_side_effect(f"del of nonlocal {inst.argval!r}")
     cell.contents = None
 
 

@@ -38,14 +38,14 @@ ABSENT = "-"
 OCCURS = (SYMBOLIC, BREAKS, EAGER, NO_HANDLER)
 
 #: opcodes that only generators, coroutines and async generators use: such frames run
-#: eagerly as a whole (they must start through CPython's own call)
+#: eagerly as a whole (they must start through CPython's own call). YIELD_VALUE,
+#: GEN_START and RETURN_GENERATOR have handlers (``generators``): the code of a generator
+#: expression or function consumed in a captured frame is captured; ``yield from``,
+#: ``await`` and async generators are not
 GENERATOR_ONLY = {
     name: "only in generators and coroutines, which run eagerly"
     for name in (
-        "YIELD_VALUE",
         "YIELD_FROM",
-        "GEN_START",
-        "RETURN_GENERATOR",
         "SEND",
         "END_SEND",
         "GET_AWAITABLE",

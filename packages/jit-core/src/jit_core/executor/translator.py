@@ -29,19 +29,22 @@ from ..variables import (
     TensorVariable,
     TupleVariable,
     VariableTracker,
+    generators,
     wrap,
 )
 from ..variables.constant import FOLDABLE
 from ..variables.containers import BaseListVariable, ListIteratorVariable, SetVariable
 from ..variables.functions import _wrap_folded
+from ..variables.generators import LazyIteratorVariable
 from .output_graph import OutputGraph
 
 MAX_INLINE_DEPTH = 32
 #: a guard against capture loops that never end (a `while True` on Python values)
 MAX_INSTRUCTIONS = 2_000_000
 
+CO_GENERATOR = 0x20
 _GENERATOR_FLAGS = (
-    0x20  # CO_GENERATOR
+    CO_GENERATOR
     | 0x80  # CO_COROUTINE
     | 0x100  # CO_ITERABLE_COROUTINE
     | 0x200  # CO_ASYNC_GENERATOR
@@ -75,8 +78,14 @@ class Translator:
         output: OutputGraph,
         root_globals: Dict[str, Any],
         parent: Optional[Translator] = None,
+        generator: bool = False,
     ):
-        if code.co_flags & _GENERATOR_FLAGS:
+        # a generator's code runs only through ``inline_generator`` (a generator
+        # expression or function consumed in a captured frame); a captured frame that is
+        # a generator, and every coroutine, runs eagerly
+        if code.co_flags & _GENERATOR_FLAGS and not (
+            generator and code.co_flags & _GENERATOR_FLAGS == CO_GENERATOR
+        ):
             raise Unsupported("generators and coroutines run eagerly")
         self.code = code
         self.f_globals = f_globals
@@ -109,6 +118,13 @@ class Translator:
         #: or before the first instruction at this offset (the head of a loop)
         self.stop_at_offset: Optional[int] = None
         self.stopped = False
+        #: the values a generator's code yields (YIELD_VALUE); None outside generators
+        self.yielded: Optional[List[VariableTracker]] = [] if generator else None
+        #: (root only) the code running for a lazy iterator now, innermost last: (first
+        #: container number it owns, what it is, consumed step by step, gradient mode)
+        self.producers: List[tuple] = []
+        #: (root only) how many containers made in the frame have changed so far
+        self.mutation_count = 0
 
     # ------------------------------------------------------------------ running
     def run(self) -> Optional[VariableTracker]:
@@ -337,7 +353,94 @@ class Translator:
     def iterate(self, obj: VariableTracker) -> VariableTracker:
         if isinstance(obj, ListIteratorVariable):
             return obj
+        if isinstance(obj, LazyIteratorVariable):
+            # iter(generator) is the generator; a loop steps it (a loop and the code of
+            # a genexpr over it): its items run now, when that is exact (see force)
+            return obj.force(self, stepwise=True)
         return ListIteratorVariable(obj.unpack_var_sequence(self))
+
+    # ------------------------------------------------------------------ lazy iterators
+    def root(self) -> Translator:
+        tx = self
+        while tx.parent is not None:
+            tx = tx.parent
+        return tx
+
+    def run_producer(
+        self, produce: Callable[[Translator], List[VariableTracker]], what: str, stepwise: bool
+    ) -> List[VariableTracker]:
+        """Run the code of a lazy iterator (``variables.generators``) for all its items.
+        ``stepwise``: its consumer runs between two items in CPython, so the code may
+        have no side effect the consumer could see."""
+        from ..variables.containers import _BIRTHS
+
+        root = self.root()
+        floor = next(_BIRTHS)
+        root.producers.append((floor, what, stepwise, self.output.grad_mode()))
+        inplace = _inplace_count(self.output) if stepwise else 0
+        try:
+            items = produce(self)
+        except Unsupported as e:
+            if not e.reason.startswith("inside "):
+                e.reason = f"inside {what}: {e.reason}"
+            raise
+        finally:
+            root.producers.pop()
+        if stepwise and _inplace_count(self.output) != inplace:
+            raise Unsupported(
+                f"inside {what}, consumed step by step: an in-place update would interleave "
+                "with the consumer's code"
+            )
+        return items
+
+    def stepwise_producer(self) -> Optional[tuple]:
+        """The innermost lazy iterator consumed step by step whose code runs now."""
+        for region in reversed(self.root().producers):
+            if region[2]:
+                return region
+        return None
+
+    def no_side_effect(self, what: str) -> None:
+        """Refuse ``what`` (a side effect) in the code of an iterator consumed step by step."""
+        region = self.stepwise_producer()
+        if region is not None:
+            raise Unsupported(
+                f"{what} inside {region[1]}, consumed step by step: a side effect that "
+                "would interleave with the consumer's code"
+            )
+
+    def container_mutated(self, container: VariableTracker, what: str) -> None:
+        """``container`` (made in the frame) changes: refused inside the code of an
+        iterator consumed step by step, unless that code made the container."""
+        root = self.root()
+        for floor, desc, stepwise, _ in root.producers:
+            if stepwise and getattr(container, "birth", -1) < floor:
+                raise Unsupported(
+                    f"{what} of a container from outside {desc}, consumed step by step: "
+                    "a side effect that would interleave with the consumer's code"
+                )
+        root.mutation_count += 1
+
+    def container_mutations(self) -> int:
+        return self.root().mutation_count
+
+    def make_generator(self, code, f_globals, defaults, kwdefaults, closure, args, kwargs):
+        """Call a generator function: its arguments are bound now, its code runs when
+        the generator is consumed (``variables.generators``)."""
+        bound = bind_arguments(code, defaults, kwdefaults, list(args), dict(kwargs))
+
+        def run(tx: Translator) -> List[VariableTracker]:
+            return tx.inline_generator(code, f_globals, dict(bound), closure)
+
+        return generators.generator(self, code, run)
+
+    def inline_generator(self, code, f_globals, bound, closure) -> List[VariableTracker]:
+        """Run a generator's code to its end in a child translator: what it yields."""
+        child = Translator(code, f_globals, self.output, self.root_globals, self, generator=True)
+        child.setup_locals(bound, closure)
+        child.run()
+        assert child.yielded is not None
+        return child.yielded
 
     # ------------------------------------------------------------------ inlining
     def inline_function(
@@ -376,6 +479,8 @@ class Translator:
         return self._inline(fn.code, fn.f_globals, defaults, kwdefaults, closure, args, kwargs)
 
     def _inline(self, code, f_globals, defaults, kwdefaults, closure, args, kwargs):
+        if code.co_flags & _GENERATOR_FLAGS == CO_GENERATOR:
+            return self.make_generator(code, f_globals, defaults, kwdefaults, closure, args, kwargs)
         child = Translator(code, f_globals, self.output, self.root_globals, parent=self)
         bound = bind_arguments(code, defaults, kwdefaults, list(args), dict(kwargs))
         child.setup_locals(bound, closure)
@@ -420,6 +525,10 @@ def _set_operation(tx, fn: Callable, a: VariableTracker, b: VariableTracker) -> 
     raise Unsupported(
         f"operator {getattr(fn, '__name__', fn)} on {a.describe()} and {b.describe()}"
     )
+
+
+def _inplace_count(output: OutputGraph) -> int:
+    return sum(1 for n in output.graph.nodes if n.meta.get("inplace"))
 
 
 def _constant_or_none(v: VariableTracker) -> Any:

@@ -2,15 +2,75 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any, Dict, List, Optional
 
 from ..errors import Unsupported
 from .base import VariableTracker
 from .constant import ConstantVariable
 
+#: containers are numbered as they are made: a generator consumed step by step may only
+#: change the containers it made itself (see ``Translator.container_mutated``)
+_BIRTHS = itertools.count()
+
 
 def _const(v: Any) -> ConstantVariable:
     return ConstantVariable(v)
+
+
+def note_mutation(tx, container: VariableTracker, what: str) -> None:
+    """Tell the translator that ``container`` (made in the frame) changes."""
+    hook = getattr(tx, "container_mutated", None)
+    if hook is not None:
+        hook(container, what)
+
+
+def _same_item(tx, item: VariableTracker, want: VariableTracker) -> bool:
+    """``item == want`` as ``list.index``/``remove``/``count`` test it (identity first),
+    when capture can know it without reading a tensor's value."""
+    from .tensor import TensorVariable
+
+    if item is want:
+        return True
+    if isinstance(item, TensorVariable) and isinstance(want, TensorVariable):
+        if item.node is want.node:
+            return True
+    if item.is_python_constant() and want.is_python_constant():
+        try:
+            return bool(item.as_python_constant() == want.as_python_constant())
+        except Exception as e:
+            raise Unsupported(f"comparing list items raises {type(e).__name__}") from e
+    raise Unsupported(f"comparing {item.describe()} with {want.describe()} needs their values")
+
+
+def _find(tx, items: List[VariableTracker], want: VariableTracker, what: str) -> int:
+    for i, item in enumerate(items):
+        if _same_item(tx, item, want):
+            return i
+    raise Unsupported(f"{what} of an item that is not in the list raises ValueError")
+
+
+def sort_items(
+    tx, items: List[VariableTracker], key: Optional[VariableTracker], reverse: VariableTracker
+) -> List[VariableTracker]:
+    """``sorted(items, key=key, reverse=reverse)``: the keys (``key`` called on each item,
+    inlined) must be Python constants; the order is CPython's (a stable sort)."""
+    if not reverse.is_python_constant():
+        raise Unsupported("sort(reverse=...) that is not a constant")
+    if key is not None and not (key.is_python_constant() and key.as_python_constant() is None):
+        keys = [tx.call(key, [item], {}) for item in items]
+    else:
+        keys = list(items)
+    if not all(k.is_python_constant() for k in keys):
+        raise Unsupported("sorting by values that are not Python constants (tensors?)")
+    values = [k.as_python_constant() for k in keys]
+    try:
+        order = sorted(
+            range(len(items)), key=values.__getitem__, reverse=bool(reverse.as_python_constant())
+        )
+    except Exception as e:
+        raise Unsupported(f"sorting raises {type(e).__name__}: {e}") from e
+    return [items[i] for i in order]
 
 
 class BaseListVariable(VariableTracker):
@@ -19,6 +79,7 @@ class BaseListVariable(VariableTracker):
     def __init__(self, items: List[VariableTracker], source=None):
         super().__init__(source)
         self.items = list(items)
+        self.birth = next(_BIRTHS)
 
     def python_type(self) -> type:
         return self.container_type
@@ -61,21 +122,10 @@ class BaseListVariable(VariableTracker):
             return self.getitem(tx, args[0])
         if name == "__len__":
             return _const(len(self.items))
-        if name == "index" and len(args) == 1 and args[0].is_python_constant():
-            want = args[0].as_python_constant()
-            for i, item in enumerate(self.items):
-                if item.is_python_constant() and item.as_python_constant() == want:
-                    return _const(i)
-            raise Unsupported(f"{self.describe()}.index({want!r}) raises ValueError")
-        if name == "count" and len(args) == 1 and args[0].is_python_constant():
-            want = args[0].as_python_constant()
-            return _const(
-                sum(
-                    1
-                    for i in self.items
-                    if i.is_python_constant() and i.as_python_constant() == want
-                )
-            )
+        if name == "index" and len(args) == 1 and not kwargs:
+            return _const(_find(tx, self.items, args[0], f"{self.container_type.__name__}.index"))
+        if name == "count" and len(args) == 1 and not kwargs:
+            return _const(sum(1 for i in self.items if _same_item(tx, i, args[0])))
         raise Unsupported(f"method {name!r} of {self.describe()}")
 
 
@@ -86,58 +136,90 @@ class TupleVariable(BaseListVariable):
 class ListVariable(BaseListVariable):
     container_type = list
 
-    def _mutable(self, what: str) -> None:
+    def _mutable(self, what: str, tx=None) -> None:
         if self.source is not None:
             raise Unsupported(
                 f"{what} mutates a list that exists outside the captured code "
                 "(a side effect: it runs in Python between two graphs)"
             )
+        note_mutation(tx, self, what)
 
     def call_method(self, tx, name: str, args, kwargs):
         if name == "append" and len(args) == 1 and not kwargs:
-            self._mutable("list.append")
+            self._mutable("list.append", tx)
             self.items.append(args[0])
             return _const(None)
         if name == "extend" and len(args) == 1 and not kwargs:
-            self._mutable("list.extend")
-            self.items.extend(args[0].unpack_var_sequence(tx))
+            self._mutable("list.extend", tx)
+            new = args[0].unpack_var_sequence(tx)
+            self.items.extend(new)
             return _const(None)
-        if name == "insert" and len(args) == 2 and args[0].is_python_constant():
-            self._mutable("list.insert")
-            self.items.insert(args[0].as_python_constant(), args[1])
+        if name == "insert" and len(args) == 2 and not kwargs:
+            self._mutable("list.insert", tx)
+            self.items.insert(_int_index(args[0], "list.insert"), args[1])
             return _const(None)
         if name == "pop" and len(args) <= 1 and not kwargs:
-            self._mutable("list.pop")
-            idx = args[0].as_python_constant() if args else -1
-            if not self.items:
-                raise Unsupported("pop from an empty list raises IndexError")
+            self._mutable("list.pop", tx)
+            idx = _int_index(args[0], "list.pop") if args else -1
+            if not -len(self.items) <= idx < len(self.items):
+                raise Unsupported("list.pop of an empty list or out of range raises IndexError")
             return self.items.pop(idx)
-        if name == "reverse" and not args:
-            self._mutable("list.reverse")
+        if name == "remove" and len(args) == 1 and not kwargs:
+            self._mutable("list.remove", tx)
+            del self.items[_find(tx, self.items, args[0], "list.remove")]
+            return _const(None)
+        if name == "sort" and not args and set(kwargs) <= {"key", "reverse"}:
+            self._mutable("list.sort", tx)
+            self.items[:] = sort_items(
+                tx, self.items, kwargs.get("key"), kwargs.get("reverse", _const(False))
+            )
+            return _const(None)
+        if name == "reverse" and not args and not kwargs:
+            self._mutable("list.reverse", tx)
             self.items.reverse()
             return _const(None)
-        if name == "clear" and not args:
-            self._mutable("list.clear")
+        if name == "clear" and not args and not kwargs:
+            self._mutable("list.clear", tx)
             self.items.clear()
             return _const(None)
-        if name == "copy" and not args:
+        if name == "copy" and not args and not kwargs:
             return ListVariable(self.items)
         if name == "__setitem__" and len(args) == 2:
             self.setitem(tx, args[0], args[1])
             return _const(None)
+        if name == "__delitem__" and len(args) == 1:
+            self.delitem(tx, args[0])
+            return _const(None)
         return super().call_method(tx, name, args, kwargs)
 
     def setitem(self, tx, index: VariableTracker, value: VariableTracker) -> None:
-        self._mutable("list item assignment")
+        self._mutable("list item assignment", tx)
+        if not index.is_python_constant():
+            raise Unsupported(f"list item assignment with index {index.describe()}")
         key = index.as_python_constant()
-        if isinstance(key, slice):
-            self.items[key] = value.unpack_var_sequence(tx)
-        else:
-            self.items[key] = value
+        try:
+            if isinstance(key, slice):
+                self.items[key] = value.unpack_var_sequence(tx)
+            else:
+                self.items[key] = value
+        except (IndexError, TypeError, ValueError) as e:
+            raise Unsupported(f"list item assignment raises {type(e).__name__}: {e}") from e
 
     def delitem(self, tx, index: VariableTracker) -> None:
-        self._mutable("del list[...]")
-        del self.items[index.as_python_constant()]
+        self._mutable("del list[...]", tx)
+        if not index.is_python_constant():
+            raise Unsupported(f"del list[...] with index {index.describe()}")
+        try:
+            del self.items[index.as_python_constant()]
+        except (IndexError, TypeError, ValueError) as e:
+            raise Unsupported(f"del list[...] raises {type(e).__name__}: {e}") from e
+
+
+def _int_index(v: VariableTracker, what: str) -> int:
+    value = v.as_python_constant() if v.is_python_constant() else None
+    if type(value) not in (int, bool):
+        raise Unsupported(f"{what} with index {v.describe()} that is not an int")
+    return int(value)
 
 
 class DictVariable(VariableTracker):
@@ -146,6 +228,7 @@ class DictVariable(VariableTracker):
     def __init__(self, items: Dict[Any, VariableTracker], source=None, dict_type: type = dict):
         super().__init__(source)
         self.items = dict(items)
+        self.birth = next(_BIRTHS)
         #: dict, or OrderedDict (what Paddle keeps sublayers in)
         self.dict_type = dict_type
 
@@ -190,13 +273,23 @@ class DictVariable(VariableTracker):
             raise Unsupported(f"dict[{k!r}] raises KeyError")
         return self.items[k]
 
+    def _mutable(self, tx, what: str) -> None:
+        if self.source is not None:
+            raise Unsupported(
+                f"{what} on a dict that exists outside the captured code "
+                "(a side effect: it runs in Python between two graphs)"
+            )
+        note_mutation(tx, self, what)
+
     def setitem(self, tx, key: VariableTracker, value: VariableTracker) -> None:
         if self.source is not None:
             raise Unsupported(
                 "storing into a dict that exists outside the captured code "
                 "(a side effect: it runs in Python between two graphs)"
             )
-        self.items[self._key(key)] = value
+        k = self._key(key)
+        note_mutation(tx, self, "dict item assignment")
+        self.items[k] = value
 
     def delitem(self, tx, key: VariableTracker) -> None:
         if self.source is not None:
@@ -204,12 +297,25 @@ class DictVariable(VariableTracker):
         k = self._key(key)
         if k not in self.items:
             raise Unsupported(f"del dict[{k!r}] raises KeyError")
+        note_mutation(tx, self, "del dict[...]")
         del self.items[k]
+
+    def _pairs(self, tx, other: VariableTracker) -> List[tuple]:
+        """The (key, value) pairs ``dict.update(other)`` adds, in order."""
+        if isinstance(other, DictVariable):
+            return list(other.items.items())
+        out = []
+        for pair in other.unpack_var_sequence(tx):
+            kv = pair.unpack_var_sequence(tx)
+            if len(kv) != 2:
+                raise Unsupported("dict.update with an item that is not a pair (ValueError)")
+            out.append((self._key(kv[0]), kv[1]))
+        return out
 
     def call_method(self, tx, name: str, args, kwargs):
         if name == "__getitem__" and len(args) == 1:
             return self.getitem(tx, args[0])
-        if name == "get" and 1 <= len(args) <= 2:
+        if name == "get" and 1 <= len(args) <= 2 and not kwargs:
             k = self._key(args[0])
             if k in self.items:
                 return self.items[k]
@@ -226,33 +332,46 @@ class DictVariable(VariableTracker):
             return _const(self._key(args[0]) in self.items)
         if name == "__len__":
             return _const(len(self.items))
-        if name == "copy" and not args:
-            return DictVariable(self.items)
-        if name in ("__setitem__", "update", "pop", "setdefault", "clear", "popitem"):
-            if name == "__setitem__" and len(args) == 2:
-                self.setitem(tx, args[0], args[1])
-                return _const(None)
-            if self.source is not None:
-                raise Unsupported(f"dict.{name} on a dict that exists outside the captured code")
-            if name == "update" and len(args) == 1 and isinstance(args[0], DictVariable):
-                self.items.update(args[0].items)
-                return _const(None)
-            if name == "update" and not args:
-                for k, v in kwargs.items():
-                    self.items[k] = v
-                return _const(None)
-            if name == "pop" and 1 <= len(args) <= 2:
-                k = self._key(args[0])
-                if k in self.items:
-                    return self.items.pop(k)
-                if len(args) == 2:
-                    return args[1]
-                raise Unsupported(f"dict.pop({k!r}) raises KeyError")
-            if name == "setdefault" and 1 <= len(args) <= 2:
-                k = self._key(args[0])
-                if k not in self.items:
-                    self.items[k] = args[1] if len(args) == 2 else _const(None)
-                return self.items[k]
+        if name == "copy" and not args and not kwargs:
+            return DictVariable(self.items, dict_type=self.dict_type)
+        if name == "__setitem__" and len(args) == 2:
+            self.setitem(tx, args[0], args[1])
+            return _const(None)
+        if name == "__delitem__" and len(args) == 1:
+            self.delitem(tx, args[0])
+            return _const(None)
+        if name == "update" and len(args) <= 1:
+            self._mutable(tx, "dict.update")
+            pairs = self._pairs(tx, args[0]) if args else []
+            for k, v in pairs + list(kwargs.items()):
+                self.items[k] = v
+            return _const(None)
+        if kwargs:
+            raise Unsupported(f"dict.{name} with keyword arguments")
+        if name == "pop" and 1 <= len(args) <= 2:
+            self._mutable(tx, "dict.pop")
+            k = self._key(args[0])
+            if k in self.items:
+                return self.items.pop(k)
+            if len(args) == 2:
+                return args[1]
+            raise Unsupported(f"dict.pop({k!r}) raises KeyError")
+        if name == "setdefault" and 1 <= len(args) <= 2:
+            self._mutable(tx, "dict.setdefault")
+            k = self._key(args[0])
+            if k not in self.items:
+                self.items[k] = args[1] if len(args) == 2 else _const(None)
+            return self.items[k]
+        if name == "popitem" and not args:
+            self._mutable(tx, "dict.popitem")
+            if not self.items:
+                raise Unsupported("dict.popitem of an empty dict raises KeyError")
+            k, v = self.items.popitem()  # the last one, as dict and OrderedDict pop
+            return TupleVariable([_const(k), v])
+        if name == "clear" and not args:
+            self._mutable(tx, "dict.clear")
+            self.items.clear()
+            return _const(None)
         raise Unsupported(f"method {name!r} of {self.describe()}")
 
 
@@ -266,6 +385,7 @@ class SetVariable(VariableTracker):
 
     def __init__(self, items=()):
         super().__init__(None)
+        self.birth = next(_BIRTHS)
         self.value: set = set()
         for item in items:
             self.add(item)
@@ -313,6 +433,8 @@ class SetVariable(VariableTracker):
     def call_method(self, tx, name: str, args, kwargs):
         if kwargs:
             raise Unsupported(f"set.{name} with keyword arguments")
+        if name in ("add", "discard", "remove", "update", "clear"):
+            note_mutation(tx, self, f"set.{name}")
         if name in ("add", "discard", "remove") and len(args) == 1:
             value = self._constant(args[0])
             if name == "remove" and value not in self.value:

@@ -19,7 +19,9 @@ from .containers import (
     SetVariable,
     SliceVariable,
     TupleVariable,
+    sort_items,
 )
+from .generators import LazyIteratorVariable, filter_iterator, map_iterator
 from .tensor import TensorVariable, is_inplace_name
 
 
@@ -77,6 +79,16 @@ PURE_BUILTINS = (
 #: pure builtins whose first argument is an iterable they consume
 _CONSUME_ITERABLE = {sorted, sum, min, max, any, all, frozenset}
 
+
+def _consumes_iterable(fn: Any) -> bool:
+    if fn in _CONSUME_ITERABLE:
+        return True
+    # "".join(...), b",".join(...): a method of a str or bytes constant
+    return getattr(fn, "__name__", None) == "join" and isinstance(
+        getattr(fn, "__self__", None), (str, bytes)
+    )
+
+
 _IO_BUILTINS = {
     print: "print writes output (I/O)",
     input: "input reads from stdin (I/O)",
@@ -91,6 +103,11 @@ class BuiltinVariable(KnownValueVariable):
 
     def describe(self) -> str:
         return f"builtin {getattr(self.fn, '__name__', self.fn)!r}"
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        if self.fn is dict and name == "fromkeys":
+            return BuiltinVariable(_dict_fromkeys)
+        return super().var_getattr(tx, name)
 
     def call_function(self, tx, args, kwargs):
         fn = self.fn
@@ -107,7 +124,7 @@ class BuiltinVariable(KnownValueVariable):
                     raise Unsupported("`not tensor` needs the tensor's value")
                 return tx.output.call_function(tx, fn, args, kwargs)
             raise Unsupported(f"builtin {getattr(fn, '__name__', fn)!r} on a tensor")
-        if fn in _CONSUME_ITERABLE and args and not args[0].is_python_constant():
+        if _consumes_iterable(fn) and args and not args[0].is_python_constant():
             # sorted(d.keys()), max(x for x in ...): fold over the items when they are
             # constants; the iterable is consumed, as Python would consume it
             items = _iter_items(tx, args[0])
@@ -178,6 +195,16 @@ def isinstance_type(t: type, cls) -> bool:
 
 
 def _iter_items(tx, v: VariableTracker) -> List[VariableTracker]:
+    """The items of an iterable a builtin consumes at once (list(), sum()...)."""
+    return v.unpack_var_sequence(tx)
+
+
+def lazy_items(tx, v: VariableTracker) -> List[VariableTracker]:
+    """The items of an iterable that a lazy iterator (zip, enumerate, map, filter) reads:
+    one at a time in CPython, between the steps of its own consumer, so a generator's
+    code must have no side effects to run at once (``variables.generators``)."""
+    if isinstance(v, LazyIteratorVariable):
+        return v.force(tx, stepwise=True).unpack_var_sequence(tx)
     return v.unpack_var_sequence(tx)
 
 
@@ -185,7 +212,7 @@ def _enumerate(tx, args, kwargs):
     start = kwargs["start"].as_python_constant() if "start" in kwargs else 0
     if len(args) == 2:
         start = args[1].as_python_constant()
-    items = _iter_items(tx, args[0])
+    items = lazy_items(tx, args[0])
     return ListIteratorVariable(
         [TupleVariable([ConstantVariable(start + i), v]) for i, v in enumerate(items)]
     )
@@ -194,7 +221,7 @@ def _enumerate(tx, args, kwargs):
 def _zip(tx, args, kwargs):
     if kwargs:
         raise Unsupported("zip(strict=...)")
-    seqs = [_iter_items(tx, a) for a in args]
+    seqs = [lazy_items(tx, a) for a in args]
     return ListIteratorVariable([TupleVariable(list(t)) for t in zip(*seqs)])
 
 
@@ -225,18 +252,22 @@ def _dict(tx, args, kwargs):
 
 
 def _reversed(tx, args, kwargs):
+    if isinstance(args[0], (LazyIteratorVariable, ListIteratorVariable)):
+        raise Unsupported(f"reversed() of {args[0].describe()} raises TypeError")
     return ListIteratorVariable(list(reversed(_iter_items(tx, args[0]))))
 
 
 def _iter(tx, args, kwargs):
     if len(args) == 1:
+        if isinstance(args[0], (LazyIteratorVariable, ListIteratorVariable)):
+            return args[0]  # iter() of an iterator is the iterator itself
         return ListIteratorVariable(_iter_items(tx, args[0]))
     return None
 
 
 def _next(tx, args, kwargs):
     it = args[0]
-    if isinstance(it, ListIteratorVariable):
+    if isinstance(it, (ListIteratorVariable, LazyIteratorVariable)):
         item = it.next_item(tx)
         if item is None:
             if len(args) == 2:
@@ -297,7 +328,14 @@ def _minmax(fn):
         seq = _iter_items(tx, args[0]) if len(args) == 1 else list(args)
         if kwargs or any(isinstance(a, TensorVariable) for a in seq):
             raise Unsupported(f"{fn.__name__}() over tensors compares their values")
-        return None
+        # (the iterable is consumed: fold here, it cannot be read twice)
+        values = _consts(seq)
+        if values is None:
+            raise Unsupported(f"{fn.__name__}() over values that are not constants")
+        try:
+            return _wrap_folded(fn(values))
+        except Exception as e:
+            raise Unsupported(f"{fn.__name__}(...) raises {type(e).__name__}: {e}") from e
 
     return impl
 
@@ -356,7 +394,47 @@ def _set(tx, args, kwargs):
     return out
 
 
+def _map(tx, args, kwargs):
+    if kwargs or len(args) < 2:
+        return None
+    return map_iterator(tx, args[0], list(args[1:]))
+
+
+def _filter(tx, args, kwargs):
+    if kwargs or len(args) != 2:
+        return None
+    return filter_iterator(tx, args[0], args[1])
+
+
+def _sorted(tx, args, kwargs):
+    if len(args) != 1 or not set(kwargs) <= {"key", "reverse"}:
+        return None
+    items = _iter_items(tx, args[0])
+    return ListVariable(
+        sort_items(tx, items, kwargs.get("key"), kwargs.get("reverse", ConstantVariable(False)))
+    )
+
+
+def _dict_fromkeys(iterable, value=None):
+    """``dict.fromkeys``, as the capture sees it (see ``BuiltinVariable.var_getattr``)."""
+    return dict.fromkeys(iterable, value)
+
+
+def _fromkeys(tx, args, kwargs):
+    if kwargs or not 1 <= len(args) <= 2:
+        return None
+    value = args[1] if len(args) == 2 else ConstantVariable(None)
+    out = DictVariable({})
+    for key in _iter_items(tx, args[0]):
+        out.items[out._key(key)] = value
+    return out
+
+
 _SPECIAL: Dict[Any, Callable] = {
+    map: _map,
+    filter: _filter,
+    sorted: _sorted,
+    _dict_fromkeys: _fromkeys,
     len: _len,
     isinstance: _isinstance,
     enumerate: _enumerate,

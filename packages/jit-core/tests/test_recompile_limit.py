@@ -73,8 +73,12 @@ def counting():
         plugins.reset_plugins()
 
 
-def limit_warnings(record):
-    return [str(w.message) for w in record if "runs eagerly when no cache entry" in str(w.message)]
+def limit_warnings(record, key=None):
+    """The recompile-limit warnings in ``record`` (of the frame ``key``, if given)."""
+    msgs = [str(w.message) for w in record]
+    return [
+        m for m in msgs if "runs eagerly when no cache entry" in m and (key is None or key in m)
+    ]
 
 
 # ------------------------------------------------------------ entries kept past the limit
@@ -202,8 +206,9 @@ def test_past_the_limit_callees_with_caches_of_their_own_keep_them(counting, cap
 
 
 class Stack(paddle.nn.Layer):
-    """Twelve instances of one block class; the loop breaks (``.numpy()``), so the loop
-    runs eagerly and each ``Block.forward`` is captured on its own frame."""
+    """Instances of one block class called in a loop that breaks (``.numpy()``): each
+    block is captured apart from the others, on its own ``Block.forward`` frame (or on a
+    frame for the loop's body, which pins the block it is given), one entry per block."""
 
     def __init__(self, n=12):
         super().__init__()
@@ -214,6 +219,13 @@ class Stack(paddle.nn.Layer):
             x = b(x)
             x.numpy()
         return x
+
+
+def per_block_frames(stats, n: int) -> list:
+    """The keys of the frames that hold one entry per block (``n`` of them)."""
+    keys = [k for k, count in stats.entries.items() if count == n]
+    assert keys, stats
+    return keys
 
 
 def test_twelve_instances_of_one_block_do_not_go_eager():
@@ -227,8 +239,8 @@ def test_twelve_instances_of_one_block_do_not_go_eager():
             close(fast(x), net(x))
     assert limit_warnings(record) == []
     stats = fast.jit_stats
-    assert stats.entries[frame_key(Block.forward)] == 12, stats
-    assert frame_key(Block.forward) not in stats.eager_frames
+    assert not [r for r in stats.eager_frames.values() if "recompile limit" in r], stats
+    per_block_frames(stats, 12)
     captures = stats.captures
     close(fast(x), net(x))
     assert fast.jit_stats.captures == captures
@@ -239,24 +251,28 @@ def test_the_limit_counts_per_self_and_the_total_caps_them_all():
     net = Stack(n=3)
     fast = jit_core.optimize(net, recompile_limit=2, accumulated_recompile_limit=5)
     xs = [paddle.randn([n, 8]) for n in (1, 2, 3)]
-    key = frame_key(Block.forward)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         close(fast(xs[0]), net(xs[0]))
+    keys = per_block_frames(fast.jit_stats, 3)
     with pytest.warns(RuntimeWarning) as record:
         close(fast(xs[1]), net(xs[1]))
     # two shapes for each of three blocks: six entries would be needed, five are allowed
-    msgs = limit_warnings(record)
-    assert len(msgs) == 1 and "accumulated recompile limit (5)" in msgs[0], msgs
-    assert fast.jit_stats.entries[key] == 5
-    assert "accumulated recompile limit (5)" in fast.jit_stats.eager_frames[key]
+    capped = [key for key in keys if limit_warnings(record, key)]
+    assert capped, [str(w.message) for w in record]
+    for key in capped:
+        msgs = limit_warnings(record, key)
+        assert len(msgs) == 1 and "accumulated recompile limit (5)" in msgs[0], msgs
+        assert fast.jit_stats.entries[key] == 5
+        assert "accumulated recompile limit (5)" in fast.jit_stats.eager_frames[key]
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
         close(fast(xs[2]), net(xs[2]))
-    assert limit_warnings(record) == []  # the total cap was announced once already
+    for key in capped:
+        assert limit_warnings(record, key) == []  # the total cap was announced already
     for x in xs:
         close(fast(x), net(x))
-    assert fast.jit_stats.entries[key] == 5
+    assert all(fast.jit_stats.entries[key] <= 5 for key in keys), fast.jit_stats
 
 
 def test_each_self_reaches_its_own_limit():
@@ -265,15 +281,39 @@ def test_each_self_reaches_its_own_limit():
     fast = jit_core.optimize(net, recompile_limit=1)
     xs = [paddle.randn([n, 8]) for n in (1, 2)]
     close(fast(xs[0]), net(xs[0]))  # each block: one entry, its limit
-    key = frame_key(Block.forward)
-    assert fast.jit_stats.entries[key] == 2
+    keys = per_block_frames(fast.jit_stats, 2)
     with pytest.warns(RuntimeWarning) as record:
         close(fast(xs[1]), net(xs[1]))
-    msgs = limit_warnings(record)
-    assert len(msgs) == 1 and "for this Block (self)" in msgs[0], msgs
-    assert fast.jit_stats.entries[key] == 2
+    limited = [key for key in keys if limit_warnings(record, key)]
+    assert limited, [str(w.message) for w in record]
+    for key in limited:
+        msgs = limit_warnings(record, key)
+        # one warning, for the first block's entries, naming the local holding the block
+        assert len(msgs) == 1 and "recompile limit (1) reached for " in msgs[0], msgs
+        assert " (Block)" in msgs[0], msgs
+        assert fast.jit_stats.entries[key] == 2  # the second block was not held back
     for x in xs:
         close(fast(x), net(x))
+
+
+def test_the_limit_counts_per_layer_passed_in():
+    # a layer argument pinned by identity counts like self: one entry per layer here
+    def apply(layer, x):
+        y = layer(x)
+        y.numpy()  # a break: apply is no single graph, but each part is cached
+        return y * 2
+
+    paddle.seed(5)
+    layers = [paddle.nn.Linear(8, 8) for _ in range(4)]
+    fast = jit_core.optimize(apply, recompile_limit=2)
+    x = paddle.randn([2, 8])
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        for _ in range(2):
+            for layer in layers:
+                close(fast(layer, x), apply(layer, x))
+    assert limit_warnings(record, frame_key(apply)) == []
+    assert fast.jit_stats.entries[frame_key(apply)] == 4
 
 
 def test_accumulated_recompile_limit_must_be_positive():
@@ -312,28 +352,32 @@ def test_qualified_names_on_every_python():
     }
 
 
-def shapes_one_by_one(xs):
-    out = []
-    for x in xs:
-        out.append(helper_of_many_shapes(x))
-        x.numpy()  # breaks in the loop: the loop runs eagerly, the helper has its own frame
-    return out
+def shapes_one_by_one(a, b, c, d):
+    # each call breaks the graph here: the helper is captured on its own frame
+    return [
+        helper_of_many_shapes(a),
+        helper_of_many_shapes(b),
+        helper_of_many_shapes(c),
+        helper_of_many_shapes(d),
+    ]
 
 
 def helper_of_many_shapes(x):
-    return x * 2 + 1
+    y = x * 2
+    y.numpy()  # a break: the caller cannot inline this function
+    return y + 1
 
 
 def test_explain_lists_the_frames_past_the_limit():
     xs = [paddle.randn([n]) for n in (1, 2, 3, 4)]
     fast = jit_core.optimize(shapes_one_by_one, recompile_limit=2)
     with pytest.warns(RuntimeWarning):
-        report = jit_core.explain(fast, xs)
+        report = jit_core.explain(fast, *xs)
     for got, x in zip(report.result, xs):
         close(got, x * 2 + 1)
     key = frame_key(helper_of_many_shapes)
-    assert [r.frame for r in report.recompile_limits] == [key]
-    assert "recompile limit (2)" in report.recompile_limits[0].reason
+    limits = {r.frame: r.reason for r in report.recompile_limits}
+    assert "recompile limit (2)" in limits[key], report.recompile_limits
     text = str(report)
-    assert "Recompile limit reached by 1 frame(s)" in text
+    assert "Recompile limit reached by" in text
     assert key in text

@@ -249,9 +249,9 @@ def optimize(
     ``backend`` names an installed backend plugin (an unknown name raises an error listing
     the installed ones). ``full_graph=True`` raises ``GraphBreakError`` instead of running a
     frame eagerly. ``recompile_limit`` (default 8) caps the cache entries per code object
-    and ``self``, ``accumulated_recompile_limit`` (default 64) those per code object in all:
-    past either, a call that matches no entry runs eagerly (the entries keep serving the
-    calls they match).
+    and ``self`` (or layer held by a local), ``accumulated_recompile_limit`` (default 64)
+    those per code object in all: past either, a call that matches no entry runs eagerly
+    (the entries keep serving the calls they match).
 
     Graph passes run before the backend: ``passes=None`` (the default pipeline), a list of
     pass names, or ``False``; ``disable_passes=["cse", ...]`` turns some off;

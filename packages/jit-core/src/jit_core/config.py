@@ -19,8 +19,8 @@ def _positive_int(name: str, value: Any) -> int:
 class Options:
     backend: str = "paddle"
     full_graph: bool = False
-    #: cache entries per code object (and per ``self``, for methods whose graphs are
-    #: bound to their instance) past which a call that matches none runs eagerly
+    #: cache entries per code object (and per ``self`` or layer held by a local, for
+    #: frames whose guards pin it) past which a call that matches none runs eagerly
     recompile_limit: int = DEFAULT_RECOMPILE_LIMIT
     #: cache entries per code object in all (every ``self`` together) past which a call
     #: that matches none runs eagerly

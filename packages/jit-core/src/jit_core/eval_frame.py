@@ -37,6 +37,7 @@ from .passes.effects import is_random, target_name
 from .passes.manager import PassContext, PassManager, PassRecord
 from .passes.manager import op_count as op_count_of
 from .skipfiles import is_skipped_file
+from .sources import LocalSource
 
 set_eval_frame = _core.set_eval_frame
 
@@ -137,11 +138,24 @@ EAGER_PAST_LIMIT = FrameResult(None, True)
 #: captured); seen by the hook, it is ``RUN_ORIGINAL``
 EAGER_PAST_LIMIT_SEEING_CACHES = FrameResult(None, False)
 
-#: the local whose identity splits the recompile limit (TorchDynamo's rule): entries whose
-#: guard pins ``L['self']`` count only against calls with that same ``self``
+#: what the recompile limit counts by (TorchDynamo's rule): an entry whose guard pins a
+#: local by identity (``L['self'] is ___o1``) counts only against calls where that local is
+#: the same object. Only ``self`` and locals that hold layers (a layer passed in, a loop's
+#: item over a ``LayerList``) are counted so: they live as long as the model, while a
+#: function made per call would, pinned by its guard, never count against any limit.
 _SELF = "self"
-_SELF_SOURCE = f"L[{_SELF!r}]"
-_NO_SELF = object()
+_UNBOUND = object()
+
+
+def _pinned_locals(guards) -> tuple:
+    """``((name, object), ...)`` for the identity-matched locals the limit counts by."""
+    found = []
+    for g in guards:
+        if g.kind == ID_MATCH and isinstance(g.source, LocalSource):
+            name = g.source.local_name
+            if name == _SELF or isinstance(g.value, paddle.nn.Layer):
+                found.append((name, g.value))
+    return tuple(sorted(found, key=lambda item: item[0]))
 
 
 @dataclass
@@ -163,9 +177,10 @@ class CacheEntry:
     #: the resume functions it calls
     graph_break: Optional[Unsupported] = None
     resumes: List[types.CodeType] = field(default_factory=list)
-    #: the object the guard identity-matches ``L['self']`` to, or None when it pins no
-    #: ``self``: the recompile limit counts this entry only for calls with that ``self``
-    owner: Any = None
+    #: ``((name, object), ...)``: the locals the guard identity-matches (``self``, layers;
+    #: see ``_pinned_locals``); the recompile limit counts this entry only for calls
+    #: where each is the same object. Empty: it counts for every call
+    owner: tuple = ()
 
 
 @dataclass
@@ -210,14 +225,14 @@ class CodeCache:
         #: and the limits reached so far (each is warned about once)
         self.limit_reason: Optional[str] = None
         self.limits_hit: Set[str] = set()
-        #: id of the owner (None: no owner) -> its entries; the owners live as long as
-        #: the guards that hold them, so their ids stay theirs
-        self._per_owner: Dict[Optional[int], int] = {}
+        #: ``((name, id), ...)`` of an entry's ``owner`` -> how many entries have it; the
+        #: objects live as long as the entries that hold them, so their ids stay theirs
+        self._per_owner: Dict[tuple, int] = {}
 
     def add(self, entry: CacheEntry) -> None:
         self.entries.append(entry)
         self.hot = tuple((e.guard.fn, e.result) for e in self.entries)
-        key = None if entry.owner is None else id(entry.owner)
+        key = tuple((name, id(obj)) for name, obj in entry.owner)
         self._per_owner[key] = self._per_owner.get(key, 0) + 1
 
     def match(self, L: dict, G: dict) -> Optional[FrameResult]:
@@ -234,11 +249,15 @@ class CodeCache:
         self.eager_reason = reason
         self.hot = None
 
-    def count_for(self, me: Any) -> int:
-        """The entries that count against the recompile limit for a call whose ``self``
-        is ``me``: those bound to that object, and those bound to none."""
-        counts = self._per_owner
-        return counts.get(None, 0) + counts.get(id(me), 0)
+    def count_for(self, L) -> int:
+        """The entries that count against the recompile limit for a call with locals
+        ``L``: those whose pinned locals are the same objects here, and those that pin
+        none."""
+        n = 0
+        for key, count in self._per_owner.items():
+            if all(id(L.get(name, _UNBOUND)) == oid for name, oid in key):
+                n += count
+        return n
 
     def clear(self) -> None:
         self.entries = []
@@ -517,23 +536,18 @@ class CompileContext:
         opts = self.options
         if n >= opts.accumulated_recompile_limit:
             kind, limit, mine = "accumulated_recompile_limit", opts.accumulated_recompile_limit, n
-            me = _NO_SELF
         else:
-            try:
-                me = L.get(_SELF, _NO_SELF)
-            except Exception:  # noqa: BLE001 - not a mapping we can read: no self
-                me = _NO_SELF
-            mine = cache.count_for(me)
+            mine = cache.count_for(L)
             if mine < opts.recompile_limit:
                 return None
             kind, limit = "recompile_limit", opts.recompile_limit
         if kind not in cache.limits_hit:
             with self._lock:
                 if kind not in cache.limits_hit:
-                    self._reach_limit(code, cache, kind, limit, mine, me, L, G)
+                    self._reach_limit(code, cache, kind, limit, mine, L, G)
         return self._eager_result(code)
 
-    def _reach_limit(self, code, cache: CodeCache, kind: str, limit: int, mine: int, me, L, G):
+    def _reach_limit(self, code, cache: CodeCache, kind: str, limit: int, mine: int, L, G):
         """Say once per code and limit that calls matching no entry now run eagerly."""
         if kind == "accumulated_recompile_limit":
             reason = (
@@ -541,13 +555,19 @@ class CompileContext:
                 "instances together; calls that match none of them run eagerly"
             )
         else:
-            own = [e for e in cache.entries if e.owner is None or e.owner is me]
+            own = [
+                e
+                for e in cache.entries
+                if all(L.get(name, _UNBOUND) is obj for name, obj in e.owner)
+            ]
             try:
                 failed = own[-1].guard.first_failure(L, G) if own else None
             except Exception:  # noqa: BLE001 - only for the message
                 failed = None
-            bound = any(e.owner is me for e in own) and me is not _NO_SELF
-            whose = f" for this {type(me).__name__} (self)" if bound else ""
+            names = sorted({name for e in own for name, _ in e.owner})
+            whose = ""
+            if names:
+                whose = " for " + ", ".join(f"{n} ({type(L[n]).__name__})" for n in names)
             reason = (
                 f"recompile limit ({limit}) reached{whose}; the guard that kept failing: "
                 f"{failed}; calls that match none of its {mine} entries run eagerly"
@@ -703,10 +723,7 @@ class CompileContext:
             if traced.point.before_loop:
                 stop.reason = f"{stop.reason} (in a loop: the graph breaks before the loop)"
         guard = traced.output.guards.build(f"guard_{_identifier(code.co_name)}_{n}")
-        owner = None
-        for g in traced.output.guards:
-            if g.kind == ID_MATCH and g.source.name() == _SELF_SOURCE:
-                owner = g.value
+        owner = _pinned_locals(traced.output.guards)
         guards_log.info("%s", guard.readable())
         if bytecode_log.isEnabledFor(10):
             bytecode_log.debug(

@@ -24,6 +24,7 @@ from paddle.nn.layer import layers as _layers
 
 from . import _compat, plugins
 from .codegen import breaks as graph_breaks
+from .codegen import loops
 from .codegen import resume as resume_codes
 from .codegen.frame import GENERATED_CODES, build_code, collect_tensors, disassemble
 from .config import Options
@@ -319,6 +320,41 @@ class _ResumeCall:
         return self.ctx.run_direct(self.fn, stack + local_values, {})
 
 
+class _LoopCall:
+    """Runs a ``for`` loop whose body breaks the graph: the loop in Python, the body as
+    its own function through the cache (captured, guarded and broken on its own), and
+    the rest of the frame after the loop as a resume function (``codegen.loops``)."""
+
+    __slots__ = ("ctx", "code", "plan", "body", "live", "f_globals")
+
+    def __init__(self, ctx, code, plan, body, live, f_globals):
+        self.ctx = ctx
+        self.code = code
+        self.plan = plan
+        self.body = body
+        self.live = live
+        self.f_globals = f_globals
+
+    def __call__(self, stack: tuple, local_values: tuple):
+        ctx, plan, body = self.ctx, self.plan, self.body
+        below, iterator = stack[:-1], stack[-1]
+        known = dict(zip(self.live, local_values))
+        values = tuple(known.get(n, loops.UNBOUND) for n in plan.names)
+        target = plan.exhausted
+        for item in iterator:
+            kind, payload, out = ctx.run_direct(body, (item,) + values, {})
+            if kind == loops.RETURN:
+                return payload
+            values = out
+            if kind == loops.BREAK:
+                target = payload
+                break
+        bound = {n: v for n, v in zip(plan.names, values) if v is not loops.UNBOUND}
+        live = [n for n in sorted(resume_codes.live_locals(self.code, [target])) if n in bound]
+        rest = ctx._resume_call(self.code, target, len(below), live, self.f_globals)
+        return rest(below, tuple(bound[n] for n in live))
+
+
 @contextlib.contextmanager
 def _preserve_rng():
     # The capture runs each op once on example values; random ops must not advance the
@@ -374,7 +410,9 @@ class CompileContext:
         self._entry_functions: Dict[types.CodeType, Callable] = {}
         self._hooked_call = _HookedCall(self)
         #: (code, offset, stack size, live locals) -> the resume callable
-        self._resumes: Dict[tuple, _ResumeCall] = {}
+        self._resumes: Dict[tuple, Any] = {}
+        #: (code, loop head) -> the code of the loop's body function (codegen.loops)
+        self._loop_bodies: Dict[tuple, types.CodeType] = {}
         #: resume code -> the code it resumes, followed back to one that is no resume
         self._resume_roots: Dict[types.CodeType, types.CodeType] = {}
         #: the roots (``_resume_roots``) of the codes with cache entries that are not
@@ -676,8 +714,11 @@ class CompileContext:
             except Unsupported as again:
                 raise e.could_not_break(again.reason) from None
             if where.before_loop is not None and traced.graph_module is None:
-                e.reason = f"{e.reason}; {graph_breaks.IN_LOOP}"
-                raise e
+                plan = loops.plan_loop(code, where.before_loop)
+                if not isinstance(plan, loops.LoopPlan):
+                    # nothing to capture before a loop that cannot be outlined
+                    e.reason = f"{e.reason}; {graph_breaks.IN_LOOP} ({plan})"
+                    raise e
         gm, n = traced.graph_module, traced.number
         compiled = None
         op_count = 0
@@ -701,8 +742,15 @@ class CompileContext:
         if stop is None:
             new_code = build_code(code, compiled, traced.sources, traced.tensors, traced.ret)
         else:
+            loop_body: List[str] = []
 
-            def make_resume(offset: int, nstack: int, live) -> _ResumeCall:
+            def make_resume(offset: int, nstack: int, live) -> Callable:
+                if traced.point.before_loop and offset == traced.point.next_offset:
+                    loop = self._loop_call(code, offset, nstack, live, frame.f_globals)
+                    if loop is not None:
+                        resumes.append(loop.body.__code__)
+                        loop_body.append(loop.body.__code__.co_name)
+                        return loop
                 call = self._resume_call(code, offset, nstack, live, frame.f_globals)
                 resumes.append(call.fn.__code__)
                 return call
@@ -720,7 +768,12 @@ class CompileContext:
             except Unsupported as again:
                 raise stop.could_not_break(again.reason) from None
             stop.move_to_root()
-            if traced.point.before_loop:
+            if traced.point.before_loop and loop_body:
+                stop.reason = (
+                    f"{stop.reason} (in a loop: the loop runs in Python and its body is "
+                    f"captured as {loop_body[0]}, once per item)"
+                )
+            elif traced.point.before_loop:
                 stop.reason = f"{stop.reason} (in a loop: the graph breaks before the loop)"
         guard = traced.output.guards.build(f"guard_{_identifier(code.co_name)}_{n}")
         owner = _pinned_locals(traced.output.guards)
@@ -756,6 +809,29 @@ class CompileContext:
         # (a resumed frame that starts at the loop captures nothing before it, and so
         # runs eagerly rather than break before the loop again: see _capture)
         return graph_breaks.where_to_break(code, e.root_instruction)
+
+    def _loop_call(self, code, head: int, nstack: int, live, f_globals) -> Optional[_LoopCall]:
+        """The driver of the ``for`` loop at ``head`` of ``code`` whose body is captured as
+        a function of its own (``codegen.loops``), or None when the loop cannot be."""
+        key = ("loop", code, head, nstack, tuple(live))
+        call = self._resumes.get(key)
+        if call is not None:
+            return call
+        plan = loops.plan_loop(code, head)
+        if not isinstance(plan, loops.LoopPlan):
+            breaks_log.info("the loop at %s:%d runs eagerly: %s", code.co_name, head, plan)
+            return None
+        body_code = self._loop_bodies.get((code, head))
+        if body_code is None:
+            body_code = self._loop_bodies[(code, head)] = loops.build_body_code(code, plan)
+            self.targets.add(body_code)
+            self._resume_roots[body_code] = self._resume_roots.get(code, code)
+            self.direct_codes.add(body_code)
+            self._positional_codes.add(body_code)
+            _never_skip([body_code])
+        body = types.FunctionType(body_code, f_globals, body_code.co_name)
+        call = self._resumes[key] = _LoopCall(self, code, plan, body, tuple(live), f_globals)
+        return call
 
     def _resume_call(self, code, offset: int, nstack: int, live, f_globals) -> _ResumeCall:
         key = (code, offset, nstack, tuple(live))

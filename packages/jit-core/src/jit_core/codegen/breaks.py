@@ -38,7 +38,7 @@ from ..variables import (
     TupleVariable,
     VariableTracker,
 )
-from ..variables.base import KnownValueVariable, call_first
+from ..variables.base import KnownValueVariable, LazyVariable, call_first
 from ..variables.containers import BaseListVariable, ListIteratorVariable, SetVariable
 from ..variables.functions import BoundMethodVariable, UserMethodVariable
 from . import resume
@@ -162,6 +162,10 @@ class BreakEmitter(_Emitter):
     """Rebuilds the values live at a break: more kinds than a return value can be."""
 
     def value(self, v: VariableTracker) -> None:
+        if isinstance(v, LazyVariable):
+            # never read by the capture: the very value, from where it came from
+            self.instrs += v.source.reconstruct(self.code)
+            return
         if isinstance(v, TensorVariable) and v.source is not None:
             # an input or a parameter: the very object, so in-place work after the break
             # changes what eager Paddle would change

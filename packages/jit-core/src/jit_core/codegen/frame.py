@@ -50,6 +50,10 @@ class _Emitter:
             self.instrs += _compat.load_fast(OUT_LOCAL) + _compat.load_const(idx) + _compat.subscr()
             return
         if isinstance(v, ConstantVariable):
+            unread = v.unread_source()
+            if unread is not None:  # not guarded: the same value, from the frame
+                self.instrs += unread.reconstruct(self.code)
+                return
             if isinstance(v.value, np.ndarray):
                 # a new array on every call, as the original code makes one: a shared
                 # constant would carry a caller's in-place changes into the next call

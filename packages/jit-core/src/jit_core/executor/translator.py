@@ -32,6 +32,7 @@ from ..variables import (
     generators,
     wrap,
 )
+from ..variables.base import LazyVariable
 from ..variables.constant import FOLDABLE
 from ..variables.containers import BaseListVariable, ListIteratorVariable, SetVariable
 from ..variables.functions import _wrap_folded
@@ -201,7 +202,10 @@ class Translator:
     def load_local(self, name: str) -> VariableTracker:
         if name not in self.symbolic_locals:
             raise Unsupported(f"local variable {name!r} is read before assignment")
-        return self.symbolic_locals[name]
+        value = self.symbolic_locals[name]
+        if isinstance(value, LazyVariable):
+            value = self.symbolic_locals[name] = value.realize(self)
+        return value
 
     def store_local(self, name: str, value: VariableTracker) -> None:
         self.symbolic_locals[name] = value
@@ -640,8 +644,11 @@ def root_locals(code, f_locals: Dict[str, Any], tx: Translator) -> None:
     """Fill the root translator's locals from the real frame, each with its source."""
     nargs = code.co_argcount + code.co_kwonlyargcount
     nargs += bool(code.co_flags & 0x04) + bool(code.co_flags & 0x08)
+    # wrapped when first read (cells at once: their contents are read through the cell)
     bound = {
         name: wrap(tx, f_locals[name], LocalSource(name))
+        if name in code.co_cellvars
+        else LazyVariable(f_locals[name], LocalSource(name))
         for name in code.co_varnames[:nargs]
         if name in f_locals
     }

@@ -95,6 +95,28 @@ class KnownValueVariable(VariableTracker):
         return self.value
 
 
+class LazyVariable(VariableTracker):
+    """A value of the frame the capture has not looked at yet: an argument of the
+    captured frame, wrapped (and guarded) only when the code reads it.
+
+    A value the capture never reads adds no guard: a resume function or a loop body gets
+    every local that is still needed, and most of them only pass through (a loop counter
+    that is not read must not make each iteration a new graph). At a graph break such a
+    value is loaded again from where it came from."""
+
+    def __init__(self, value: Any, source: Source):
+        super().__init__(source)
+        self.value = value
+
+    def describe(self) -> str:
+        return f"unread value of {self.source.name() if self.source else '?'}"
+
+    def realize(self, tx: Translator) -> VariableTracker:
+        from .builder import wrap
+
+        return wrap(tx, self.value, self.source)
+
+
 class NullVariable(VariableTracker):
     """The NULL that CPython pushes below a callable (LOAD_METHOD, 3.11+ PUSH_NULL)."""
 

@@ -94,21 +94,20 @@ def _wrap(tx, value: Any, source: Optional[Source], owned_by_layer: bool) -> Var
             _guard(tx, source, guards.ID_MATCH, value)
             return tx.output.get_attr(tx, value, source)
         return tx.output.add_input(tx, value, source)
-    if isinstance(value, bool) or value is None:
-        _guard(tx, source, guards.CONSTANT_MATCH, value)
-        return ConstantVariable(value, source)
     if isinstance(value, enum.Enum):
         _guard(tx, source, guards.ID_MATCH, value)
         return ConstantVariable(value, source)
-    if isinstance(value, _CONSTANT_TYPES):
-        _guard(tx, source, guards.CONSTANT_MATCH, value)
-        return ConstantVariable(value, source)
-    if is_paddle_dtype(value) or is_place(value):
-        _guard(tx, source, guards.CONSTANT_MATCH, value)
-        return ConstantVariable(value, source)
-    if isinstance(value, np.generic):
-        _guard(tx, source, guards.CONSTANT_MATCH, value)
-        return ConstantVariable(value, source)
+    if (
+        isinstance(value, (bool, type(None), np.generic) + _CONSTANT_TYPES)
+        or is_paddle_dtype(value)
+        or is_place(value)
+    ):
+        var = ConstantVariable(value, source)
+        if tx is not None and source is not None:
+            # guarded when the capture first looks at the value, not when it only
+            # passes it on (a loop counter a loop body never reads)
+            var.guard_on_use(tx.output.guards, guards.CONSTANT_MATCH)
+        return var
     if isinstance(value, paddle.nn.Layer):
         _guard(tx, source, guards.ID_MATCH, value)
         return LayerVariable(value, source)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import operator
-from typing import Dict, List
+from typing import Any, Dict, List
 
 from ..errors import Unsupported
 from .base import KnownValueVariable, VariableTracker
@@ -43,6 +43,32 @@ _PURE_METHODS = {
 
 
 class ConstantVariable(KnownValueVariable):
+    """A constant. One read from the frame is guarded only once the capture depends on
+    it: reading ``value`` (every use goes through it) adds the guard; a constant that is
+    only passed on is loaded again from its source by the generated code."""
+
+    _pending = None
+
+    @property
+    def value(self) -> Any:
+        pending = self._pending
+        if pending is not None:
+            self._pending = None
+            guard_set, kind = pending
+            guard_set.add(self.source, kind, self._value)
+        return self._value
+
+    @value.setter
+    def value(self, value: Any) -> None:
+        self._value = value
+
+    def guard_on_use(self, guard_set, kind: str) -> None:
+        self._pending = (guard_set, kind)
+
+    def unread_source(self):
+        """The source to load the value from when the capture never looked at it."""
+        return self.source if self._pending is not None else None
+
     def describe(self) -> str:
         r = repr(self.value)
         return f"constant {r if len(r) < 40 else r[:37] + '...'}"

@@ -1,0 +1,187 @@
+"""Loops whose body breaks the graph. The loop runs in Python and its body is a function
+of its own (``jit_core.codegen.loops``), captured once per set of guards: each iteration
+runs compiled graphs split only where the body itself breaks. The rest of the frame after
+the loop is a resume function. Results must equal eager Paddle on every path: both sides
+of a branch, ``continue``, ``break``, ``return`` inside the loop, the ``else`` clause.
+"""
+
+from __future__ import annotations
+
+import paddle
+import pytest
+
+import jit_core
+
+from .helpers import assert_same
+
+
+class BranchInLoop(paddle.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.stem = paddle.nn.Linear(4, 4)
+        self.fc = paddle.nn.Linear(4, 4)
+
+    def forward(self, x, steps: int = 4):
+        h = self.stem(x)
+        for _ in range(steps):
+            h = self.fc(h)
+            if h.mean() > 0:
+                h = h - 1
+            else:
+                h = paddle.tanh(h) + 0.5
+        return h * 2
+
+
+def early_exit(x, limit: float = 50.0):
+    for i in range(8):
+        x = x * 2 + i
+        if x.sum() > limit:
+            break
+        if x.mean() < 0:
+            return -x
+    else:
+        x = x - 1000
+    return x + 1
+
+
+def skip_some(x):
+    total = paddle.zeros_like(x)
+    for i in range(6):
+        if (x * i).max() > 2:
+            continue
+        total = total + x * i
+    return total
+
+
+class PrintingBlocks(paddle.nn.Layer):
+    """A loop over a LayerList whose body prints: the body breaks at the print."""
+
+    def __init__(self):
+        super().__init__()
+        self.blocks = paddle.nn.LayerList([paddle.nn.Linear(4, 4) for _ in range(3)])
+
+    def forward(self, x):
+        for i, block in enumerate(self.blocks):
+            x = paddle.nn.functional.relu(block(x))
+            print("block", i)
+        return x
+
+
+class TinyDecoder(paddle.nn.Layer):
+    """A GPT-style decode loop with a KV cache: each step attends over the cache and
+    appends the greedy token; it stops at the end token."""
+
+    def __init__(self, vocab=11, d=8):
+        super().__init__()
+        self.embed = paddle.nn.Embedding(vocab, d)
+        self.q = paddle.nn.Linear(d, d)
+        self.k = paddle.nn.Linear(d, d)
+        self.v = paddle.nn.Linear(d, d)
+        self.head = paddle.nn.Linear(d, vocab)
+
+    def forward(self, ids, steps: int = 5, end: int = 0):
+        keys, values = [], []
+        for t in range(ids.shape[1]):
+            h = self.embed(ids[:, t])
+            keys.append(self.k(h))
+            values.append(self.v(h))
+        out = ids
+        for _ in range(steps):
+            h = self.embed(out[:, -1])
+            keys.append(self.k(h))
+            values.append(self.v(h))
+            k, v = paddle.stack(keys, 1), paddle.stack(values, 1)
+            att = paddle.nn.functional.softmax((k @ self.q(h).unsqueeze(-1)).squeeze(-1), -1)
+            logits = self.head((att.unsqueeze(-1) * v).sum(1))
+            nxt = paddle.argmax(logits, -1, keepdim=True)
+            out = paddle.concat([out, nxt], 1)
+            if (nxt == end).all():
+                break
+        return out
+
+
+def while_loop(x):
+    n = 0
+    while x.sum() < 100:
+        x = x * 2 + 1
+        n += 1
+    return x, n
+
+
+def _report(fn, *args):
+    return jit_core.explain(fn, *args)
+
+
+def test_branch_in_a_loop_runs_compiled_bodies(backend):
+    paddle.seed(20)
+    net = BranchInLoop()
+    net.eval()
+    x = paddle.rand([2, 4])
+    report = _report(net, x)
+    first = report.breaks[0]
+    assert first.graph_break and "loop_body" in first.reason, str(report)
+    # the graph before the loop, and graphs in the loop body's own frames
+    assert any(g.frame.startswith("forward__loop_body") and g.op_count for g in report.graphs)
+    assert not [b for b in report.breaks if not b.graph_break], str(report)
+    fast = jit_core.optimize(net, backend=backend)
+    inputs = [paddle.rand([2, 4]) - 0.5 * k for k in range(4)]
+    for x in inputs:
+        assert_same(fast(x), net(x))
+    captures = fast.jit_stats.captures
+    for x in inputs:
+        assert_same(fast(x), net(x))
+    assert fast.jit_stats.captures == captures  # both branches seen: all cache hits
+    assert not fast.jit_stats.eager_frames, fast.jit_stats
+
+
+@pytest.mark.parametrize("scale", [0.01, 1.0, -1.0], ids=["else", "break", "return"])
+def test_break_return_and_else_leave_the_loop_as_in_eager(scale, backend):
+    x = paddle.rand([3]) * scale
+    fast = jit_core.optimize(early_exit, backend=backend)
+    assert_same(fast(x), early_exit(x))
+    assert_same(fast(x), early_exit(x))
+    assert not fast.jit_stats.eager_frames, fast.jit_stats
+
+
+def test_continue_skips_to_the_next_item(backend):
+    x = paddle.rand([4])
+    fast = jit_core.optimize(skip_some, backend=backend)
+    for _ in range(2):
+        assert_same(fast(x), skip_some(x))
+
+
+def test_loop_over_layers_with_a_print(backend, capsys):
+    paddle.seed(21)
+    net = PrintingBlocks()
+    net.eval()
+    x = paddle.rand([2, 4])
+    expected = net(x)
+    eager_out = capsys.readouterr().out
+    fast = jit_core.optimize(net, backend=backend)
+    for _ in range(2):
+        assert_same(fast(x), expected)
+        assert capsys.readouterr().out == eager_out
+    assert not fast.jit_stats.eager_frames, fast.jit_stats
+
+
+def test_decode_loop_with_a_kv_cache(backend):
+    paddle.seed(22)
+    net = TinyDecoder()
+    net.eval()
+    ids = paddle.to_tensor([[3, 5], [7, 1]], dtype="int64")
+    fast = jit_core.optimize(net, backend=backend)
+    for _ in range(2):
+        assert_same(fast(ids), net(ids))
+    report = _report(net, ids)
+    assert any("loop_body" in b.reason for b in report.breaks), str(report)
+
+
+def test_a_while_loop_still_runs_eagerly_with_the_reason(backend):
+    x = paddle.rand([3])
+    report = _report(while_loop, x)
+    eager = [b for b in report.breaks if not b.graph_break]
+    assert eager and "while" in eager[0].reason, str(report)
+    got, n = jit_core.optimize(while_loop, backend=backend)(x)
+    want, m = while_loop(x)
+    assert_same(got, want)
+    assert n == m

@@ -1,0 +1,308 @@
+"""Loops whose body breaks the graph: the body becomes a function of its own.
+
+A graph cannot break inside a loop of the frame it belongs to (each iteration would need
+its own graph and its own resume point). So when the capture stops inside a ``for`` loop,
+the frame's graph ends before the loop, and the loop itself runs in Python, in a driver
+(``eval_frame._LoopCall``), that calls a *loop body function* once per item:
+
+    body(item, *locals) -> (CONTINUE, None, locals) | (BREAK, target, locals)
+                            | (RETURN, value, None)
+
+The body function is the original code entered right after ``FOR_ITER`` with the item on
+the stack, with every way out of the body rewritten to return: the jump back to the loop
+head, a ``break`` (a jump out of the loop), a ``return``. It is captured like any other
+frame, with its own graphs, guards and breaks, so the work of each iteration runs as
+compiled graphs split only where the body itself must break. Locals go in and out as one
+tuple over all the code's locals, ``UNBOUND`` standing for the unbound ones; what the body
+never reads adds no guard (see ``variables.base.LazyVariable``). When the loop ends, the
+rest of the frame is a resume function, as after any other break.
+
+Loops this cannot outline keep the older behaviour (the loop and the rest of the frame
+run eagerly, the functions they call captured on their own): ``while`` loops, loops that
+hold a ``try``/``with`` block or ``del`` a local, and frames with closures.
+"""
+
+from __future__ import annotations
+
+import dis
+import types
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Tuple, Union
+
+from bytecode import Bytecode, Instr, Label
+
+from .. import _compat
+from . import resume
+
+CONTINUE, BREAK, RETURN = 0, 1, 2
+
+#: the body function's names for the item and for a returned value it holds a moment
+ITEM_ARG = "___loop_item"
+RETURN_LOCAL = "___loop_return"
+
+
+class _Unbound:
+    """Stands for a local that is unbound when the loop body starts or ends."""
+
+    _instance: Optional[_Unbound] = None
+
+    def __new__(cls):
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "<unbound>"
+
+    def __reduce__(self):
+        return (_Unbound, ())
+
+
+UNBOUND = _Unbound()
+
+_TERMINAL = {"RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE"}
+_UNCONDITIONAL = {"JUMP_FORWARD", "JUMP_ABSOLUTE", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT"}
+_JUMPS = set(dis.hasjrel) | set(dis.hasjabs)
+#: backward jumps of 3.11+ and the forward ones that replace them when their target (the
+#: loop head) becomes a stub at the end of the body function
+_FORWARD = {
+    "JUMP_BACKWARD": "JUMP_FORWARD",
+    "JUMP_BACKWARD_NO_INTERRUPT": "JUMP_FORWARD",
+    "POP_JUMP_BACKWARD_IF_FALSE": "POP_JUMP_FORWARD_IF_FALSE",
+    "POP_JUMP_BACKWARD_IF_TRUE": "POP_JUMP_FORWARD_IF_TRUE",
+    "POP_JUMP_BACKWARD_IF_NONE": "POP_JUMP_FORWARD_IF_NONE",
+    "POP_JUMP_BACKWARD_IF_NOT_NONE": "POP_JUMP_FORWARD_IF_NOT_NONE",
+}
+
+
+@dataclass(frozen=True)
+class LoopPlan:
+    """A ``for`` loop that can be outlined, in offsets of the original code."""
+
+    head: int  # the FOR_ITER
+    body_start: int
+    end: int  # the first offset after the body (FOR_ITER's target)
+    #: where the frame goes on when the iterator is exhausted (after 3.12's END_FOR)
+    exhausted: int
+    #: every offset a ``break`` leaves the loop for
+    break_targets: Tuple[int, ...]
+    names: Tuple[str, ...]
+
+
+def body_name(code: types.CodeType, head: int) -> str:
+    return f"{code.co_name}__loop_body_at_{head}"
+
+
+def plan_loop(code: types.CodeType, head: int) -> Union[LoopPlan, str]:
+    """How to outline the loop starting at ``head``, or why it cannot be."""
+    if code.co_cellvars or code.co_freevars:
+        return "the frame has closures (cell or free variables)"
+    insts, index = resume._layout(code)
+    i = index.get(head)
+    if i is None or insts[i].opname != "FOR_ITER":
+        return "only `for` loops are outlined (this is a `while` loop)"
+    end = insts[i].argval
+    end_i = index[end]
+    for start, stop in _compat.protected_ranges(code):
+        if start < end and head < stop:
+            return "the loop holds (or is inside) a try or with block"
+    region = range(i + 1, end_i)
+    for k in region:
+        if insts[k].opname in ("DELETE_FAST", "LOAD_CLOSURE", "YIELD_VALUE"):
+            return f"the loop body has {insts[k].opname}"
+    # nothing may jump into the body from outside it
+    for k, inst in enumerate(insts):
+        if k in region or inst.opcode not in _JUMPS:
+            continue
+        t = index.get(inst.argval)
+        if t is not None and i < t < end_i:
+            return "a jump into the loop body from outside it"
+    breaks = _check_stack(insts, index, i, end_i)
+    if isinstance(breaks, str):
+        return breaks
+    exhausted = end
+    if insts[end_i].opname == "END_FOR":  # 3.12: an exhausted FOR_ITER skips it
+        exhausted = insts[end_i + 1].offset
+    return LoopPlan(
+        head,
+        insts[i + 1].offset,
+        end,
+        exhausted,
+        tuple(sorted(breaks)),
+        tuple(code.co_varnames),
+    )
+
+
+def _effect(inst: dis.Instruction, jump: bool) -> int:
+    arg = inst.arg if inst.opcode >= dis.HAVE_ARGUMENT else None
+    return dis.stack_effect(inst.opcode, arg, jump=jump)
+
+
+def _check_stack(insts, index, head_i: int, end_i: int) -> Union[set, str]:
+    """Walk the body counting the stack from the loop's iterator (1) and item (2): a jump
+    back to the head must leave only the iterator, a jump out of the loop nothing (the
+    compiler pops the iterator first), a return only its value. The offsets the body
+    leaves the loop for, or why the body does not fit."""
+    depth: Dict[int, int] = {head_i + 1: 2}
+    work = [head_i + 1]
+    breaks: set = set()
+
+    def reach(k: int, d: int) -> Optional[str]:
+        if k == head_i:
+            return None if d == 1 else f"a jump back to the loop head with {d} values"
+        if not head_i < k < end_i:
+            if d != 0:
+                return f"a jump out of the loop with {d} values on the stack"
+            breaks.add(insts[k].offset)
+            return None
+        if k in depth:
+            return None if depth[k] == d else "the stack depth of the loop body is not fixed"
+        depth[k] = d
+        work.append(k)
+        return None
+
+    while work:
+        k = work.pop()
+        inst, d = insts[k], depth[k]
+        if inst.opname in ("RETURN_VALUE", "RETURN_CONST"):
+            want = 1 if inst.opname == "RETURN_VALUE" else 0
+            if d != want:
+                return "a return with other values on the stack"
+            continue
+        if inst.opname in _TERMINAL:
+            continue
+        try:
+            if inst.opcode in _JUMPS:
+                t = index.get(inst.argval)
+                if t is None:
+                    return f"a jump to {inst.argval}, which is no instruction"
+                why = reach(t, d + _effect(inst, True))
+                if why:
+                    return why
+            if inst.opname not in _UNCONDITIONAL:
+                why = reach(k + 1, d + _effect(inst, False))
+                if why:
+                    return why
+        except ValueError as e:
+            return f"{inst.opname}: {e}"
+    return breaks
+
+
+def _names_tuple(names) -> List[Instr]:
+    out: List[Instr] = []
+    for n in names:
+        out += _compat.load_fast(n)
+    return out + _compat.build_tuple(len(names))
+
+
+def _exit(kind: int, payload: List[Instr], names) -> List[Instr]:
+    return (
+        _compat.load_const(kind)
+        + payload
+        + _names_tuple(names)
+        + _compat.build_tuple(3)
+        + _compat.return_value()
+    )
+
+
+def build_body_code(code: types.CodeType, plan: LoopPlan) -> types.CodeType:
+    """The loop body of ``code`` as a function ``body(item, *plan.names)``."""
+    insts, index = resume._layout(code)
+    head_i, end_i = index[plan.head], index[plan.end]
+    bc = Bytecode.from_code(code)
+    items = list(bc)
+    # which instruction each label stands before
+    label_at: Dict[Label, int] = {}
+    pending: List[Label] = []
+    n = 0
+    for item in items:
+        if isinstance(item, Label):
+            pending.append(item)
+        elif isinstance(item, Instr):
+            for lab in pending:
+                label_at[lab] = n
+            pending = []
+            n += 1
+
+    names = plan.names
+    line = _compat.instruction_line(insts[head_i]) or code.co_firstlineno
+    body_label, continue_label = Label(), Label()
+    break_labels = {t: Label() for t in plan.break_targets}
+    out: List = []
+    k = -1
+    for item in items:
+        if not isinstance(item, Instr):
+            out.append(item)
+            continue
+        k += 1
+        if k == head_i + 1:
+            out.append(body_label)
+        if not head_i < k < end_i:
+            out.append(item)
+            continue
+        if isinstance(item.arg, Label):
+            t = label_at[item.arg]
+            target = None
+            if t == head_i:
+                target = continue_label
+            elif not head_i < t < end_i:
+                target = break_labels[insts[t].offset]
+            if target is not None:
+                item = item.copy()
+                item.arg = target
+                if item.name in _FORWARD:
+                    item.name = _FORWARD[item.name]
+        if item.name == "RETURN_VALUE":
+            ret = _compat.store_fast(RETURN_LOCAL) + _exit(
+                RETURN, _compat.load_fast(RETURN_LOCAL), ()
+            )
+            out += _at_line(ret, item)
+            continue
+        if item.name == "RETURN_CONST":
+            out += _at_line(_exit(RETURN, _compat.load_const(item.arg), ()), item)
+            continue
+        out.append(item)
+
+    stubs: List = [continue_label]
+    stubs += _compat.pop_top() + _exit(CONTINUE, _compat.load_const(None), names)
+    for target, label in break_labels.items():
+        stubs.append(label)
+        stubs += _exit(BREAK, _compat.load_const(target), names)
+    prefix = [i for i in _compat.prologue(code) if i.name == "RESUME"]
+    # the loop's iterator stays below the item in the original; a placeholder stands for
+    # it here (the body only ever pops it, on its way out)
+    prefix += _compat.load_const(None) + _compat.load_fast(ITEM_ARG)
+    prefix += _compat.jump_forward(body_label)
+    for ins in prefix + stubs:
+        if isinstance(ins, Instr):
+            ins.lineno = line
+    bc.clear()
+    bc.extend(prefix + out + stubs)
+    args = [ITEM_ARG] + list(names)
+    bc.argnames = args
+    bc.argcount = len(args)
+    bc.posonlyargcount = 0
+    bc.kwonlyargcount = 0
+    bc.flags = bc.flags & ~(0x04 | 0x08)
+    bc.name = body_name(code, plan.head)
+    if hasattr(bc, "qualname"):
+        bc.qualname = bc.name
+    return bc.to_code()
+
+
+def _at_line(instrs: List[Instr], like: Instr) -> List[Instr]:
+    for ins in instrs:
+        ins.lineno = like.lineno
+    return instrs
+
+
+__all__ = [
+    "BREAK",
+    "CONTINUE",
+    "RETURN",
+    "UNBOUND",
+    "LoopPlan",
+    "body_name",
+    "build_body_code",
+    "plan_loop",
+]

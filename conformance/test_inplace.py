@@ -226,10 +226,6 @@ BREAKS = [
     (update_transposed_input, 2, "share memory"),
     (update_while_a_view_is_live, 1, "another tensor of the capture"),
 ]
-#: a graph output that is a view (of an input, of another output) is a copy on the
-#: inference backends: the eager update after the break does not reach what it views.
-#: Known, not caused by the in-place capture (eval_frame picks the backend per graph).
-_VIEW_OUTPUTS = {update_view_of_input, update_transposed_input, update_while_a_view_is_live}
 
 
 @pytest.mark.parametrize("fn,breaks,reason", BREAKS, ids=[f.__name__ for f, _, _ in BREAKS])
@@ -238,8 +234,6 @@ def test_updates_of_outside_tensors_and_views_still_break(fn, breaks, reason, ba
     explained = jit_core.explain(fn, x.clone(), z)
     assert explained.break_count == breaks, [b.reason for b in explained.breaks]
     assert reason in explained.breaks[0].reason
-    if fn in _VIEW_OUTPUTS and backend != "paddle":
-        pytest.xfail("inference backends return copies of graph outputs that are views")
     eager_x = x.clone()
     expected = fn(eager_x, z)
     fast = jit_core.optimize(fn, backend=backend)

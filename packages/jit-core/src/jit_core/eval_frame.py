@@ -29,7 +29,7 @@ from .codegen import resume as resume_codes
 from .codegen.frame import GENERATED_CODES, build_code, collect_tensors, disassemble
 from .config import Options
 from .errors import BackendCompileError, GraphBreakError, Unsupported
-from .executor.output_graph import OutputGraph
+from .executor.output_graph import OutputGraph, may_share_memory
 from .executor.translator import Translator, root_locals
 from .fx import GraphModule
 from .guards import ID_MATCH, CompiledGuard
@@ -380,6 +380,27 @@ def _needs_training_backend(gm, traced: Traced, grad_on: bool) -> Optional[str]:
             return f"layer {node.target} is in training mode"
         if node.op in ("call_function", "call_method") and is_random(node):
             return f"{target_name(node)} draws random numbers"
+    return _aliased_output(gm, traced)
+
+
+def _aliased_output(gm, traced: Traced) -> Optional[str]:
+    """Why the outputs of ``gm`` must be Paddle's own tensors: one is a view of an input,
+    a parameter or another output. An inference backend hands back new tensors, so an
+    in-place update after the graph (eager, past a break; or the caller's) would not
+    reach what eager Paddle's view shares memory with."""
+    outs = [t.example for t in traced.tensors]
+    if not outs:
+        return None
+    held = [(traced.sources[i].name(), x) for i, x in enumerate(traced.examples)]
+    held += [(f"parameter {n}", p) for n, p in gm.named_parameters()]
+    held += [(f"buffer {n}", b) for n, b in gm.named_buffers()]
+    for i, out in enumerate(outs):
+        for name, t in held:
+            if may_share_memory(out, t):
+                return f"graph output {i} is a view of {name}"
+        for j in range(i):
+            if may_share_memory(out, outs[j]):
+                return f"graph outputs {j} and {i} share memory (one is a view of the other)"
     return None
 
 

@@ -4,10 +4,13 @@ that may share memory with them (views)."""
 
 from __future__ import annotations
 
+import warnings
+
 import paddle
 import pytest
 
 import jit_core
+from jit_core.errors import BackendCompileError
 
 from .helpers import assert_same
 
@@ -93,6 +96,12 @@ CAPTURED = [
 ]
 
 
+#: what a backend documents it cannot compile: paddle2onnx writes a scalar item
+#: assignment as an ONNX If, which TVM 0.27's importer has no converter for; the error
+#: names it and ``fallback=True`` runs the graph on paddle
+CANNOT_COMPILE = {"tvm": {"setitem_int_and_slice": "If"}}
+
+
 @pytest.mark.parametrize("fn", CAPTURED, ids=[f.__name__ for f in CAPTURED])
 def test_updates_of_graph_tensors_are_captured(fn, backend):
     x, z = _inputs()
@@ -102,8 +111,17 @@ def test_updates_of_graph_tensors_are_captured(fn, backend):
     assert (explained.graph_count, explained.break_count) == (1, 0), [
         b.reason for b in explained.breaks
     ]
-    fast = jit_core.optimize(fn, backend=backend)
-    with paddle.no_grad():
+    options = {}
+    missing = CANNOT_COMPILE.get(backend, {}).get(fn.__name__)
+    if missing:
+        with paddle.no_grad(), pytest.raises(BackendCompileError, match=missing):
+            jit_core.optimize(fn, backend=backend)(x, z)
+        options["fallback"] = True
+    fast = jit_core.optimize(fn, backend=backend, **options)
+    with paddle.no_grad(), warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", message=".*runs on the paddle backend", category=RuntimeWarning
+        )
         for _ in range(3):
             assert_same(fast(x, z), expected)
     assert_same([x, z], [x0, z0])

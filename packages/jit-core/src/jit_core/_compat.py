@@ -189,6 +189,19 @@ def prologue(code) -> List[Instr]:
     return out
 
 
+def entry_prologue(code) -> List[Instr]:
+    """The prologue of a function that enters ``code`` in the middle (a resume function,
+    a loop body): the free variables copied and RESUME; cells are not supported there."""
+    return [i for i in prologue(code) if i.name in ("COPY_FREE_VARS", "RESUME")]
+
+
+def load_closure(code) -> List[Instr]:
+    """Push the tuple of ``code``'s free-variable cells: the closure a function entering
+    the same code from elsewhere (a resume function) needs."""
+    out = [Instr("LOAD_CLOSURE", FreeVar(name)) for name in code.co_freevars]
+    return out + build_tuple(len(code.co_freevars))
+
+
 def build_tuple(n: int) -> List[Instr]:
     return [Instr("BUILD_TUPLE", n)]
 

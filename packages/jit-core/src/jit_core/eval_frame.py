@@ -316,8 +316,16 @@ class _ResumeCall:
         self.ctx = ctx
         self.fn = fn
 
-    def __call__(self, stack: tuple, local_values: tuple):
-        return self.ctx.run_direct(self.fn, stack + local_values, {})
+    def __call__(self, stack: tuple, local_values: tuple, closure: Optional[tuple] = None):
+        fn = self.fn
+        if closure is not None:  # the frame's own cells, for a code with free variables
+            fn = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, None, closure)
+        return self.ctx.run_direct(fn, stack + local_values, {})
+
+
+def _empty_closure(code: types.CodeType) -> Optional[tuple]:
+    """Cells to make a function of ``code`` with; the calls pass the frame's real ones."""
+    return tuple(types.CellType() for _ in code.co_freevars) if code.co_freevars else None
 
 
 class _LoopCall:
@@ -325,7 +333,7 @@ class _LoopCall:
     its own function through the cache (captured, guarded and broken on its own), and
     the rest of the frame after the loop as a resume function (``codegen.loops``)."""
 
-    __slots__ = ("ctx", "code", "plan", "body", "live", "f_globals")
+    __slots__ = ("ctx", "code", "plan", "body", "live", "f_globals", "_after")
 
     def __init__(self, ctx, code, plan, body, live, f_globals):
         self.ctx = ctx
@@ -334,9 +342,13 @@ class _LoopCall:
         self.body = body
         self.live = live
         self.f_globals = f_globals
+        #: where the loop left -> the locals live there (a liveness analysis each)
+        self._after: Dict[int, tuple] = {}
 
-    def __call__(self, stack: tuple, local_values: tuple):
+    def __call__(self, stack: tuple, local_values: tuple, closure: Optional[tuple] = None):
         ctx, plan, body = self.ctx, self.plan, self.body
+        if closure is not None:  # the frame's own cells, for a code with free variables
+            body = types.FunctionType(body.__code__, body.__globals__, body.__name__, None, closure)
         below, iterator = stack[:-1], stack[-1]
         known = dict(zip(self.live, local_values))
         values = tuple(known.get(n, loops.UNBOUND) for n in plan.names)
@@ -350,9 +362,14 @@ class _LoopCall:
                 target = payload
                 break
         bound = {n: v for n, v in zip(plan.names, values) if v is not loops.UNBOUND}
-        live = [n for n in sorted(resume_codes.live_locals(self.code, [target])) if n in bound]
+        after = self._after.get(target)
+        if after is None:
+            after = self._after[target] = tuple(
+                sorted(resume_codes.live_locals(self.code, [target]))
+            )
+        live = [n for n in after if n in bound]
         rest = ctx._resume_call(self.code, target, len(below), live, self.f_globals)
-        return rest(below, tuple(bound[n] for n in live))
+        return rest(below, tuple(bound[n] for n in live), closure)
 
 
 @contextlib.contextmanager
@@ -850,7 +867,9 @@ class CompileContext:
             self.direct_codes.add(body_code)
             self._positional_codes.add(body_code)
             _never_skip([body_code])
-        body = types.FunctionType(body_code, f_globals, body_code.co_name)
+        body = types.FunctionType(
+            body_code, f_globals, body_code.co_name, None, _empty_closure(body_code)
+        )
         call = self._resumes[key] = _LoopCall(self, code, plan, body, tuple(live), f_globals)
         return call
 
@@ -859,7 +878,9 @@ class CompileContext:
         call = self._resumes.get(key)
         if call is None:
             resume_code = resume_codes.build_resume_code(code, offset, nstack, live)
-            fn = types.FunctionType(resume_code, f_globals, resume_code.co_name)
+            fn = types.FunctionType(
+                resume_code, f_globals, resume_code.co_name, None, _empty_closure(resume_code)
+            )
             self.targets.add(resume_code)
             self._resume_roots[resume_code] = self._resume_roots.get(code, code)
             self.direct_codes.add(resume_code)

@@ -86,8 +86,10 @@ class Where:
 def where_to_break(code: types.CodeType, inst: dis.Instruction):
     """A ``Where``, or why the graph cannot break for ``inst`` ("" when the reason of the
     stop needs nothing added: only calls, branches and stores can break)."""
-    if code.co_cellvars or code.co_freevars:
-        return "the graph cannot break in a frame with closures (cell or free variables) yet"
+    if code.co_cellvars:
+        # its cells are shared with the closures it made: a resume function would get
+        # new ones (free variables are fine: the resume function gets the same closure)
+        return "the graph cannot break in a frame that makes closures (cell variables) yet"
     head = resume.loop_head(code, inst.offset)
     if head is not None:
         # whatever stopped the capture, the whole loop runs in the resumed frame
@@ -323,7 +325,11 @@ def build_break_code(
         out.extend(_compat.build_tuple(nstack) + _compat.store_fast(STACK_LOCAL))
         out.extend(_compat.load_callable_const(fn))
         out.extend(_compat.load_fast(STACK_LOCAL) + _compat.load_fast(LOCALS_LOCAL))
-        out.extend(_compat.call(2) + _compat.return_value())
+        if code.co_freevars:
+            # the resume function reads the same cells as this frame
+            out.extend(_compat.load_closure(code) + _compat.call(3) + _compat.return_value())
+        else:
+            out.extend(_compat.call(2) + _compat.return_value())
 
     inst = point.inst
     if point.before_loop:

@@ -95,8 +95,8 @@ def body_name(code: types.CodeType, head: int) -> str:
 
 def plan_loop(code: types.CodeType, head: int) -> Union[LoopPlan, str]:
     """How to outline the loop starting at ``head``, or why it cannot be."""
-    if code.co_cellvars or code.co_freevars:
-        return "the frame has closures (cell or free variables)"
+    if code.co_cellvars:
+        return "the frame makes closures (cell variables)"
     insts, index = resume._layout(code)
     i = index.get(head)
     if i is None or insts[i].opname != "FOR_ITER":
@@ -268,7 +268,7 @@ def build_body_code(code: types.CodeType, plan: LoopPlan) -> types.CodeType:
     for target, label in break_labels.items():
         stubs.append(label)
         stubs += _exit(BREAK, _compat.load_const(target), names)
-    prefix = [i for i in _compat.prologue(code) if i.name == "RESUME"]
+    prefix = _compat.entry_prologue(code)
     # the loop's iterator stays below the item in the original; a placeholder stands for
     # it here (the body only ever pops it, on its way out)
     prefix += _compat.load_const(None) + _compat.load_fast(ITEM_ARG)

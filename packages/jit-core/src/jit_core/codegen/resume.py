@@ -161,7 +161,7 @@ def build_resume_code(
     else:
         raise ValueError(f"no instruction {target} in {code.co_name}")
     line = code.co_firstlineno
-    prefix: List[Instr] = [i for i in _compat.prologue(code) if i.name == "RESUME"]
+    prefix: List[Instr] = _compat.entry_prologue(code)
     prefix += [Instr("LOAD_FAST", STACK_ARG.format(j)) for j in range(nstack)]
     prefix += _compat.jump_forward(label)
     for ins in prefix:

@@ -1,0 +1,91 @@
+"""Frames with free variables (closures that read the enclosing function's variables)
+can break their graph: the resume functions get the frame's own cells, so a variable that
+another closure changes during the break is read as eager reads it.
+
+A training step written as a closure is the common case: ``loss.backward()``,
+``opt.step()`` and ``opt.clear_grad()`` each break, the forward and the loss are a graph.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import paddle
+import pytest
+
+import jit_core
+
+from .helpers import assert_same
+
+
+def make_step(model, opt):
+    def step(x, y):
+        loss = paddle.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        opt.clear_grad()
+        return loss
+
+    return step
+
+
+@pytest.mark.autograd
+def test_training_step_as_a_closure_matches_eager(backend):
+    paddle.seed(30)
+    model = paddle.nn.Sequential(paddle.nn.Linear(4, 8), paddle.nn.ReLU(), paddle.nn.Linear(8, 4))
+    twin = copy.deepcopy(model)
+    opt = paddle.optimizer.SGD(0.1, parameters=model.parameters())
+    twin_opt = paddle.optimizer.SGD(0.1, parameters=twin.parameters())
+    eager = make_step(twin, twin_opt)
+    fast = jit_core.optimize(make_step(model, opt), backend=backend)
+    for _ in range(3):
+        x, y = paddle.rand([2, 4]), paddle.rand([2, 4])
+        assert_same(fast(x, y), eager(x, y))
+        assert_same([p for p in model.parameters()], [p for p in twin.parameters()])
+    stats = fast.jit_stats
+    assert stats.eager_frames.get(jit_core.api.frame_key(fast._orig_fn)) is None, stats
+    report = jit_core.explain(make_step(copy.deepcopy(model), opt), x, y)
+    assert report.breaks[0].graph_break and "backward" in report.breaks[0].reason, str(report)
+
+
+def make_counter():
+    count = 0
+
+    def bump():
+        nonlocal count
+        count += 1
+
+    def scaled(x):
+        y = x * 2
+        bump()  # a graph break: another closure changes the shared cell
+        return y * count
+
+    return scaled
+
+
+def test_a_cell_changed_during_the_break_is_read_after_it(backend):
+    x = paddle.rand([3])
+    fast = jit_core.optimize(make_counter(), backend=backend)
+    eager = make_counter()
+    for _ in range(3):
+        assert_same(fast(x), eager(x))
+    report = jit_core.explain(make_counter(), x)
+    first = report.breaks[0]
+    assert first.frame == "scaled" and first.graph_break, str(report)
+
+
+def make_printer(scale):
+    def show(x):
+        y = x * scale
+        print("scaled", y.shape)
+        return y + scale
+
+    return show
+
+
+def test_each_closure_instance_reads_its_own_cells(backend, capsys):
+    x = paddle.rand([3])
+    for scale in (2.0, 3.0):
+        fast = jit_core.optimize(make_printer(scale), backend=backend)
+        assert_same(fast(x), make_printer(scale)(x))
+    assert capsys.readouterr().out.count("scaled") == 4

@@ -188,3 +188,47 @@ def test_a_loop_over_a_long_tensor_breaks_at_get_iter_and_runs_in_python():
     body = [g for g in report.graphs if "loop_body" in g.frame]
     assert len(body) == 1 and body[0].op_count == 1, str(report)
     assert paddle.allclose(report.result, sums_rows(x)).item()
+
+
+class _BreakingBlock(paddle.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.fc = paddle.nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = paddle.nn.functional.relu(self.fc(x))
+        y.numpy()  # breaks: this frame has a replacement with a resume function
+        return y + x
+
+
+class _EagerLoopOfBreakingBlocks(paddle.nn.Layer):
+    """A while loop: the frame runs eagerly, every block is reached through the hook."""
+
+    def __init__(self, n=5):
+        super().__init__()
+        self.blocks = paddle.nn.LayerList([_BreakingBlock() for _ in range(n)])
+
+    def forward(self, x):
+        i = 0
+        while i < len(self.blocks):
+            x = self.blocks[i](x)
+            i += 1
+        return x
+
+
+def test_every_breaking_callee_of_an_eager_frame_is_captured():
+    # Paddle's shim runs a replaced frame with its callback off; the break inside turns
+    # the hook on and off again, which used to uninstall it for the rest of the caller
+    paddle.seed(4)
+    net = _EagerLoopOfBreakingBlocks()
+    fast = jit_core.optimize(net)
+    x = paddle.rand([2, 4])
+    for _ in range(2):
+        assert paddle.allclose(fast(x), net(x)).item()
+    entries = fast.jit_stats.entries
+    key = [k for k in entries if k.startswith("_BreakingBlock.forward")]
+    assert key and entries[key[0]] == 5, entries
+    # and nothing is left hooked once the call returned
+    from paddle.framework import core
+
+    assert core.set_eval_frame(None) is None

@@ -118,11 +118,38 @@ def layer_call_is_forward(layer: paddle.nn.Layer) -> bool:
 class FrameResult:
     """What the hook hands back to Paddle's C shim for one frame."""
 
-    __slots__ = ("code", "disable_eval_frame")
+    __slots__ = ("code", "disable_eval_frame", "hooked")
 
-    def __init__(self, code: Optional[types.CodeType], disable_eval_frame: bool):
+    def __init__(
+        self,
+        code: Optional[types.CodeType],
+        disable_eval_frame: bool,
+        hooked: Optional[FrameResult] = None,
+    ):
         self.code = code
         self.disable_eval_frame = disable_eval_frame
+        #: what to hand Paddle's shim itself (the hook); ``run_direct`` runs ``code``
+        self.hooked = hooked if hooked is not None else self
+
+
+class _Rearm:
+    """Called by the code of a frame that breaks its graph just before it returns, when
+    Paddle's shim runs that code (the frame was reached through the hook).
+
+    The shim runs replaced code with its callback set to None and afterwards puts back
+    only the callback: it assumes its frame-evaluation function is still installed. A
+    break in that code turns the hook on for the call and back off, and turning it off
+    uninstalls the function; on return every later frame of the caller would go unseen
+    (an eager loop over sublayers that break captured only the first). Turning the hook on
+    again here reinstalls it; the shim then puts its own callback back over ours."""
+
+    __slots__ = ("ctx",)
+
+    def __init__(self, ctx: CompileContext):
+        self.ctx = ctx
+
+    def __call__(self) -> None:
+        set_eval_frame(self.ctx.callback)
 
 
 #: generator, coroutine, iterable coroutine, async generator
@@ -447,6 +474,7 @@ class CompileContext:
         self._warned_training = False
         self._entry_functions: Dict[types.CodeType, Callable] = {}
         self._hooked_call = _HookedCall(self)
+        self._rearm = _Rearm(self)
         #: (code, offset, stack size, live locals) -> the resume callable
         self._resumes: Dict[tuple, Any] = {}
         #: (code, loop head) -> the code of the loop's body function (codegen.loops)
@@ -475,14 +503,14 @@ class CompileContext:
             for guard, result in hot:
                 try:
                     if guard(L, G):
-                        return result
+                        return result.hooked
                 except Exception:  # noqa: BLE001 - a guard that cannot run has failed
                     pass
             if len(hot) >= self._limit_floor:
                 result = self._past_limit(frame.f_code, cache, L, G)
                 if result is not None:
-                    return result
-        return self._miss(frame, frame.f_code, cache)
+                    return result.hooked
+        return self._miss(frame, frame.f_code, cache).hooked
 
     def _limit_callback(self, frame) -> FrameResult:
         """The hook while a frame past its recompile limit runs eagerly through
@@ -794,14 +822,18 @@ class CompileContext:
                 return call
 
             try:
-                new_code = graph_breaks.build_break_code(
-                    code,
-                    compiled,
-                    traced.sources,
-                    traced.tensors,
-                    traced.point,
-                    self._hooked_call,
-                    make_resume,
+                new_code, hooked_code = (
+                    graph_breaks.build_break_code(
+                        code,
+                        compiled,
+                        traced.sources,
+                        traced.tensors,
+                        traced.point,
+                        self._hooked_call,
+                        make_resume,
+                        rearm=rearm,
+                    )
+                    for rearm in (None, self._rearm)
                 )
             except Unsupported as again:
                 raise stop.could_not_break(again.reason) from None
@@ -813,6 +845,10 @@ class CompileContext:
                 )
             elif traced.point.before_loop:
                 stop.reason = f"{stop.reason} (in a loop: the graph breaks before the loop)"
+        result = FrameResult(new_code, True)
+        if stop is not None:
+            result.hooked = FrameResult(hooked_code, True)
+            resumes = list(dict.fromkeys(resumes))  # both codes asked for them
         guard = traced.output.guards.build(f"guard_{_identifier(code.co_name)}_{n}")
         owner = _pinned_locals(traced.output.guards)
         guards_log.info("%s", guard.readable())
@@ -828,7 +864,7 @@ class CompileContext:
             code=new_code,
             graph_module=gm,
             compiled=compiled,
-            result=FrameResult(new_code, True),
+            result=result,
             original=code,
             op_count=op_count,
             pass_records=traced.pass_records,

@@ -299,6 +299,7 @@ def build_break_code(
     point: BreakPoint,
     hooked_call: Callable,
     make_resume: Callable[[int, int, Sequence[str]], Callable],
+    rearm: Optional[Callable[[], None]] = None,
 ) -> types.CodeType:
     """The replacement of ``code`` for a capture that stopped at ``point``.
 
@@ -321,15 +322,20 @@ def build_break_code(
 
     def resume_call(offset: int, nstack: int) -> None:
         fn = make_resume(offset, nstack, point.live)
-        point.resumes.append((resume.resume_name(code, offset), offset, nstack))
+        made = (resume.resume_name(code, offset), offset, nstack)
+        if made not in point.resumes:  # (the code is built twice: see eval_frame._Rearm)
+            point.resumes.append(made)
         out.extend(_compat.build_tuple(nstack) + _compat.store_fast(STACK_LOCAL))
         out.extend(_compat.load_callable_const(fn))
         out.extend(_compat.load_fast(STACK_LOCAL) + _compat.load_fast(LOCALS_LOCAL))
         if code.co_freevars:
             # the resume function reads the same cells as this frame
-            out.extend(_compat.load_closure(code) + _compat.call(3) + _compat.return_value())
+            out.extend(_compat.load_closure(code) + _compat.call(3))
         else:
-            out.extend(_compat.call(2) + _compat.return_value())
+            out.extend(_compat.call(2))
+        if rearm is not None:  # (see eval_frame._Rearm)
+            out.extend(_compat.load_callable_const(rearm) + _compat.call(0) + _compat.pop_top())
+        out.extend(_compat.return_value())
 
     inst = point.inst
     if point.before_loop:

@@ -1059,8 +1059,18 @@ class CompileContext:
     def _bind(self, func: types.FunctionType, code: types.CodeType, args, kwargs):
         """The frame's locals at entry (arguments and free variables), or None when the
         call itself would raise TypeError."""
-        if not kwargs and code in self._positional_codes and len(args) == code.co_argcount:
+        nargs = code.co_argcount
+        if not kwargs and code in self._positional_codes and len(args) == nargs:
             f_locals = dict(zip(code.co_varnames, args))
+        elif (
+            not kwargs
+            and code in self._positional_codes
+            and 0 < nargs - len(args) <= len(func.__defaults__ or ())
+        ):
+            # trailing arguments left to their defaults (forward(x, steps=4) called as
+            # forward(x)): inspect's binding costs more than the rest of a cache hit
+            missing = nargs - len(args)
+            f_locals = dict(zip(code.co_varnames, args + func.__defaults__[-missing:]))
         else:
             sig = self._signatures.get(code)
             if sig is None:

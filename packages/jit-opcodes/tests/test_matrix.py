@@ -80,3 +80,17 @@ def test_opcodes_declared_to_break_are_ones_jit_core_can_break_at():
     breakable = set(breaks.NATIVE) | set(breaks.CALLS) | set(breaks.JUMPS)
     declared = {name for name, fn, _, _ in HANDLERS if getattr(fn, "break_reason", None)}
     assert declared and declared <= breakable, declared - breakable
+
+
+def test_a_declared_break_the_core_cannot_make_is_eager(monkeypatch):
+    # a plugin may declare breaks="..." for an opcode; the matrix says what jit-core does
+    def handler(tx, inst):  # pragma: no cover - never run
+        raise AssertionError
+
+    handler.break_reason = "a side effect"
+    extra = [("NOP", handler, ("3.12",), "plugin"), ("STORE_ATTR", handler, ("3.12",), "plugin")]
+    monkeypatch.setattr(matrix, "HANDLERS", list(matrix.HANDLERS) + extra)
+    table = matrix.build()
+    assert table["NOP"]["3.12"].status == matrix.EAGER
+    assert "cannot break the graph at NOP" in table["NOP"]["3.12"].reason
+    assert table["STORE_ATTR"]["3.12"] == matrix.Cell(matrix.BREAKS, "a side effect")

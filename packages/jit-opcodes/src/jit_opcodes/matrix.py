@@ -25,6 +25,8 @@ import os
 from dataclasses import dataclass
 from typing import Dict, List, Tuple
 
+from jit_core.codegen.breaks import can_break_at
+
 from . import load_families
 from .registry import ALL_VERSIONS, HANDLERS
 
@@ -124,7 +126,16 @@ def _handlers() -> Dict[Tuple[str, str], Cell]:
             if getattr(fn, "eager_reason", None):
                 found[(opname, v)] = Cell(EAGER, fn.eager_reason)
             elif getattr(fn, "break_reason", None):
-                found[(opname, v)] = Cell(BREAKS, fn.break_reason)
+                # a handler declares the break; whether the graph can break there is
+                # the core's to say (codegen.breaks), not the declaration's
+                if can_break_at(opname):
+                    found[(opname, v)] = Cell(BREAKS, fn.break_reason)
+                else:
+                    found[(opname, v)] = Cell(
+                        EAGER,
+                        f"{fn.break_reason}; jit-core cannot break the graph at {opname}, "
+                        "so the frame runs eagerly",
+                    )
             else:
                 found[(opname, v)] = Cell(SYMBOLIC, family)
     return found

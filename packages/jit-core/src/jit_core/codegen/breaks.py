@@ -74,6 +74,13 @@ JUMPS = {
 IN_LOOP = "the graph cannot break inside a loop (each iteration would need its own graph)"
 
 
+def can_break_at(opname: str) -> bool:
+    """Whether ``build_break_code`` can run an instruction of this kind in CPython between
+    two graphs: calls, conditional jumps, and the stores and GET_ITER of ``NATIVE``. The
+    opcode matrix's "breaks" column comes from here."""
+    return opname in CALLS or opname in JUMPS or opname in NATIVE
+
+
 @dataclass(frozen=True)
 class Where:
     """Where a capture that stopped at an instruction ends: at that instruction (it runs
@@ -386,6 +393,7 @@ def build_break_code(
 __all__ = [
     "BreakPoint",
     "CALLS",
+    "can_break_at",
     "JUMPS",
     "break_point",
     "build_break_code",

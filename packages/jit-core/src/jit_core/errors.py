@@ -27,16 +27,81 @@ def describe_instruction(inst) -> str:
     return f"{inst.opname}{arg}"
 
 
+# ------------------------------------------------------------------ break categories
+# Every ``Unsupported`` carries one of these strings as ``category``: a stable name for the
+# kind of break (like TorchDynamo's ``gb_type``) that tests and tools can match on, while
+# ``reason`` stays free wording for people. The set is closed; docs/usage.rst lists it.
+
+#: a tensor's value decides a branch (``if t``, ``not t``, ``x in t``, ``max`` over tensors)
+TENSOR_BRANCH = "tensor-branch"
+#: tensor data leaves the graph as a Python value (``.numpy()``, ``.item()``, ``int(t)``)
+DATA_LEAVES_GRAPH = "data-leaves-graph"
+#: a call that does I/O (``print``, ``input``, ``open``)
+IO_CALL = "io-call"
+#: a side effect the capture does not replay: attribute, item or global stores, mutation of
+#: a container from outside the frame, ``nonlocal`` stores, imports that load a module
+SIDE_EFFECT = "side-effect"
+#: an in-place tensor update that cannot stay in the graph (on inputs, parameters, views)
+INPLACE_OUTSIDE = "inplace-outside"
+#: a call to a library or C function, or a method, that the capture does not trace
+UNTRACED_CALL = "untraced-call"
+#: an instruction or language construct with no handler (class statement, ``return``
+#: through ``finally``, an unknown intrinsic)
+UNSUPPORTED_OPCODE = "unsupported-opcode"
+#: the code raises: ``raise``, a failing ``assert``, or an operation that raises during
+#: capture (``KeyError``, ``TypeError`` ...); the frame runs eagerly so Python raises it
+RAISES = "raises"
+#: a generator or coroutine, or a ``yield`` the capture cannot interleave
+GENERATOR = "generator"
+#: ``with`` on a context manager the capture does not model, or a gradient / autocast mode
+#: change it cannot capture
+CONTEXT_MANAGER = "context-manager"
+#: a value the capture cannot know or model: an unknown object's attribute, a non-constant
+#: where a constant is needed, an object of a type it does not model
+DYNAMIC_VALUE = "dynamic-value"
+#: a value made during the capture cannot be rebuilt in Python after the graph or at a
+#: graph break
+RECONSTRUCT = "reconstruct"
+#: a limit of the JIT: recompile limits, inlining depth, instruction cap, unrolling cap,
+#: frames the hook cannot see
+LIMIT = "limit"
+#: a bug or broken invariant of jit-core itself
+INTERNAL = "internal"
+#: the default, for a break no other category describes
+UNSUPPORTED = "unsupported"
+
+#: every category, in the order the docs list them
+CATEGORIES = (
+    TENSOR_BRANCH,
+    DATA_LEAVES_GRAPH,
+    IO_CALL,
+    SIDE_EFFECT,
+    INPLACE_OUTSIDE,
+    UNTRACED_CALL,
+    UNSUPPORTED_OPCODE,
+    RAISES,
+    GENERATOR,
+    CONTEXT_MANAGER,
+    DYNAMIC_VALUE,
+    RECONSTRUCT,
+    LIMIT,
+    INTERNAL,
+    UNSUPPORTED,
+)
+
+
 class Unsupported(Exception):
     """Raised inside a capture: this frame cannot be captured (yet).
 
     It never reaches the user unless ``full_graph=True``; the frame runs eagerly instead and
-    ``explain()`` shows ``reason`` with the place it happened.
+    ``explain()`` shows ``reason`` with the place it happened. ``category`` is one of
+    ``CATEGORIES``: the kind of break, stable across rewordings of ``reason``.
     """
 
-    def __init__(self, reason: str):
+    def __init__(self, reason: str, category: str = UNSUPPORTED):
         super().__init__(reason)
         self.reason = reason
+        self.category = category
         #: "file:line" and the instruction, filled in by the executor that caught it
         self.location: Optional[str] = None
         self.instruction: Optional[str] = None
@@ -71,10 +136,18 @@ class Unsupported(Exception):
 class GraphBreakError(JitError):
     """``full_graph=True`` was asked for but the function cannot be captured whole."""
 
-    def __init__(self, reason: str, location: Optional[str], instruction: Optional[str]):
+    def __init__(
+        self,
+        reason: str,
+        location: Optional[str],
+        instruction: Optional[str],
+        category: str = UNSUPPORTED,
+    ):
         self.reason = reason
         self.location = location
         self.instruction = instruction
+        #: the category of the break (one of ``CATEGORIES``)
+        self.category = category
         where = f" at {location}" if location else ""
         inst = f" ({instruction})" if instruction else ""
         super().__init__(f"full_graph=True, but the graph breaks{where}{inst}: {reason}")

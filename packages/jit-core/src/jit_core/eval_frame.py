@@ -28,7 +28,14 @@ from .codegen import loops
 from .codegen import resume as resume_codes
 from .codegen.frame import GENERATED_CODES, build_code, collect_tensors, disassemble
 from .config import Options
-from .errors import BackendCompileError, GraphBreakError, Unsupported
+from .errors import (
+    GENERATOR,
+    INTERNAL,
+    LIMIT,
+    BackendCompileError,
+    GraphBreakError,
+    Unsupported,
+)
 from .executor.output_graph import OutputGraph, may_share_memory
 from .executor.translator import Translator, root_locals
 from .fx import GraphModule
@@ -315,6 +322,8 @@ class CaptureEvent:
     recompile_limit: bool = False
     #: ``frame_key`` of the code
     key: Optional[str] = None
+    #: the kind of break (one of ``errors.CATEGORIES``), for a frame that does not compile
+    category: Optional[str] = None
 
 
 class _HookedCall:
@@ -549,7 +558,9 @@ class CompileContext:
         elif code.co_flags & _GENERATOR_FLAGS:
             reason = "generators and coroutines run eagerly"
             cache.run_eagerly(reason)
-            self.events.append(CaptureEvent(code.co_name, _location(code), False, None, reason))
+            self.events.append(
+                CaptureEvent(code.co_name, _location(code), False, None, reason, category=GENERATOR)
+            )
         self.cache[code] = cache
         return cache
 
@@ -578,11 +589,18 @@ class CompileContext:
             except Unsupported as e:
                 reason = e.describe()
                 if self.options.full_graph:
-                    raise GraphBreakError(e.reason, e.location, e.instruction) from None
+                    raise GraphBreakError(e.reason, e.location, e.instruction, e.category) from None
                 cache.run_eagerly(reason)
                 self.events.append(
                     CaptureEvent(
-                        code.co_name, location, False, None, e.reason, e.location, e.instruction
+                        code.co_name,
+                        location,
+                        False,
+                        None,
+                        e.reason,
+                        e.location,
+                        e.instruction,
+                        category=e.category,
                     )
                 )
                 breaks_log.info("%s runs eagerly: %s", code.co_name, reason)
@@ -594,9 +612,11 @@ class CompileContext:
                 # eagerly (which raises the user's own error, if it is one) and we say so.
                 reason = f"internal error during capture: {type(e).__name__}: {e}"
                 if self.options.full_graph:
-                    raise GraphBreakError(reason, location, None) from e
+                    raise GraphBreakError(reason, location, None, INTERNAL) from e
                 cache.run_eagerly(reason)
-                self.events.append(CaptureEvent(code.co_name, location, False, None, reason))
+                self.events.append(
+                    CaptureEvent(code.co_name, location, False, None, reason, category=INTERNAL)
+                )
                 breaks_log.warning("%s runs eagerly: %s", code.co_name, reason, exc_info=True)
                 warnings.warn(
                     f"jit_core: {code.co_name} ({location}) runs eagerly: {reason}",
@@ -622,6 +642,7 @@ class CompileContext:
                         brk.instruction,
                         graph_break=True,
                         resumes=[resume_codes.describe_resume(c) for c in entry.resumes],
+                        category=brk.category,
                     )
                 )
                 breaks_log.info("graph break in %s: %s", code.co_name, brk.describe())
@@ -681,7 +702,14 @@ class CompileContext:
         key = frame_key(code)
         self.events.append(
             CaptureEvent(
-                code.co_name, _location(code), False, None, reason, recompile_limit=True, key=key
+                code.co_name,
+                _location(code),
+                False,
+                None,
+                reason,
+                recompile_limit=True,
+                key=key,
+                category=LIMIT,
             )
         )
         recompiles_log.info("%s: %s", key, reason)
@@ -731,7 +759,9 @@ class CompileContext:
             if tx.stopped:
                 inst = tx.instructions[tx.ip]
                 if not before_loop and inst.offset != stop.root_instruction.offset:
-                    raise Unsupported("the capture did not stop where it broke before")
+                    raise Unsupported(
+                        "the capture did not stop where it broke before", category=INTERNAL
+                    )
                 point = graph_breaks.break_point(tx, inst, before_loop)
                 tensors = graph_breaks.tensors_to_rebuild(point.values())
             else:
@@ -993,7 +1023,9 @@ class CompileContext:
                 f"exception table (try, with, inlined comprehension), and {why}"
             )
             cache.run_eagerly(reason)
-            self.events.append(CaptureEvent(code.co_name, _location(code), False, None, reason))
+            self.events.append(
+                CaptureEvent(code.co_name, _location(code), False, None, reason, category=LIMIT)
+            )
 
     def run_direct(
         self,

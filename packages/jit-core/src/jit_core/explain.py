@@ -9,6 +9,7 @@ from typing import Any, Callable, List, Optional
 from .api import OptimizedFunction, OptimizedLayer, _target_codes
 from .codegen.frame import disassemble
 from .config import Options
+from .errors import UNSUPPORTED
 from .eval_frame import CompileContext
 
 
@@ -24,6 +25,9 @@ class BreakInfo:
     graph_break: bool = False
     #: the resume functions the break calls: (name, ``dis`` of their code)
     resumes: List[tuple] = field(default_factory=list)
+    #: the kind of break, stable across rewordings of ``reason``: one of
+    #: ``jit_core.errors.CATEGORIES`` (``"tensor-branch"``, ``"side-effect"`` ...)
+    category: str = UNSUPPORTED
 
     def __str__(self) -> str:
         where = f" at {self.location}" if self.location else ""
@@ -32,7 +36,7 @@ class BreakInfo:
         then = ""
         if self.resumes:
             then = "; resumes in " + ", ".join(name for name, _ in self.resumes)
-        return f"{self.frame}: {kind}{self.reason}{where}{inst}{then}"
+        return f"{self.frame}: {kind}[{self.category}] {self.reason}{where}{inst}{then}"
 
 
 @dataclass
@@ -197,6 +201,7 @@ def explain(fn: Callable, *args, backend: Optional[str] = None, **kwargs) -> Exp
                     ev.instruction,
                     ev.graph_break,
                     list(ev.resumes),
+                    ev.category or UNSUPPORTED,
                 )
             )
     return out

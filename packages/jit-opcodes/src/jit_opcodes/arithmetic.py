@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import operator
 
-from jit_core.errors import Unsupported
+from jit_core.errors import UNSUPPORTED_OPCODE, Unsupported
 from jit_core.variables import SliceVariable, wrap_static
 
 from .registry import handler, versions
@@ -84,7 +84,7 @@ def binary_op(tx, inst):
     inplace = sym.endswith("=")
     fn = _BINARY_OP.get(sym[:-1] if inplace else sym)
     if fn is None:
-        raise Unsupported(f"BINARY_OP {sym!r}")
+        raise Unsupported(f"BINARY_OP {sym!r}", category=UNSUPPORTED_OPCODE)
     _binary(tx, fn, inplace)
 
 
@@ -113,7 +113,7 @@ def compare_op(tx, inst):
         res = tx.binary_op(operator.contains, b, a)
         tx.push(res if sym == "in" else tx.unary_op(operator.not_, res))
     else:
-        raise Unsupported(f"COMPARE_OP {sym!r}")
+        raise Unsupported(f"COMPARE_OP {sym!r}", category=UNSUPPORTED_OPCODE)
 
 
 @handler("IS_OP", versions=versions("3.9", "3.12"))

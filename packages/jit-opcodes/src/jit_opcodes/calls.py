@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jit_core.errors import Unsupported
+from jit_core.errors import DYNAMIC_VALUE, INTERNAL, UNSUPPORTED_OPCODE, Unsupported
 from jit_core.variables import DictVariable, NestedFunctionVariable, NullVariable
 
 from .registry import handler, versions
@@ -49,9 +49,9 @@ def _call_ex(tx, inst, pops_null):
     if pops_null:
         null = tx.pop()
         if not isinstance(null, NullVariable):
-            raise Unsupported("CALL_FUNCTION_EX without the NULL it expects")
+            raise Unsupported("CALL_FUNCTION_EX without the NULL it expects", category=INTERNAL)
     if kwargs is not None and not isinstance(kwargs, DictVariable):
-        raise Unsupported(f"** unpacking of {kwargs.describe()}")
+        raise Unsupported(f"** unpacking of {kwargs.describe()}", category=DYNAMIC_VALUE)
     tx.push(tx.call(fn, args.unpack_var_sequence(tx), dict(kwargs.items) if kwargs else {}))
 
 
@@ -117,7 +117,7 @@ def call_intrinsic_1(tx, inst):
 
         tx.push(tx.unary_op(operator.pos, tx.pop()))
     else:
-        raise Unsupported(f"CALL_INTRINSIC_1 {name}")
+        raise Unsupported(f"CALL_INTRINSIC_1 {name}", category=UNSUPPORTED_OPCODE)
 
 
 @handler(
@@ -126,9 +126,9 @@ def call_intrinsic_1(tx, inst):
     eager="except* re-raising and PEP 695 type parameters run eagerly",
 )
 def call_intrinsic_2(tx, inst):
-    raise Unsupported(f"CALL_INTRINSIC_2 {inst.argrepr}: not captured")
+    raise Unsupported(f"CALL_INTRINSIC_2 {inst.argrepr}: not captured", category=UNSUPPORTED_OPCODE)
 
 
 @handler("LOAD_BUILD_CLASS", eager="a class statement inside the function runs eagerly")
 def load_build_class(tx, inst):
-    raise Unsupported("a class statement inside the captured function")
+    raise Unsupported("a class statement inside the captured function", category=UNSUPPORTED_OPCODE)

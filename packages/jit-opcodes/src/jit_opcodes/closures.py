@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jit_core.errors import Unsupported
+from jit_core.errors import RAISES, SIDE_EFFECT, Unsupported
 
 from .registry import handler
 
@@ -11,7 +11,9 @@ from .registry import handler
 def load_deref(tx, inst):
     cell = tx.cell(inst.argval)
     if cell.contents is None:
-        raise Unsupported(f"free variable {inst.argval!r} is read before assignment (NameError)")
+        raise Unsupported(
+            f"free variable {inst.argval!r} is read before assignment (NameError)", category=RAISES
+        )
     tx.push(cell.contents)
 
 
@@ -21,7 +23,8 @@ def store_deref(tx, inst):
     if cell.external:
         raise Unsupported(
             f"nonlocal {inst.argval!r} of an enclosing function is assigned: "
-            "a side effect not captured yet"
+            "a side effect not captured yet",
+            category=SIDE_EFFECT,
         )
     if inst.argval in tx.code.co_freevars:
         tx.no_side_effect(f"assigning nonlocal {inst.argval!r}")
@@ -32,7 +35,9 @@ def store_deref(tx, inst):
 def delete_deref(tx, inst):
     cell = tx.cell(inst.argval)
     if cell.external:
-        raise Unsupported(f"del of nonlocal {inst.argval!r}: a side effect not captured yet")
+        raise Unsupported(
+            f"del of nonlocal {inst.argval!r}: a side effect not captured yet", category=SIDE_EFFECT
+        )
     if inst.argval in tx.code.co_freevars:
         tx.no_side_effect(f"del of nonlocal {inst.argval!r}")
     cell.contents = None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jit_core.errors import Unsupported
+from jit_core.errors import DYNAMIC_VALUE, RAISES, Unsupported
 from jit_core.variables import (
     ConstantVariable,
     DictVariable,
@@ -27,7 +27,7 @@ def build_list(tx, inst):
 
 def _key(v):
     if not v.is_python_constant():
-        raise Unsupported(f"dict key {v.describe()} is not a constant")
+        raise Unsupported(f"dict key {v.describe()} is not a constant", category=DYNAMIC_VALUE)
     return v.as_python_constant()
 
 
@@ -87,7 +87,10 @@ def build_set_unpack(tx, inst):
 def _set_at(tx, depth: int) -> SetVariable:
     target = tx.peek(depth)
     if not isinstance(target, SetVariable):
-        raise Unsupported(f"adding to {target.describe()}, not a set made during the capture")
+        raise Unsupported(
+            f"adding to {target.describe()}, not a set made during the capture",
+            category=DYNAMIC_VALUE,
+        )
     return target
 
 
@@ -113,11 +116,11 @@ def list_to_tuple(tx, inst):
 def dict_merge(tx, inst):
     other = tx.pop()
     if not isinstance(other, DictVariable):
-        raise Unsupported(f"** unpacking of {other.describe()}")
+        raise Unsupported(f"** unpacking of {other.describe()}", category=DYNAMIC_VALUE)
     target = tx.peek(inst.arg)
     for k, v in other.items.items():
         if inst.opname == "DICT_MERGE" and k in target.items:
-            raise Unsupported(f"duplicate keyword argument {k!r} (TypeError)")
+            raise Unsupported(f"duplicate keyword argument {k!r} (TypeError)", category=RAISES)
         target.items[k] = v
 
 
@@ -140,7 +143,7 @@ def build_map_unpack_38(tx, inst):
     out = {}
     for d in tx.popn(inst.arg):
         if not isinstance(d, DictVariable):
-            raise Unsupported(f"** unpacking of {d.describe()}")
+            raise Unsupported(f"** unpacking of {d.describe()}", category=DYNAMIC_VALUE)
         out.update(d.items)
     tx.push(DictVariable(out))
 
@@ -149,7 +152,9 @@ def build_map_unpack_38(tx, inst):
 def unpack_sequence(tx, inst):
     items = tx.pop().unpack_var_sequence(tx)
     if len(items) != inst.arg:
-        raise Unsupported(f"unpacking {len(items)} values into {inst.arg} (ValueError)")
+        raise Unsupported(
+            f"unpacking {len(items)} values into {inst.arg} (ValueError)", category=RAISES
+        )
     for item in reversed(items):
         tx.push(item)
 
@@ -160,7 +165,7 @@ def unpack_ex(tx, inst):
     after = inst.arg >> 8
     items = tx.pop().unpack_var_sequence(tx)
     if len(items) < before + after:
-        raise Unsupported("not enough values to unpack (ValueError)")
+        raise Unsupported("not enough values to unpack (ValueError)", category=RAISES)
     head = items[:before]
     middle = items[before : len(items) - after]
     tail = items[len(items) - after :]
@@ -177,7 +182,7 @@ def format_value(tx, inst):
     spec = tx.pop().as_python_constant() if have_spec else ""
     value = tx.pop()
     if not value.is_python_constant():
-        raise Unsupported(f"formatting {value.describe()} into a string")
+        raise Unsupported(f"formatting {value.describe()} into a string", category=DYNAMIC_VALUE)
     v = value.as_python_constant()
     conv = inst.arg & 0x03
     if conv == 1:

@@ -7,7 +7,7 @@ What remains is the bookkeeping of the normal path through try/finally blocks.
 
 from __future__ import annotations
 
-from jit_core.errors import Unsupported
+from jit_core.errors import RAISES, UNSUPPORTED_OPCODE, Unsupported
 from jit_core.variables import ConstantVariable, NullVariable
 from jit_core.variables.contexts import enter_context
 
@@ -32,7 +32,7 @@ def begin_finally(tx, inst):
 def end_finally(tx, inst):
     top = tx.pop()
     if not isinstance(top, NullVariable):
-        raise Unsupported("END_FINALLY with an exception pending")
+        raise Unsupported("END_FINALLY with an exception pending", category=RAISES)
 
 
 @handler(
@@ -42,7 +42,10 @@ def end_finally(tx, inst):
     eager="return/break through a finally block is not captured yet",
 )
 def finally_jumps(tx, inst):
-    raise Unsupported(f"{inst.opname}: return/break through a finally block is not captured yet")
+    raise Unsupported(
+        f"{inst.opname}: return/break through a finally block is not captured yet",
+        category=UNSUPPORTED_OPCODE,
+    )
 
 
 @handler("SETUP_WITH", versions=versions("3.8", "3.10"))
@@ -61,7 +64,7 @@ def with_cleanup_start(tx, inst):
     # pending"; __exit__(None, None, None) is called from below it
     marker = tx.pop()
     if not isinstance(marker, NullVariable):
-        raise Unsupported("leaving a `with` block with an exception pending")
+        raise Unsupported("leaving a `with` block with an exception pending", category=RAISES)
     exit_fn = tx.pop()
     none = ConstantVariable(None)
     result = tx.call(exit_fn, [none, none, none], {})
@@ -79,7 +82,7 @@ def with_cleanup_finish(tx, inst):
 @handler("RAISE_VARARGS", eager=_RAISES)
 @handler("RERAISE", versions=versions("3.9", "3.12"), eager=_RAISES)
 def raise_varargs(tx, inst):
-    raise Unsupported(_RAISES)
+    raise Unsupported(_RAISES, category=RAISES)
 
 
 @handler(
@@ -88,4 +91,4 @@ def raise_varargs(tx, inst):
     eager=_ASSERT,
 )
 def load_assertion_error(tx, inst):
-    raise Unsupported(_ASSERT)
+    raise Unsupported(_ASSERT, category=RAISES)

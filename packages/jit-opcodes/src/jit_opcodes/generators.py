@@ -5,7 +5,7 @@ coroutines, run eagerly (``yield from``/``await`` have no handler)."""
 
 from __future__ import annotations
 
-from jit_core.errors import Unsupported
+from jit_core.errors import GENERATOR, Unsupported
 from jit_core.variables import ConstantVariable
 from jit_core.variables.containers import ListIteratorVariable
 from jit_core.variables.generators import LazyIteratorVariable
@@ -28,7 +28,7 @@ def gen_start(tx, inst):
 @handler("YIELD_VALUE")
 def yield_value(tx, inst):
     if tx.yielded is None:
-        raise Unsupported("a yield outside a generator the capture runs")
+        raise Unsupported("a yield outside a generator the capture runs", category=GENERATOR)
     value = tx.pop()
     region = tx.stepwise_producer()
     if region is not None:
@@ -36,12 +36,14 @@ def yield_value(tx, inst):
         if tx.output.grad_mode() != region[3]:
             raise Unsupported(
                 f"a yield with the gradient mode changed inside {region[1]}, consumed step "
-                "by step (the consumer would run in that mode)"
+                "by step (the consumer would run in that mode)",
+                category=GENERATOR,
             )
         if not all(isinstance(v, (ListIteratorVariable, LazyIteratorVariable)) for v in tx.stack):
             raise Unsupported(
                 f"a yield inside a `with` block or an expression in {region[1]}, consumed "
-                "step by step"
+                "step by step",
+                category=GENERATOR,
             )
     tx.yielded.append(value)
     tx.push(ConstantVariable(None))  # what next() sends back

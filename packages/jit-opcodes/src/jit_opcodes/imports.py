@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from jit_core.errors import Unsupported
+from jit_core.errors import SIDE_EFFECT, UNSUPPORTED_OPCODE, Unsupported
 from jit_core.variables import wrap_static
 
 from .registry import handler
@@ -16,9 +16,11 @@ def import_name(tx, inst):
     level = tx.pop().as_python_constant()
     name = inst.argval
     if level != 0:
-        raise Unsupported(f"relative import of {name!r}")
+        raise Unsupported(f"relative import of {name!r}", category=UNSUPPORTED_OPCODE)
     if name not in sys.modules:
-        raise Unsupported(f"import of {name!r} would load a module (a side effect)")
+        raise Unsupported(
+            f"import of {name!r} would load a module (a side effect)", category=SIDE_EFFECT
+        )
     # `import a.b` binds the top package; `from a.b import c` works on a.b itself
     target = name if fromlist else name.partition(".")[0]
     tx.push(wrap_static(sys.modules[target]))

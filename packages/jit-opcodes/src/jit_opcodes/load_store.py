@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jit_core.errors import Unsupported
+from jit_core.errors import SIDE_EFFECT, Unsupported
 from jit_core.variables import NullVariable, wrap_static
 
 from .registry import handler, versions
@@ -65,7 +65,7 @@ _ATTR_STORE = "storing or deleting an attribute: a side effect, run between two 
 
 @handler("STORE_GLOBAL", "DELETE_GLOBAL", breaks=_GLOBAL_STORE)
 def store_global(tx, inst):
-    raise Unsupported(f"{_GLOBAL_STORE} ({inst.argval})")
+    raise Unsupported(f"{_GLOBAL_STORE} ({inst.argval})", category=SIDE_EFFECT)
 
 
 @handler("LOAD_ATTR", versions=versions("3.8", "3.11"))
@@ -103,4 +103,4 @@ def load_method(tx, inst):
 
 @handler("STORE_ATTR", "DELETE_ATTR", breaks=_ATTR_STORE)
 def store_attr(tx, inst):
-    raise Unsupported(f"{_ATTR_STORE} ({tx.peek().describe()}.{inst.argval})")
+    raise Unsupported(f"{_ATTR_STORE} ({tx.peek().describe()}.{inst.argval})", category=SIDE_EFFECT)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import collections.abc
 
-from jit_core.errors import Unsupported
+from jit_core.errors import DYNAMIC_VALUE, RAISES, Unsupported
 from jit_core.variables import (
     ConstantVariable,
     DictVariable,
@@ -28,7 +28,9 @@ def _type_of(v) -> type:
     try:
         return v.python_type()
     except Unsupported:
-        raise Unsupported(f"matching {v.describe()}, whose type is not known") from None
+        raise Unsupported(
+            f"matching {v.describe()}, whose type is not known", category=DYNAMIC_VALUE
+        ) from None
 
 
 @handler("MATCH_SEQUENCE", versions=versions("3.10", "3.12"))
@@ -50,13 +52,15 @@ def get_len(tx, inst):
 
 def _keys(tx, keys_var) -> tuple:
     if not keys_var.is_python_constant():
-        raise Unsupported(f"mapping pattern keys {keys_var.describe()} are not constants")
+        raise Unsupported(
+            f"mapping pattern keys {keys_var.describe()} are not constants", category=DYNAMIC_VALUE
+        )
     return tuple(keys_var.as_python_constant())
 
 
 def _mapping(tx, subject) -> DictVariable:
     if not isinstance(subject, DictVariable):
-        raise Unsupported(f"a mapping pattern against {subject.describe()}")
+        raise Unsupported(f"a mapping pattern against {subject.describe()}", category=DYNAMIC_VALUE)
     return subject
 
 
@@ -92,7 +96,7 @@ def copy_dict_without_keys(tx, inst):
 def _match_class(tx, subject, cls_var, names_var, count: int):
     """The tuple of extracted attributes when ``subject`` matches, else None."""
     if not cls_var.is_python_constant() or not isinstance(cls_var.as_python_constant(), type):
-        raise Unsupported(f"a class pattern with {cls_var.describe()}")
+        raise Unsupported(f"a class pattern with {cls_var.describe()}", category=DYNAMIC_VALUE)
     cls = cls_var.as_python_constant()
     if not issubclass(_type_of(subject), cls):
         return None
@@ -103,7 +107,9 @@ def _match_class(tx, subject, cls_var, names_var, count: int):
         else:
             match_args = getattr(cls, "__match_args__", None)
             if not isinstance(match_args, tuple) or len(match_args) < count:
-                raise Unsupported(f"{cls.__name__}() accepts no {count} positional sub-patterns")
+                raise Unsupported(
+                    f"{cls.__name__}() accepts no {count} positional sub-patterns", category=RAISES
+                )
             attrs += [tx.getattr(subject, name) for name in match_args[:count]]
     for name in names_var.as_python_constant():
         attrs.append(tx.getattr(subject, name))

@@ -29,7 +29,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 from bytecode import Instr, Label
 
 from .. import _compat
-from ..errors import Unsupported
+from ..errors import RECONSTRUCT, Unsupported
 from ..sources import Source
 from ..variables import (
     DictVariable,
@@ -157,7 +157,7 @@ def decode_call(stack: Sequence[VariableTracker], inst: dis.Instruction, kw_name
         fn = stack[-i - 1]
         consumed = i + 1 + (1 if _compat.CALL_NEEDS_NULL else 0)
         return CallParts(consumed, fn, args_obj=args_obj, kwargs_obj=kwargs_obj)
-    raise Unsupported(f"{op} is not a call")
+    raise Unsupported(f"{op} is not a call", category=RECONSTRUCT)
 
 
 def _method_parts(fn: VariableTracker, args: List[VariableTracker]):
@@ -285,7 +285,8 @@ def _refuse_shared_containers(values: Sequence[VariableTracker]) -> None:
             if not isinstance(v, TupleVariable):
                 if id(v) in seen:
                     raise Unsupported(
-                        f"a {v.describe()} made in the frame is held in two places at the break"
+                        f"a {v.describe()} made in the frame is held in two places at the break",
+                        category=RECONSTRUCT,
                     )
                 seen.add(id(v))
             items = v.items.values() if isinstance(v, DictVariable) else getattr(v, "items", [])

@@ -19,7 +19,7 @@ import numpy as np
 from bytecode import Bytecode, Instr
 
 from .. import _compat
-from ..errors import Unsupported
+from ..errors import RECONSTRUCT, Unsupported
 from ..sources import Source
 from ..variables import (
     ConstantVariable,
@@ -46,7 +46,9 @@ class _Emitter:
         if isinstance(v, TensorVariable):
             idx = self.outputs.get(id(v.node))
             if idx is None:
-                raise Unsupported(f"returned {v.describe()} is not an output of the graph")
+                raise Unsupported(
+                    f"returned {v.describe()} is not an output of the graph", category=RECONSTRUCT
+                )
             self.instrs += _compat.load_fast(OUT_LOCAL) + _compat.load_const(idx) + _compat.subscr()
             return
         if isinstance(v, ConstantVariable):
@@ -99,7 +101,9 @@ class _Emitter:
         if v.is_python_constant():
             self.instrs += _compat.load_const(v.as_python_constant())
             return
-        raise Unsupported(f"cannot rebuild the returned {v.describe()} after the graph")
+        raise Unsupported(
+            f"cannot rebuild the returned {v.describe()} after the graph", category=RECONSTRUCT
+        )
 
 
 def collect_tensors(v: VariableTracker, out: List[TensorVariable]) -> None:

@@ -16,7 +16,15 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import paddle
 
 from .. import guards
-from ..errors import Unsupported
+from ..errors import (
+    CONTEXT_MANAGER,
+    DATA_LEAVES_GRAPH,
+    DYNAMIC_VALUE,
+    INPLACE_OUTSIDE,
+    RAISES,
+    SIDE_EFFECT,
+    Unsupported,
+)
 from ..fx import Graph
 from ..sources import Source, attr_path
 from ..variables.base import VariableTracker
@@ -43,7 +51,9 @@ def _as_argument(v: VariableTracker, tensor: Callable[[TensorVariable], Any]) ->
         return slice(*(_as_argument(p, tensor) for p in v.parts))
     if v.is_python_constant():
         return v.as_python_constant()
-    raise Unsupported(f"{v.describe()} cannot be passed to a Paddle operation")
+    raise Unsupported(
+        f"{v.describe()} cannot be passed to a Paddle operation", category=DYNAMIC_VALUE
+    )
 
 
 def example_of(v: VariableTracker) -> Any:
@@ -146,7 +156,8 @@ class OutputGraph:
     def push_grad_mode(self, mode: bool) -> None:
         if mode and not self.grad_mode():
             raise Unsupported(
-                "turning gradients on inside a block where they are off is not captured yet"
+                "turning gradients on inside a block where they are off is not captured yet",
+                category=CONTEXT_MANAGER,
             )
         # the graph is valid only for the mode it was captured in
         self.guards.grad_enabled = self.entry_grad_mode
@@ -154,7 +165,10 @@ class OutputGraph:
 
     def pop_grad_mode(self) -> None:
         if not self._grad_modes:
-            raise Unsupported("leaving a gradient-mode block that was not entered in the capture")
+            raise Unsupported(
+                "leaving a gradient-mode block that was not entered in the capture",
+                category=CONTEXT_MANAGER,
+            )
         self._grad_modes.pop()
 
     def _detached(self, var: VariableTracker) -> VariableTracker:
@@ -275,14 +289,21 @@ class OutputGraph:
         y = args[0]
         why = self._inplace_refusal(y, args, kwargs)
         if why is not None:
-            raise Unsupported(f"{what} {why} (it runs in Python between two graphs)")
+            raise Unsupported(
+                f"{what} {why} (it runs in Python between two graphs)", category=INPLACE_OUTSIDE
+            )
         shape, dtype = list(y.example.shape), y.example.dtype
         result = self._run_example(op, target, run, args, kwargs)
         # y.example belongs to this capture alone (checked above): the update may change it
         if result is not y.example:
-            raise Unsupported(f"{what} returned another tensor than the one it updates")
+            raise Unsupported(
+                f"{what} returned another tensor than the one it updates", category=INPLACE_OUTSIDE
+            )
         if list(result.shape) != shape or result.dtype != dtype:
-            raise Unsupported(f"{what} changes the shape or dtype of the tensor it updates")
+            raise Unsupported(
+                f"{what} changes the shape or dtype of the tensor it updates",
+                category=INPLACE_OUTSIDE,
+            )
         mutated = [y.node] + self._views_below(y.node)
         node = self._create_node(tx, op, target, args, kwargs)
         node.meta["inplace"] = True
@@ -381,7 +402,8 @@ class OutputGraph:
             what = target if isinstance(target, str) else getattr(target, "__name__", repr(target))
             raise Unsupported(
                 f"{what}(...) raised {type(e).__name__} during capture ({str(e).strip()[:200]}); "
-                "the frame runs eagerly so the error comes from Paddle itself"
+                "the frame runs eagerly so the error comes from Paddle itself",
+                category=RAISES,
             ) from e
 
     def _create_node(self, tx, op: str, target, args, kwargs):
@@ -417,11 +439,13 @@ class OutputGraph:
         if result is None:
             raise Unsupported(
                 f"{node.format_node() if hasattr(node, 'format_node') else node} returned None: "
-                "it works by side effect, which is not captured yet"
+                "it works by side effect, which is not captured yet",
+                category=SIDE_EFFECT,
             )
         raise Unsupported(
             f"a Paddle operation returned a Python {type(result).__name__}, a value computed "
-            "from tensor data that would leave the graph"
+            "from tensor data that would leave the graph",
+            category=DATA_LEAVES_GRAPH,
         )
 
     # ------------------------------------------------------------ results

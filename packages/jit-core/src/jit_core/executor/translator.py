@@ -15,7 +15,19 @@ import types
 from typing import Any, Callable, Dict, List, Optional
 
 from .. import _compat, plugins
-from ..errors import Unsupported, describe_instruction
+from ..errors import (
+    DYNAMIC_VALUE,
+    GENERATOR,
+    INPLACE_OUTSIDE,
+    INTERNAL,
+    LIMIT,
+    RAISES,
+    SIDE_EFFECT,
+    TENSOR_BRANCH,
+    UNSUPPORTED_OPCODE,
+    Unsupported,
+    describe_instruction,
+)
 from ..sources import DefaultSource, GlobalSource, ItemSource, LocalSource, ObjectSource, Source
 from ..variables import (
     BuiltinVariable,
@@ -87,7 +99,7 @@ class Translator:
         if code.co_flags & _GENERATOR_FLAGS and not (
             generator and code.co_flags & _GENERATOR_FLAGS == CO_GENERATOR
         ):
-            raise Unsupported("generators and coroutines run eagerly")
+            raise Unsupported("generators and coroutines run eagerly", category=GENERATOR)
         self.code = code
         self.f_globals = f_globals
         self.f_builtins = f_globals.get("__builtins__", builtins)
@@ -98,7 +110,7 @@ class Translator:
         self.parent = parent
         self.depth = 0 if parent is None else parent.depth + 1
         if self.depth > MAX_INLINE_DEPTH:
-            raise Unsupported(f"inlining deeper than {MAX_INLINE_DEPTH} calls")
+            raise Unsupported(f"inlining deeper than {MAX_INLINE_DEPTH} calls", category=LIMIT)
         self.instructions, self._offset_index, self._lines = _decoded(code)
         self.ip = 0
         self.stack: List[VariableTracker] = []
@@ -133,7 +145,7 @@ class Translator:
         insts = self.instructions
         while not self.done:
             if self.ip >= len(insts):
-                raise Unsupported("fell off the end of the bytecode")
+                raise Unsupported("fell off the end of the bytecode", category=INTERNAL)
             if (self.stop_at_step is not None and self.steps + 1 == self.stop_at_step) or (
                 self.stop_at_offset is not None and insts[self.ip].offset == self.stop_at_offset
             ):
@@ -146,11 +158,14 @@ class Translator:
             self.steps += 1
             try:
                 if self.steps > MAX_INSTRUCTIONS:
-                    raise Unsupported(f"more than {MAX_INSTRUCTIONS} instructions simulated")
+                    raise Unsupported(
+                        f"more than {MAX_INSTRUCTIONS} instructions simulated", category=LIMIT
+                    )
                 h = handlers.get(inst.opname)
                 if h is None:
                     raise Unsupported(
-                        f"no handler for opcode {inst.opname} on Python {_compat.VERSION_STR}"
+                        f"no handler for opcode {inst.opname} on Python {_compat.VERSION_STR}",
+                        category=UNSUPPORTED_OPCODE,
                     )
                 h.handler(self, inst)
             except Unsupported as e:
@@ -201,7 +216,7 @@ class Translator:
     # ------------------------------------------------------------------ names
     def load_local(self, name: str) -> VariableTracker:
         if name not in self.symbolic_locals:
-            raise Unsupported(f"local variable {name!r} is read before assignment")
+            raise Unsupported(f"local variable {name!r} is read before assignment", category=RAISES)
         value = self.symbolic_locals[name]
         if isinstance(value, LazyVariable):
             value = self.symbolic_locals[name] = value.realize(self)
@@ -212,12 +227,12 @@ class Translator:
 
     def delete_local(self, name: str) -> None:
         if name not in self.symbolic_locals:
-            raise Unsupported(f"del of unbound local {name!r}")
+            raise Unsupported(f"del of unbound local {name!r}", category=RAISES)
         del self.symbolic_locals[name]
 
     def cell(self, name: str) -> CellVariable:
         if name not in self.cells:
-            raise Unsupported(f"unknown cell {name!r}")
+            raise Unsupported(f"unknown cell {name!r}", category=INTERNAL)
         return self.cells[name]
 
     def global_source(self, name: str) -> Source:
@@ -231,7 +246,7 @@ class Translator:
             return wrap(self, self.f_globals[name], self.global_source(name))
         if name in self.f_builtins:
             return wrap(self, self.f_builtins[name], None)
-        raise Unsupported(f"name {name!r} is not defined (NameError)")
+        raise Unsupported(f"name {name!r} is not defined (NameError)", category=RAISES)
 
     # ------------------------------------------------------------------ operations
     def call(
@@ -258,7 +273,7 @@ class Translator:
         if isinstance(obj, (ListVariable, DictVariable)):
             obj.setitem(self, key, value)
             return
-        raise Unsupported(f"item assignment on {obj.describe()}")
+        raise Unsupported(f"item assignment on {obj.describe()}", category=SIDE_EFFECT)
 
     def _tensor_setitem(
         self, obj: TensorVariable, key: VariableTracker, value: VariableTracker
@@ -269,14 +284,16 @@ class Translator:
         if not _plain_index(key):
             raise Unsupported(
                 f"{what} with index {key.describe()} (only ints, slices, None and ... are "
-                "captured) is an in-place op (it runs in Python between two graphs)"
+                "captured) is an in-place op (it runs in Python between two graphs)",
+                category=INPLACE_OUTSIDE,
             )
         if not isinstance(value, TensorVariable) and not (
             value.is_python_constant() and type(value.as_python_constant()) in (bool, int, float)
         ):
             raise Unsupported(
                 f"{what} of {value.describe()} is an in-place op (it runs in Python between "
-                "two graphs)"
+                "two graphs)",
+                category=INPLACE_OUTSIDE,
             )
         self.output.record_inplace(
             self, "call_function", setitem_, setitem_, [obj, key, value], {}, what
@@ -286,7 +303,7 @@ class Translator:
         if isinstance(obj, (ListVariable, DictVariable)):
             obj.delitem(self, key)
             return
-        raise Unsupported(f"del item of {obj.describe()}")
+        raise Unsupported(f"del item of {obj.describe()}", category=SIDE_EFFECT)
 
     def _fold(self, fn: Callable, args: List[VariableTracker]) -> VariableTracker:
         values = [a.as_python_constant() for a in args]
@@ -294,7 +311,8 @@ class Translator:
             return _wrap_folded(fn(*values))
         except Exception as e:
             raise Unsupported(
-                f"{getattr(fn, '__name__', fn)} on constants raises {type(e).__name__}: {e}"
+                f"{getattr(fn, '__name__', fn)} on constants raises {type(e).__name__}: {e}",
+                category=RAISES,
             ) from e
 
     def binary_op(self, fn: Callable, a: VariableTracker, b: VariableTracker) -> VariableTracker:
@@ -304,7 +322,9 @@ class Translator:
             if fn in (operator.is_, operator.is_not):
                 return self.identity_compare(fn, a, b)
             if fn is operator.contains:
-                raise Unsupported("`in` with a tensor compares tensor values")
+                raise Unsupported(
+                    "`in` with a tensor compares tensor values", category=TENSOR_BRANCH
+                )
             return self.output.call_function(self, fn, [a, b], {})
         if fn in (operator.is_, operator.is_not):
             return self.identity_compare(fn, a, b)
@@ -325,7 +345,10 @@ class Translator:
                     if item.is_python_constant() and item.as_python_constant() == want:
                         return ConstantVariable(True)
                     if not item.is_python_constant():
-                        raise Unsupported(f"`in` over {a.describe()} compares non-constants")
+                        raise Unsupported(
+                            f"`in` over {a.describe()} compares non-constants",
+                            category=DYNAMIC_VALUE,
+                        )
                 return ConstantVariable(False)
         if fn in (operator.eq, operator.ne) and not (
             a.is_python_constant() and b.is_python_constant()
@@ -336,7 +359,8 @@ class Translator:
         if a.is_python_constant() and b.is_python_constant() and fn in FOLDABLE:
             return self._fold(fn, [a, b])
         raise Unsupported(
-            f"operator {getattr(fn, '__name__', fn)} on {a.describe()} and {b.describe()}"
+            f"operator {getattr(fn, '__name__', fn)} on {a.describe()} and {b.describe()}",
+            category=DYNAMIC_VALUE,
         )
 
     def unary_op(self, fn: Callable, a: VariableTracker) -> VariableTracker:
@@ -346,12 +370,16 @@ class Translator:
             return self.output.call_function(self, fn, [a], {})
         if a.is_python_constant():
             return self._fold(fn, [a])
-        raise Unsupported(f"operator {getattr(fn, '__name__', fn)} on {a.describe()}")
+        raise Unsupported(
+            f"operator {getattr(fn, '__name__', fn)} on {a.describe()}", category=DYNAMIC_VALUE
+        )
 
     def identity_compare(self, fn, a: VariableTracker, b: VariableTracker) -> VariableTracker:
         same = _same_object(a, b)
         if same is None:
-            raise Unsupported(f"`is` between {a.describe()} and {b.describe()}")
+            raise Unsupported(
+                f"`is` between {a.describe()} and {b.describe()}", category=DYNAMIC_VALUE
+            )
         return ConstantVariable(same if fn is operator.is_ else not same)
 
     def iterate(self, obj: VariableTracker) -> VariableTracker:
@@ -393,7 +421,8 @@ class Translator:
         if stepwise and _inplace_count(self.output) != inplace:
             raise Unsupported(
                 f"inside {what}, consumed step by step: an in-place update would interleave "
-                "with the consumer's code"
+                "with the consumer's code",
+                category=SIDE_EFFECT,
             )
         return items
 
@@ -410,7 +439,8 @@ class Translator:
         if region is not None:
             raise Unsupported(
                 f"{what} inside {region[1]}, consumed step by step: a side effect that "
-                "would interleave with the consumer's code"
+                "would interleave with the consumer's code",
+                category=SIDE_EFFECT,
             )
 
     def container_mutated(self, container: VariableTracker, what: str) -> None:
@@ -421,7 +451,8 @@ class Translator:
             if stepwise and getattr(container, "birth", -1) < floor:
                 raise Unsupported(
                     f"{what} of a container from outside {desc}, consumed step by step: "
-                    "a side effect that would interleave with the consumer's code"
+                    "a side effect that would interleave with the consumer's code",
+                    category=SIDE_EFFECT,
                 )
         root.mutation_count += 1
 
@@ -500,7 +531,7 @@ class Translator:
         for name in code.co_cellvars:
             self.cells.setdefault(name, CellVariable(None))
         if len(closure) != len(code.co_freevars):
-            raise Unsupported("closure does not match the code's free variables")
+            raise Unsupported("closure does not match the code's free variables", category=INTERNAL)
         for name, cell in zip(code.co_freevars, closure):
             self.cells[name] = cell
 
@@ -520,14 +551,17 @@ def _set_operation(tx, fn: Callable, a: VariableTracker, b: VariableTracker) -> 
         return a.call_method(tx, "__contains__", [b], {})
     if isinstance(a, SetVariable) and fn in _SET_OPERATORS:
         if not (isinstance(b, SetVariable) or isinstance(_constant_or_none(b), (set, frozenset))):
-            raise Unsupported(f"{getattr(fn, '__name__', fn)} of a set and {b.describe()}")
+            raise Unsupported(
+                f"{getattr(fn, '__name__', fn)} of a set and {b.describe()}", category=DYNAMIC_VALUE
+            )
         return a.call_method(tx, _SET_OPERATORS[fn], [b], {})
     if fn in _SET_COMPARISONS:
         values = [x.value if isinstance(x, SetVariable) else _constant_or_none(x) for x in (a, b)]
         if all(isinstance(v, (set, frozenset)) for v in values):
             return ConstantVariable(fn(*values))
     raise Unsupported(
-        f"operator {getattr(fn, '__name__', fn)} on {a.describe()} and {b.describe()}"
+        f"operator {getattr(fn, '__name__', fn)} on {a.describe()} and {b.describe()}",
+        category=DYNAMIC_VALUE,
     )
 
 
@@ -610,30 +644,41 @@ def bind_arguments(code, defaults, kwdefaults, args, kwargs) -> Dict[str, Variab
         bound[name] = value
     extra = args[len(posnames) :]
     if extra and not has_varargs:
-        raise Unsupported(f"{code.co_name}() got too many positional arguments (TypeError)")
+        raise Unsupported(
+            f"{code.co_name}() got too many positional arguments (TypeError)", category=RAISES
+        )
     if has_varargs:
         bound[varargs_name] = TupleVariable(list(extra))
     rest: Dict[str, VariableTracker] = {}
     for k, v in kwargs.items():
         if k in posnames[nposonly:] or k in kwonlynames:
             if k in bound:
-                raise Unsupported(f"{code.co_name}() got multiple values for {k!r} (TypeError)")
+                raise Unsupported(
+                    f"{code.co_name}() got multiple values for {k!r} (TypeError)", category=RAISES
+                )
             bound[k] = v
         elif has_varkw:
             rest[k] = v
         else:
-            raise Unsupported(f"{code.co_name}() got an unexpected keyword {k!r} (TypeError)")
+            raise Unsupported(
+                f"{code.co_name}() got an unexpected keyword {k!r} (TypeError)", category=RAISES
+            )
     ndefaults = len(defaults)
     for idx, name in enumerate(posnames):
         if name not in bound:
             d = idx - (nargs - ndefaults)
             if d < 0:
-                raise Unsupported(f"{code.co_name}() missing argument {name!r} (TypeError)")
+                raise Unsupported(
+                    f"{code.co_name}() missing argument {name!r} (TypeError)", category=RAISES
+                )
             bound[name] = defaults[d]
     for name in kwonlynames:
         if name not in bound:
             if name not in kwdefaults:
-                raise Unsupported(f"{code.co_name}() missing keyword argument {name!r} (TypeError)")
+                raise Unsupported(
+                    f"{code.co_name}() missing keyword argument {name!r} (TypeError)",
+                    category=RAISES,
+                )
             bound[name] = kwdefaults[name]
     if has_varkw:
         bound[varkw_name] = DictVariable(rest)

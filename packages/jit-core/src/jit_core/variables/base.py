@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
-from ..errors import Unsupported
+from ..errors import DYNAMIC_VALUE, UNTRACED_CALL, Unsupported
 from ..sources import Source
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -24,13 +24,15 @@ class VariableTracker:
 
     # -- what it is
     def python_type(self) -> type:
-        raise Unsupported(f"type of {self.describe()} is not known during capture")
+        raise Unsupported(
+            f"type of {self.describe()} is not known during capture", category=DYNAMIC_VALUE
+        )
 
     def is_python_constant(self) -> bool:
         return False
 
     def as_python_constant(self) -> Any:
-        raise Unsupported(f"{self.describe()} is not a Python constant")
+        raise Unsupported(f"{self.describe()} is not a Python constant", category=DYNAMIC_VALUE)
 
     def describe(self) -> str:
         return type(self).__name__
@@ -41,12 +43,12 @@ class VariableTracker:
 
     # -- operations
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
-        raise Unsupported(f"attribute {name!r} of {self.describe()}")
+        raise Unsupported(f"attribute {name!r} of {self.describe()}", category=DYNAMIC_VALUE)
 
     def call_function(
         self, tx: Translator, args: List[VariableTracker], kwargs: Dict[str, VariableTracker]
     ) -> VariableTracker:
-        raise Unsupported(f"calling {self.describe()}")
+        raise Unsupported(f"calling {self.describe()}", category=UNTRACED_CALL)
 
     def call_method(
         self,
@@ -58,18 +60,21 @@ class VariableTracker:
         return self.var_getattr(tx, name).call_function(tx, args, kwargs)
 
     def unpack_var_sequence(self, tx: Translator) -> List[VariableTracker]:
-        raise Unsupported(f"iterating over {self.describe()}")
+        raise Unsupported(f"iterating over {self.describe()}", category=DYNAMIC_VALUE)
 
     def next_item(self, tx: Translator) -> Optional[VariableTracker]:
         """The next item of an iterator made during capture, or None when exhausted.
 
         An iterator that comes from outside (a real ``list_iterator`` in a frame's locals)
         cannot be stepped without consuming it for the eager run, so it is refused."""
-        raise Unsupported(f"stepping {self.describe()}, an iterator made outside the capture")
+        raise Unsupported(
+            f"stepping {self.describe()}, an iterator made outside the capture",
+            category=DYNAMIC_VALUE,
+        )
 
     def truthy(self, tx: Translator) -> bool:
         """The value's truth, when capture can know it without running tensors."""
-        raise Unsupported(f"truth value of {self.describe()}")
+        raise Unsupported(f"truth value of {self.describe()}", category=DYNAMIC_VALUE)
 
 
 class KnownValueVariable(VariableTracker):

@@ -13,7 +13,7 @@ import numpy as np
 import paddle
 
 from .. import guards
-from ..errors import Unsupported
+from ..errors import DYNAMIC_VALUE, INTERNAL, UNTRACED_CALL, Unsupported
 from ..skipfiles import is_library_module, is_skipped_file
 from ..sources import AttrSource, ItemSource, ObjectSource, Source
 from .base import KnownValueVariable, NullVariable, VariableTracker, call_first
@@ -88,7 +88,7 @@ def _wrap(tx, value: Any, source: Optional[Source], owned_by_layer: bool) -> Var
         return NullVariable()
     if is_tensor(value):
         if tx is None:
-            raise Unsupported("a tensor constant without a source")
+            raise Unsupported("a tensor constant without a source", category=INTERNAL)
         if isinstance(value, _Parameter) or owned_by_layer or source is None:
             # Parameters and buffers are read live from their layer, not passed as inputs.
             _guard(tx, source, guards.ID_MATCH, value)
@@ -126,13 +126,16 @@ def _wrap(tx, value: Any, source: Optional[Source], owned_by_layer: bool) -> Var
         cls = TupleVariable if isinstance(value, tuple) else ListVariable
         if type(value) not in (tuple, list):
             raise Unsupported(
-                f"a {type(value).__name__} (subclass of {cls.container_type.__name__})"
+                f"a {type(value).__name__} (subclass of {cls.container_type.__name__})",
+                category=DYNAMIC_VALUE,
             )
         return cls(items, source)
     if type(value) in (dict, collections.OrderedDict):
         for k in value:
             if not isinstance(k, (str, int, bool, float, type(None), tuple)):
-                raise Unsupported(f"a dict with a key of type {type(k).__name__}")
+                raise Unsupported(
+                    f"a dict with a key of type {type(k).__name__}", category=DYNAMIC_VALUE
+                )
         _guard(tx, source, guards.DICT_KEYS, value)
         return DictVariable(
             {
@@ -202,7 +205,7 @@ class _LibraryFunctionVariable(KnownValueVariable):
             folded = numpy_call(self.fn, args, kwargs)
             if folded is not None:
                 return folded
-        raise Unsupported(f"call to {self.describe()}, which is not traced")
+        raise Unsupported(f"call to {self.describe()}, which is not traced", category=UNTRACED_CALL)
 
 
 def numpy_call(fn, args, kwargs) -> Optional[VariableTracker]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import operator
 from typing import Any, Dict, List
 
-from ..errors import Unsupported
+from ..errors import DYNAMIC_VALUE, RAISES, Unsupported
 from .base import KnownValueVariable, VariableTracker
 
 #: methods of constants that are pure, so capture can call them on the real value
@@ -77,12 +77,14 @@ class ConstantVariable(KnownValueVariable):
         try:
             return bool(self.value)
         except Exception as e:  # a NumPy array of several elements
-            raise Unsupported(f"truth value of {self.describe()} raises {type(e).__name__}") from e
+            raise Unsupported(
+                f"truth value of {self.describe()} raises {type(e).__name__}", category=RAISES
+            ) from e
 
     def unpack_var_sequence(self, tx) -> List[VariableTracker]:
         if isinstance(self.value, (range, str, tuple, bytes, frozenset)):
             return [ConstantVariable(v) for v in self.value]
-        raise Unsupported(f"iterating over {self.describe()}")
+        raise Unsupported(f"iterating over {self.describe()}", category=DYNAMIC_VALUE)
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
         from .values import is_numpy_value, is_place, numpy_attribute_allowed, place_method
@@ -97,13 +99,15 @@ class ConstantVariable(KnownValueVariable):
             try:
                 attr = getattr(self.value, name)
             except AttributeError as e:
-                raise Unsupported(f"attribute {name!r} of {self.describe()} raises") from e
+                raise Unsupported(
+                    f"attribute {name!r} of {self.describe()} raises", category=RAISES
+                ) from e
             if callable(attr):
                 from .functions import BuiltinVariable
 
                 return BuiltinVariable(attr, pure=True)
             return ConstantVariable(attr)
-        raise Unsupported(f"attribute {name!r} of {self.describe()}")
+        raise Unsupported(f"attribute {name!r} of {self.describe()}", category=DYNAMIC_VALUE)
 
     def call_method(self, tx, name: str, args, kwargs: Dict[str, VariableTracker]):
         return self.var_getattr(tx, name).call_function(tx, args, kwargs)
@@ -117,7 +121,9 @@ class ConstantVariable(KnownValueVariable):
         try:
             attr = getattr(self.value, name)
         except AttributeError as e:
-            raise Unsupported(f"attribute {name!r} of {self.describe()} raises") from e
+            raise Unsupported(
+                f"attribute {name!r} of {self.describe()} raises", category=RAISES
+            ) from e
         if callable(attr):
             return _NumpyMethodVariable(attr)
         return _wrap_folded(check_numpy_result(attr, f".{name}"))
@@ -134,7 +140,9 @@ class _NumpyMethodVariable(KnownValueVariable):
 
         out = numpy_call(self.value, args, kwargs)
         if out is None:
-            raise Unsupported(f"{self.describe()} with arguments that are not constants")
+            raise Unsupported(
+                f"{self.describe()} with arguments that are not constants", category=DYNAMIC_VALUE
+            )
         return out
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from typing import Any, Dict, List, Optional
 
-from ..errors import Unsupported
+from ..errors import DYNAMIC_VALUE, RAISES, SIDE_EFFECT, UNTRACED_CALL, Unsupported
 from .base import VariableTracker
 from .constant import ConstantVariable
 
@@ -39,15 +39,22 @@ def _same_item(tx, item: VariableTracker, want: VariableTracker) -> bool:
         try:
             return bool(item.as_python_constant() == want.as_python_constant())
         except Exception as e:
-            raise Unsupported(f"comparing list items raises {type(e).__name__}") from e
-    raise Unsupported(f"comparing {item.describe()} with {want.describe()} needs their values")
+            raise Unsupported(
+                f"comparing list items raises {type(e).__name__}", category=RAISES
+            ) from e
+    raise Unsupported(
+        f"comparing {item.describe()} with {want.describe()} needs their values",
+        category=DYNAMIC_VALUE,
+    )
 
 
 def _find(tx, items: List[VariableTracker], want: VariableTracker, what: str) -> int:
     for i, item in enumerate(items):
         if _same_item(tx, item, want):
             return i
-    raise Unsupported(f"{what} of an item that is not in the list raises ValueError")
+    raise Unsupported(
+        f"{what} of an item that is not in the list raises ValueError", category=RAISES
+    )
 
 
 def sort_items(
@@ -56,20 +63,22 @@ def sort_items(
     """``sorted(items, key=key, reverse=reverse)``: the keys (``key`` called on each item,
     inlined) must be Python constants; the order is CPython's (a stable sort)."""
     if not reverse.is_python_constant():
-        raise Unsupported("sort(reverse=...) that is not a constant")
+        raise Unsupported("sort(reverse=...) that is not a constant", category=DYNAMIC_VALUE)
     if key is not None and not (key.is_python_constant() and key.as_python_constant() is None):
         keys = [tx.call(key, [item], {}) for item in items]
     else:
         keys = list(items)
     if not all(k.is_python_constant() for k in keys):
-        raise Unsupported("sorting by values that are not Python constants (tensors?)")
+        raise Unsupported(
+            "sorting by values that are not Python constants (tensors?)", category=DYNAMIC_VALUE
+        )
     values = [k.as_python_constant() for k in keys]
     try:
         order = sorted(
             range(len(items)), key=values.__getitem__, reverse=bool(reverse.as_python_constant())
         )
     except Exception as e:
-        raise Unsupported(f"sorting raises {type(e).__name__}: {e}") from e
+        raise Unsupported(f"sorting raises {type(e).__name__}: {e}", category=RAISES) from e
     return [items[i] for i in order]
 
 
@@ -108,14 +117,18 @@ class BaseListVariable(VariableTracker):
 
     def getitem(self, tx, index: VariableTracker) -> VariableTracker:
         if not index.is_python_constant():
-            raise Unsupported(f"indexing {self.describe()} with {index.describe()}")
+            raise Unsupported(
+                f"indexing {self.describe()} with {index.describe()}", category=DYNAMIC_VALUE
+            )
         key = index.as_python_constant()
         if isinstance(key, slice):
             return type(self)(self.items[key])
         try:
             return self.items[key]
         except (IndexError, TypeError) as e:
-            raise Unsupported(f"{self.describe()}[{key!r}] raises {type(e).__name__}") from e
+            raise Unsupported(
+                f"{self.describe()}[{key!r}] raises {type(e).__name__}", category=RAISES
+            ) from e
 
     def call_method(self, tx, name: str, args, kwargs):
         if name == "__getitem__" and len(args) == 1:
@@ -126,7 +139,7 @@ class BaseListVariable(VariableTracker):
             return _const(_find(tx, self.items, args[0], f"{self.container_type.__name__}.index"))
         if name == "count" and len(args) == 1 and not kwargs:
             return _const(sum(1 for i in self.items if _same_item(tx, i, args[0])))
-        raise Unsupported(f"method {name!r} of {self.describe()}")
+        raise Unsupported(f"method {name!r} of {self.describe()}", category=UNTRACED_CALL)
 
 
 class TupleVariable(BaseListVariable):
@@ -140,7 +153,8 @@ class ListVariable(BaseListVariable):
         if self.source is not None:
             raise Unsupported(
                 f"{what} mutates a list that exists outside the captured code "
-                "(a side effect: it runs in Python between two graphs)"
+                "(a side effect: it runs in Python between two graphs)",
+                category=SIDE_EFFECT,
             )
         note_mutation(tx, self, what)
 
@@ -162,7 +176,9 @@ class ListVariable(BaseListVariable):
             self._mutable("list.pop", tx)
             idx = _int_index(args[0], "list.pop") if args else -1
             if not -len(self.items) <= idx < len(self.items):
-                raise Unsupported("list.pop of an empty list or out of range raises IndexError")
+                raise Unsupported(
+                    "list.pop of an empty list or out of range raises IndexError", category=RAISES
+                )
             return self.items.pop(idx)
         if name == "remove" and len(args) == 1 and not kwargs:
             self._mutable("list.remove", tx)
@@ -195,7 +211,9 @@ class ListVariable(BaseListVariable):
     def setitem(self, tx, index: VariableTracker, value: VariableTracker) -> None:
         self._mutable("list item assignment", tx)
         if not index.is_python_constant():
-            raise Unsupported(f"list item assignment with index {index.describe()}")
+            raise Unsupported(
+                f"list item assignment with index {index.describe()}", category=DYNAMIC_VALUE
+            )
         key = index.as_python_constant()
         try:
             if isinstance(key, slice):
@@ -203,22 +221,30 @@ class ListVariable(BaseListVariable):
             else:
                 self.items[key] = value
         except (IndexError, TypeError, ValueError) as e:
-            raise Unsupported(f"list item assignment raises {type(e).__name__}: {e}") from e
+            raise Unsupported(
+                f"list item assignment raises {type(e).__name__}: {e}", category=RAISES
+            ) from e
 
     def delitem(self, tx, index: VariableTracker) -> None:
         self._mutable("del list[...]", tx)
         if not index.is_python_constant():
-            raise Unsupported(f"del list[...] with index {index.describe()}")
+            raise Unsupported(
+                f"del list[...] with index {index.describe()}", category=DYNAMIC_VALUE
+            )
         try:
             del self.items[index.as_python_constant()]
         except (IndexError, TypeError, ValueError) as e:
-            raise Unsupported(f"del list[...] raises {type(e).__name__}: {e}") from e
+            raise Unsupported(
+                f"del list[...] raises {type(e).__name__}: {e}", category=RAISES
+            ) from e
 
 
 def _int_index(v: VariableTracker, what: str) -> int:
     value = v.as_python_constant() if v.is_python_constant() else None
     if type(value) not in (int, bool):
-        raise Unsupported(f"{what} with index {v.describe()} that is not an int")
+        raise Unsupported(
+            f"{what} with index {v.describe()} that is not an int", category=DYNAMIC_VALUE
+        )
     return int(value)
 
 
@@ -259,25 +285,28 @@ class DictVariable(VariableTracker):
 
     def _key(self, key: VariableTracker) -> Any:
         if not key.is_python_constant():
-            raise Unsupported(f"dict key {key.describe()} is not a constant")
+            raise Unsupported(
+                f"dict key {key.describe()} is not a constant", category=DYNAMIC_VALUE
+            )
         k = key.as_python_constant()
         try:
             hash(k)
         except TypeError as e:
-            raise Unsupported(f"unhashable dict key {k!r}") from e
+            raise Unsupported(f"unhashable dict key {k!r}", category=RAISES) from e
         return k
 
     def getitem(self, tx, key: VariableTracker) -> VariableTracker:
         k = self._key(key)
         if k not in self.items:
-            raise Unsupported(f"dict[{k!r}] raises KeyError")
+            raise Unsupported(f"dict[{k!r}] raises KeyError", category=RAISES)
         return self.items[k]
 
     def _mutable(self, tx, what: str) -> None:
         if self.source is not None:
             raise Unsupported(
                 f"{what} on a dict that exists outside the captured code "
-                "(a side effect: it runs in Python between two graphs)"
+                "(a side effect: it runs in Python between two graphs)",
+                category=SIDE_EFFECT,
             )
         note_mutation(tx, self, what)
 
@@ -285,7 +314,8 @@ class DictVariable(VariableTracker):
         if self.source is not None:
             raise Unsupported(
                 "storing into a dict that exists outside the captured code "
-                "(a side effect: it runs in Python between two graphs)"
+                "(a side effect: it runs in Python between two graphs)",
+                category=SIDE_EFFECT,
             )
         k = self._key(key)
         note_mutation(tx, self, "dict item assignment")
@@ -293,10 +323,12 @@ class DictVariable(VariableTracker):
 
     def delitem(self, tx, key: VariableTracker) -> None:
         if self.source is not None:
-            raise Unsupported("deleting from a dict that exists outside the captured code")
+            raise Unsupported(
+                "deleting from a dict that exists outside the captured code", category=SIDE_EFFECT
+            )
         k = self._key(key)
         if k not in self.items:
-            raise Unsupported(f"del dict[{k!r}] raises KeyError")
+            raise Unsupported(f"del dict[{k!r}] raises KeyError", category=RAISES)
         note_mutation(tx, self, "del dict[...]")
         del self.items[k]
 
@@ -308,7 +340,9 @@ class DictVariable(VariableTracker):
         for pair in other.unpack_var_sequence(tx):
             kv = pair.unpack_var_sequence(tx)
             if len(kv) != 2:
-                raise Unsupported("dict.update with an item that is not a pair (ValueError)")
+                raise Unsupported(
+                    "dict.update with an item that is not a pair (ValueError)", category=RAISES
+                )
             out.append((self._key(kv[0]), kv[1]))
         return out
 
@@ -347,7 +381,7 @@ class DictVariable(VariableTracker):
                 self.items[k] = v
             return _const(None)
         if kwargs:
-            raise Unsupported(f"dict.{name} with keyword arguments")
+            raise Unsupported(f"dict.{name} with keyword arguments", category=UNTRACED_CALL)
         if name == "pop" and 1 <= len(args) <= 2:
             self._mutable(tx, "dict.pop")
             k = self._key(args[0])
@@ -355,7 +389,7 @@ class DictVariable(VariableTracker):
                 return self.items.pop(k)
             if len(args) == 2:
                 return args[1]
-            raise Unsupported(f"dict.pop({k!r}) raises KeyError")
+            raise Unsupported(f"dict.pop({k!r}) raises KeyError", category=RAISES)
         if name == "setdefault" and 1 <= len(args) <= 2:
             self._mutable(tx, "dict.setdefault")
             k = self._key(args[0])
@@ -365,14 +399,14 @@ class DictVariable(VariableTracker):
         if name == "popitem" and not args:
             self._mutable(tx, "dict.popitem")
             if not self.items:
-                raise Unsupported("dict.popitem of an empty dict raises KeyError")
+                raise Unsupported("dict.popitem of an empty dict raises KeyError", category=RAISES)
             k, v = self.items.popitem()  # the last one, as dict and OrderedDict pop
             return TupleVariable([_const(k), v])
         if name == "clear" and not args:
             self._mutable(tx, "dict.clear")
             self.items.clear()
             return _const(None)
-        raise Unsupported(f"method {name!r} of {self.describe()}")
+        raise Unsupported(f"method {name!r} of {self.describe()}", category=UNTRACED_CALL)
 
 
 class SetVariable(VariableTracker):
@@ -393,12 +427,16 @@ class SetVariable(VariableTracker):
     @staticmethod
     def _constant(item: VariableTracker) -> Any:
         if not item.is_python_constant():
-            raise Unsupported(f"a set holding {item.describe()}: only Python constants")
+            raise Unsupported(
+                f"a set holding {item.describe()}: only Python constants", category=DYNAMIC_VALUE
+            )
         value = item.as_python_constant()
         try:
             hash(value)
         except TypeError:
-            raise Unsupported(f"unhashable {type(value).__name__} in a set (TypeError)") from None
+            raise Unsupported(
+                f"unhashable {type(value).__name__} in a set (TypeError)", category=RAISES
+            ) from None
         return value
 
     def add(self, item: VariableTracker) -> None:
@@ -432,13 +470,13 @@ class SetVariable(VariableTracker):
 
     def call_method(self, tx, name: str, args, kwargs):
         if kwargs:
-            raise Unsupported(f"set.{name} with keyword arguments")
+            raise Unsupported(f"set.{name} with keyword arguments", category=UNTRACED_CALL)
         if name in ("add", "discard", "remove", "update", "clear"):
             note_mutation(tx, self, f"set.{name}")
         if name in ("add", "discard", "remove") and len(args) == 1:
             value = self._constant(args[0])
             if name == "remove" and value not in self.value:
-                raise Unsupported("set.remove of a missing item raises KeyError")
+                raise Unsupported("set.remove of a missing item raises KeyError", category=RAISES)
             getattr(self.value, name)(value)
             return _const(None)
         if name == "update":
@@ -455,7 +493,7 @@ class SetVariable(VariableTracker):
             if name == "__contains__":
                 operands = [self._constant(args[0])]
             return _const(getattr(self.value, name)(*operands))
-        raise Unsupported(f"set.{name} is not captured yet")
+        raise Unsupported(f"set.{name} is not captured yet", category=UNTRACED_CALL)
 
 
 class SliceVariable(VariableTracker):

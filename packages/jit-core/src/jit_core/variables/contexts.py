@@ -21,7 +21,7 @@ from typing import Any, Tuple
 import paddle
 
 from .. import guards
-from ..errors import Unsupported
+from ..errors import CONTEXT_MANAGER, RAISES, Unsupported
 from ..sources import CallSource
 from .base import VariableTracker
 from .constant import ConstantVariable
@@ -71,7 +71,10 @@ class GradModeVariable(VariableTracker):
         if mode is None:
             values = list(args) + list(kwargs.values())
             if len(values) != 1 or not values[0].is_python_constant():
-                raise Unsupported("set_grad_enabled() with a mode that is not a constant")
+                raise Unsupported(
+                    "set_grad_enabled() with a mode that is not a constant",
+                    category=CONTEXT_MANAGER,
+                )
             mode = bool(values[0].as_python_constant())
             # it switches the mode as soon as it is made: only the `with` form (the next
             # instruction enters it) is a block the capture can see the end of
@@ -79,13 +82,14 @@ class GradModeVariable(VariableTracker):
             if nxt is None or nxt.opname not in ("BEFORE_WITH", "SETUP_WITH"):
                 raise Unsupported(
                     "paddle.set_grad_enabled() outside a `with` changes the gradient mode "
-                    "for the rest of the program"
+                    "for the rest of the program",
+                    category=CONTEXT_MANAGER,
                 )
             var = cls(mode, applied_on_init=True)
             tx.output.push_grad_mode(mode)
             return var
         if args or kwargs:
-            raise Unsupported(f"{klass.__name__}() with arguments")
+            raise Unsupported(f"{klass.__name__}() with arguments", category=CONTEXT_MANAGER)
         return cls(mode, applied_on_init=False)
 
     def enter(self, tx) -> VariableTracker:
@@ -120,7 +124,8 @@ class AmpContextVariable(VariableTracker):
         if inside != before:
             raise Unsupported(
                 f"auto_cast turns mixed precision on ({inside[0]}, {inside[1]}): the "
-                "kernels and dtypes it picks are not captured yet"
+                "kernels and dtypes it picks are not captured yet",
+                category=CONTEXT_MANAGER,
             )
         tx.output.guards.add(CallSource(amp_state), guards.CONSTANT_MATCH, before)
         return ConstantVariable(None)
@@ -145,7 +150,7 @@ class ContextExitVariable(VariableTracker):
             or len(args) != 3
             or not all(a.is_python_constant() and a.as_python_constant() is None for a in args)
         ):
-            raise Unsupported(f"{self.describe()} called with an exception")
+            raise Unsupported(f"{self.describe()} called with an exception", category=RAISES)
         return self.ctx.exit(tx)
 
 
@@ -154,7 +159,9 @@ def make_auto_cast(fn: Any, args, kwargs) -> AmpContextVariable:
         v.is_python_constant() for v in kwargs.values()
     )
     if not consts_ok:
-        raise Unsupported("auto_cast() with arguments that are not constants")
+        raise Unsupported(
+            "auto_cast() with arguments that are not constants", category=CONTEXT_MANAGER
+        )
     return AmpContextVariable(
         fn,
         [a.as_python_constant() for a in args],
@@ -176,7 +183,10 @@ def enter_context(tx, mgr: VariableTracker) -> Tuple[VariableTracker, VariableTr
         # an instance made outside the frame: no_grad/enable_grad set their mode on enter
         mode = _GRAD_CLASSES[type(mgr.value)]
         if mode is None:
-            raise Unsupported("a set_grad_enabled() made outside the frame (its mode is set)")
+            raise Unsupported(
+                "a set_grad_enabled() made outside the frame (its mode is set)",
+                category=CONTEXT_MANAGER,
+            )
         var = GradModeVariable(mode, applied_on_init=False)
         return ContextExitVariable(var), var.enter(tx)
     if isinstance(mgr, UserObjectVariable):
@@ -186,7 +196,7 @@ def enter_context(tx, mgr: VariableTracker) -> Tuple[VariableTracker, VariableTr
         if inspect.isfunction(enter) and inspect.isfunction(exit_):
             entered = tx.inline_function(enter, [mgr], {}, fn_source=None)
             return UserMethodVariable(exit_, mgr), entered
-    raise Unsupported(f"`with` on {mgr.describe()} is not captured yet")
+    raise Unsupported(f"`with` on {mgr.describe()} is not captured yet", category=CONTEXT_MANAGER)
 
 
 def is_auto_cast(fn: Any) -> bool:

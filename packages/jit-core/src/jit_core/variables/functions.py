@@ -8,7 +8,16 @@ import operator
 import types
 from typing import Any, Callable, Dict, List, Optional
 
-from ..errors import Unsupported
+from ..errors import (
+    DATA_LEAVES_GRAPH,
+    DYNAMIC_VALUE,
+    INPLACE_OUTSIDE,
+    IO_CALL,
+    RAISES,
+    TENSOR_BRANCH,
+    UNTRACED_CALL,
+    Unsupported,
+)
 from .base import KnownValueVariable, VariableTracker
 from .constant import FOLDABLE, ConstantVariable
 from .containers import (
@@ -112,7 +121,7 @@ class BuiltinVariable(KnownValueVariable):
     def call_function(self, tx, args, kwargs):
         fn = self.fn
         if fn in _IO_BUILTINS:
-            raise Unsupported(_IO_BUILTINS[fn])
+            raise Unsupported(_IO_BUILTINS[fn], category=IO_CALL)
         special = _SPECIAL.get(fn)
         if special is not None:
             out = special(tx, args, kwargs)
@@ -121,9 +130,13 @@ class BuiltinVariable(KnownValueVariable):
         if any(isinstance(a, TensorVariable) for a in list(args) + list(kwargs.values())):
             if fn in (abs, pow, operator.neg, operator.pos, operator.invert) or fn in FOLDABLE:
                 if fn is operator.not_:
-                    raise Unsupported("`not tensor` needs the tensor's value")
+                    raise Unsupported(
+                        "`not tensor` needs the tensor's value", category=TENSOR_BRANCH
+                    )
                 return tx.output.call_function(tx, fn, args, kwargs)
-            raise Unsupported(f"builtin {getattr(fn, '__name__', fn)!r} on a tensor")
+            raise Unsupported(
+                f"builtin {getattr(fn, '__name__', fn)!r} on a tensor", category=DATA_LEAVES_GRAPH
+            )
         if _consumes_iterable(fn) and args and not args[0].is_python_constant():
             # sorted(d.keys()), max(x for x in ...): fold over the items when they are
             # constants; the iterable is consumed, as Python would consume it
@@ -138,10 +151,14 @@ class BuiltinVariable(KnownValueVariable):
                 value = fn(*consts, **dict(zip(kwargs, kw)))
             except Exception as e:
                 raise Unsupported(
-                    f"{getattr(fn, '__name__', fn)}(...) raises {type(e).__name__}: {e}"
+                    f"{getattr(fn, '__name__', fn)}(...) raises {type(e).__name__}: {e}",
+                    category=RAISES,
                 ) from e
             return _wrap_folded(value)
-        raise Unsupported(f"call to builtin {getattr(fn, '__name__', fn)!r} with these arguments")
+        raise Unsupported(
+            f"call to builtin {getattr(fn, '__name__', fn)!r} with these arguments",
+            category=UNTRACED_CALL,
+        )
 
 
 def _wrap_folded(value: Any) -> VariableTracker:
@@ -167,7 +184,7 @@ def _len(tx, args, kwargs):
     (obj,) = args
     if isinstance(obj, TensorVariable):
         if not obj.example.shape:
-            raise Unsupported("len() of a 0-d tensor raises TypeError")
+            raise Unsupported("len() of a 0-d tensor raises TypeError", category=RAISES)
         return ConstantVariable(int(obj.example.shape[0]))
     if isinstance(obj, (BaseListVariable, DictVariable)):
         return ConstantVariable(len(obj.items))
@@ -181,7 +198,9 @@ def _isinstance(tx, args, kwargs):
     if not cls.is_python_constant():
         cls_value = getattr(cls, "value", None)
         if cls_value is None:
-            raise Unsupported("isinstance() with a class that is not a constant")
+            raise Unsupported(
+                "isinstance() with a class that is not a constant", category=DYNAMIC_VALUE
+            )
     else:
         cls_value = cls.as_python_constant()
     return ConstantVariable(isinstance_type(obj.python_type(), cls_value))
@@ -191,7 +210,7 @@ def isinstance_type(t: type, cls) -> bool:
     try:
         return issubclass(t, cls)
     except TypeError as e:
-        raise Unsupported(f"isinstance() check raised {e}") from e
+        raise Unsupported(f"isinstance() check raised {e}", category=RAISES) from e
 
 
 def _iter_items(tx, v: VariableTracker) -> List[VariableTracker]:
@@ -220,7 +239,7 @@ def _enumerate(tx, args, kwargs):
 
 def _zip(tx, args, kwargs):
     if kwargs:
-        raise Unsupported("zip(strict=...)")
+        raise Unsupported("zip(strict=...)", category=UNTRACED_CALL)
     seqs = [lazy_items(tx, a) for a in args]
     return ListIteratorVariable([TupleVariable(list(t)) for t in zip(*seqs)])
 
@@ -253,7 +272,7 @@ def _dict(tx, args, kwargs):
 
 def _reversed(tx, args, kwargs):
     if isinstance(args[0], (LazyIteratorVariable, ListIteratorVariable)):
-        raise Unsupported(f"reversed() of {args[0].describe()} raises TypeError")
+        raise Unsupported(f"reversed() of {args[0].describe()} raises TypeError", category=RAISES)
     return ListIteratorVariable(list(reversed(_iter_items(tx, args[0]))))
 
 
@@ -272,7 +291,9 @@ def _next(tx, args, kwargs):
         if item is None:
             if len(args) == 2:
                 return args[1]
-            raise Unsupported("next() on an exhausted iterator raises StopIteration")
+            raise Unsupported(
+                "next() on an exhausted iterator raises StopIteration", category=RAISES
+            )
         return item
     return None
 
@@ -280,7 +301,9 @@ def _next(tx, args, kwargs):
 def _range(tx, args, kwargs):
     consts = _consts(args)
     if consts is None:
-        raise Unsupported("range() over values that are not constants (a tensor?)")
+        raise Unsupported(
+            "range() over values that are not constants (a tensor?)", category=DYNAMIC_VALUE
+        )
     return ConstantVariable(range(*consts))
 
 
@@ -311,7 +334,7 @@ def _hasattr(tx, args, kwargs):
     obj, name = args[0], args[1].as_python_constant()
     found = _hasattr_value(tx, obj, name)
     if found is None:
-        raise Unsupported(f"hasattr() on {obj.describe()}")
+        raise Unsupported(f"hasattr() on {obj.describe()}", category=DYNAMIC_VALUE)
     return ConstantVariable(found)
 
 
@@ -327,15 +350,21 @@ def _minmax(fn):
     def impl(tx, args, kwargs):
         seq = _iter_items(tx, args[0]) if len(args) == 1 else list(args)
         if kwargs or any(isinstance(a, TensorVariable) for a in seq):
-            raise Unsupported(f"{fn.__name__}() over tensors compares their values")
+            raise Unsupported(
+                f"{fn.__name__}() over tensors compares their values", category=TENSOR_BRANCH
+            )
         # (the iterable is consumed: fold here, it cannot be read twice)
         values = _consts(seq)
         if values is None:
-            raise Unsupported(f"{fn.__name__}() over values that are not constants")
+            raise Unsupported(
+                f"{fn.__name__}() over values that are not constants", category=DYNAMIC_VALUE
+            )
         try:
             return _wrap_folded(fn(values))
         except Exception as e:
-            raise Unsupported(f"{fn.__name__}(...) raises {type(e).__name__}: {e}") from e
+            raise Unsupported(
+                f"{fn.__name__}(...) raises {type(e).__name__}: {e}", category=RAISES
+            ) from e
 
     return impl
 
@@ -373,14 +402,16 @@ def _super(tx, args, kwargs):
         # is the frame's first argument
         code = tx.code
         if "__class__" not in code.co_freevars or not code.co_argcount:
-            raise Unsupported("super() without arguments outside a method")
+            raise Unsupported("super() without arguments outside a method", category=RAISES)
         cell = tx.cell("__class__").contents
         args = [cell, tx.load_local(code.co_varnames[0])]
     if len(args) != 2:
         return None
     cls = args[0].as_python_constant() if args[0].is_python_constant() else None
     if not isinstance(cls, type):
-        raise Unsupported(f"super() of {args[0].describe()}, which is not a known class")
+        raise Unsupported(
+            f"super() of {args[0].describe()}, which is not a known class", category=DYNAMIC_VALUE
+        )
     return SuperVariable(cls, args[1])
 
 
@@ -503,7 +534,10 @@ class PaddleFunctionVariable(KnownValueVariable):
         if is_build_query(self.fn) or is_state_query(self.fn):
             consts = constant_arguments(args, kwargs)
             if consts is None or consts[1]:
-                raise Unsupported(f"{self.describe()} with arguments that are not constants")
+                raise Unsupported(
+                    f"{self.describe()} with arguments that are not constants",
+                    category=DYNAMIC_VALUE,
+                )
             value = self.fn(*consts[0])
             if is_state_query(self.fn):
                 # set_flags, set_device... may change the answer: a guard asks again
@@ -531,7 +565,8 @@ class PaddleFunctionVariable(KnownValueVariable):
                 )
         if is_inplace_name(name) or "output" in kwargs or "out" in kwargs:
             raise Unsupported(
-                f"{self.describe()} writes into a tensor in place (it runs in Python between two graphs)"
+                f"{self.describe()} writes into a tensor in place (it runs in Python between two graphs)",
+                category=INPLACE_OUTSIDE,
             )
         return tx.output.call_function(tx, self.fn, args, kwargs)
 
@@ -548,7 +583,7 @@ class UserFunctionVariable(KnownValueVariable):
     def var_getattr(self, tx, name: str) -> VariableTracker:
         if name in ("__name__", "__qualname__", "__module__", "__doc__"):
             return ConstantVariable(getattr(self.fn, name))
-        raise Unsupported(f"attribute {name!r} of {self.describe()}")
+        raise Unsupported(f"attribute {name!r} of {self.describe()}", category=DYNAMIC_VALUE)
 
     def call_function(self, tx, args, kwargs):
         return tx.inline_function(self.fn, args, kwargs, fn_source=self.source)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import types
 from typing import Callable, List, Optional
 
-from ..errors import Unsupported
+from ..errors import DYNAMIC_VALUE, RAISES, SIDE_EFFECT, Unsupported
 from .base import VariableTracker
 from .containers import ListIteratorVariable
 
@@ -59,12 +59,13 @@ class LazyIteratorVariable(VariableTracker):
         """Run the code (once) and return the iterator over its items."""
         if self.forced is None:
             if self.running:
-                raise Unsupported(f"{self.what} is already running (ValueError)")
+                raise Unsupported(f"{self.what} is already running (ValueError)", category=RAISES)
             if _mutation_count(tx) != self.mutations_at_creation:
                 # a list iterator the code reads sees the change, when CPython runs it
                 raise Unsupported(
                     f"a container of the frame changed between the creation of {self.what} "
-                    "and its use"
+                    "and its use",
+                    category=SIDE_EFFECT,
                 )
             self.running = True
             try:
@@ -81,7 +82,7 @@ class LazyIteratorVariable(VariableTracker):
         return self.force(tx, stepwise=False).unpack_var_sequence(tx)
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        raise Unsupported(f"attribute {name!r} of {self.what}")
+        raise Unsupported(f"attribute {name!r} of {self.what}", category=DYNAMIC_VALUE)
 
 
 def _mutation_count(tx) -> int:

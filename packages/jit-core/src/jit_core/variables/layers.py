@@ -9,7 +9,7 @@ from typing import List
 import paddle
 
 from .. import guards
-from ..errors import Unsupported
+from ..errors import DYNAMIC_VALUE, RAISES, UNTRACED_CALL, Unsupported
 from ..sources import AttrSource, ItemSource
 from .base import VariableTracker
 from .constant import ConstantVariable
@@ -58,7 +58,7 @@ class LayerVariable(VariableTracker):
         cls_attr = inspect.getattr_static(type(layer), name, None)
         if isinstance(cls_attr, property):
             if cls_attr.fget is None:
-                raise Unsupported(f"property {name!r} has no getter")
+                raise Unsupported(f"property {name!r} has no getter", category=RAISES)
             return tx.inline_function(cls_attr.fget, [self], {}, fn_source=None)
         d = layer.__dict__
         src = self._child_source(name)
@@ -72,13 +72,13 @@ class LayerVariable(VariableTracker):
             if isinstance(cls_attr, staticmethod):
                 return wrap(tx, cls_attr.__func__, None)
             if isinstance(cls_attr, classmethod):
-                raise Unsupported(f"classmethod {name!r} of a layer")
+                raise Unsupported(f"classmethod {name!r} of a layer", category=DYNAMIC_VALUE)
             if inspect.isfunction(cls_attr):
                 from .functions import UserMethodVariable
 
                 return UserMethodVariable(cls_attr, self)
             return wrap(tx, getattr(layer, name), src)
-        raise Unsupported(f"{type(layer).__name__} has no attribute {name!r}")
+        raise Unsupported(f"{type(layer).__name__} has no attribute {name!r}", category=RAISES)
 
     # -- containers
     def guard_members(self, tx) -> None:
@@ -97,7 +97,7 @@ class LayerVariable(VariableTracker):
         if isinstance(layer, (paddle.nn.Sequential, paddle.nn.LayerList)):
             self.guard_members(tx)
             return list(layer._sub_layers.values())
-        raise Unsupported(f"iterating over {self.describe()}")
+        raise Unsupported(f"iterating over {self.describe()}", category=DYNAMIC_VALUE)
 
     def unpack_var_sequence(self, tx) -> List[VariableTracker]:
         from .builder import wrap
@@ -118,7 +118,7 @@ class LayerVariable(VariableTracker):
         if isinstance(layer, paddle.nn.LayerDict):
             if key not in layer._sub_layers:
                 self.guard_members(tx)
-                raise Unsupported(f"LayerDict[{key!r}] raises KeyError")
+                raise Unsupported(f"LayerDict[{key!r}] raises KeyError", category=RAISES)
             return wrap(tx, layer[key], ItemSource(self.source, key) if self.source else None)
         if isinstance(key, int):
             items = self._items()
@@ -127,11 +127,11 @@ class LayerVariable(VariableTracker):
                 # on the length
                 self.guard_members(tx)
             if not -len(items) <= key < len(items):
-                raise Unsupported(f"{self.describe()}[{key}] raises IndexError")
+                raise Unsupported(f"{self.describe()}[{key}] raises IndexError", category=RAISES)
             if key < 0:
                 key += len(items)
             return wrap(tx, items[key], ItemSource(self.source, key) if self.source else None)
-        raise Unsupported(f"indexing {self.describe()} with {key!r}")
+        raise Unsupported(f"indexing {self.describe()} with {key!r}", category=DYNAMIC_VALUE)
 
     def call_method(self, tx, name: str, args, kwargs):
         from .builder import wrap
@@ -172,7 +172,10 @@ class LayerVariable(VariableTracker):
     # -- calling
     def call_function(self, tx, args, kwargs):
         if _has_hooks(self.value):
-            raise Unsupported(f"{self.describe()} has forward hooks; they are not captured yet")
+            raise Unsupported(
+                f"{self.describe()} has forward hooks; they are not captured yet",
+                category=UNTRACED_CALL,
+            )
         return self._forward(tx, args, kwargs)
 
     def _forward(self, tx, args, kwargs):
@@ -187,12 +190,14 @@ class LayerVariable(VariableTracker):
             and type(layer).forward is paddle.nn.Sequential.forward
         ):
             if kwargs or len(args) != 1:
-                raise Unsupported("Sequential called with more than one input")
+                raise Unsupported("Sequential called with more than one input", category=RAISES)
             out = args[0]
             for sub in self.unpack_var_sequence(tx):
                 out = sub.call_function(tx, [out], {})
             return out
         forward = inspect.getattr_static(type(layer), "forward", None)
         if not inspect.isfunction(forward):
-            raise Unsupported(f"{self.describe()}.forward is not a Python function")
+            raise Unsupported(
+                f"{self.describe()}.forward is not a Python function", category=UNTRACED_CALL
+            )
         return tx.inline_function(forward, [self] + list(args), kwargs, fn_source=None)

@@ -6,7 +6,7 @@ import inspect
 import types
 from typing import Any
 
-from ..errors import Unsupported
+from ..errors import DYNAMIC_VALUE, RAISES, UNTRACED_CALL, Unsupported
 from ..sources import AttrSource
 from .base import KnownValueVariable, VariableTracker
 from .constant import ConstantVariable
@@ -25,7 +25,9 @@ class ModuleVariable(KnownValueVariable):
         try:
             value = getattr(self.value, name)
         except AttributeError as e:
-            raise Unsupported(f"module {self.value.__name__} has no attribute {name!r}") from e
+            raise Unsupported(
+                f"module {self.value.__name__} has no attribute {name!r}", category=RAISES
+            ) from e
         # Library modules (paddle, math, the standard library) are not monkeypatched between
         # calls in practice; guarding each function read from them would cost every call.
         src = AttrSource(self.source, name) if self.source is not None else None
@@ -51,7 +53,10 @@ class UserObjectVariable(VariableTracker):
         t = type(self.value)
         if getattr(t, "__bool__", None) is None and getattr(t, "__len__", None) is None:
             return True
-        raise Unsupported(f"truth value of {self.describe()} (it defines __bool__/__len__)")
+        raise Unsupported(
+            f"truth value of {self.describe()} (it defines __bool__/__len__)",
+            category=DYNAMIC_VALUE,
+        )
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
         from .builder import wrap
@@ -62,7 +67,7 @@ class UserObjectVariable(VariableTracker):
         cls_attr = inspect.getattr_static(type(obj), name, None)
         if isinstance(cls_attr, property):
             if cls_attr.fget is None:
-                raise Unsupported(f"property {name!r} has no getter")
+                raise Unsupported(f"property {name!r} has no getter", category=RAISES)
             return tx.inline_function(cls_attr.fget, [self], {}, fn_source=None)
         d = getattr(obj, "__dict__", None)
         if d is not None and name in d:
@@ -75,17 +80,22 @@ class UserObjectVariable(VariableTracker):
             if isinstance(cls_attr, (classmethod, types.MemberDescriptorType)) or hasattr(
                 cls_attr, "__get__"
             ):
-                raise Unsupported(f"descriptor {name!r} of {self.describe()}")
+                raise Unsupported(
+                    f"descriptor {name!r} of {self.describe()}", category=DYNAMIC_VALUE
+                )
             return wrap(tx, cls_attr, src)
         if hasattr(type(obj), "__getattr__"):
-            raise Unsupported(f"{self.describe()} computes attribute {name!r} in __getattr__")
-        raise Unsupported(f"{self.describe()} has no attribute {name!r}")
+            raise Unsupported(
+                f"{self.describe()} computes attribute {name!r} in __getattr__",
+                category=DYNAMIC_VALUE,
+            )
+        raise Unsupported(f"{self.describe()} has no attribute {name!r}", category=RAISES)
 
     def call_function(self, tx, args, kwargs):
         call = inspect.getattr_static(type(self.value), "__call__", None)
         if inspect.isfunction(call):
             return tx.inline_function(call, [self] + list(args), kwargs, fn_source=None)
-        raise Unsupported(f"calling {self.describe()}")
+        raise Unsupported(f"calling {self.describe()}", category=UNTRACED_CALL)
 
 
 class ClassVariable(KnownValueVariable):
@@ -102,7 +112,7 @@ class ClassVariable(KnownValueVariable):
 
         attr = inspect.getattr_static(self.value, name, None)
         if attr is None:
-            raise Unsupported(f"{self.describe()} has no attribute {name!r}")
+            raise Unsupported(f"{self.describe()} has no attribute {name!r}", category=RAISES)
         if isinstance(attr, (staticmethod, classmethod)):
             attr = getattr(self.value, name)
         src = AttrSource(self.source, name) if self.source is not None else None
@@ -128,10 +138,12 @@ class ClassVariable(KnownValueVariable):
                     value = cls(*consts[0], **consts[1])
                 except Exception as e:
                     raise Unsupported(
-                        f"{cls.__qualname__}(...) raises {type(e).__name__}: {e}"
+                        f"{cls.__qualname__}(...) raises {type(e).__name__}: {e}", category=RAISES
                     ) from e
                 return ConstantVariable(check_numpy_result(value, cls.__qualname__))
-        raise Unsupported(f"creating an instance of {self.describe()} during capture")
+        raise Unsupported(
+            f"creating an instance of {self.describe()} during capture", category=UNTRACED_CALL
+        )
 
 
 class SuperVariable(VariableTracker):
@@ -152,16 +164,21 @@ class SuperVariable(VariableTracker):
 
         mro = self.obj.python_type().__mro__
         if self.cls not in mro:
-            raise Unsupported(f"{self.describe()}: the object is not an instance of the class")
+            raise Unsupported(
+                f"{self.describe()}: the object is not an instance of the class", category=RAISES
+            )
         for klass in mro[mro.index(self.cls) + 1 :]:
             if name in vars(klass):
                 attr = vars(klass)[name]
                 break
         else:
-            raise Unsupported(f"{self.describe()} has no attribute {name!r}")
+            raise Unsupported(f"{self.describe()} has no attribute {name!r}", category=RAISES)
         if isinstance(attr, types.FunctionType):
             return UserMethodVariable(attr, self.obj)
-        raise Unsupported(f"{self.describe()}.{name} is a {type(attr).__name__}, not a method")
+        raise Unsupported(
+            f"{self.describe()}.{name} is a {type(attr).__name__}, not a method",
+            category=DYNAMIC_VALUE,
+        )
 
 
 def constant_or_none(value: Any):

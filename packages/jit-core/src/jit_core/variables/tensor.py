@@ -6,7 +6,15 @@ import operator
 import weakref
 from typing import List
 
-from ..errors import Unsupported
+from ..errors import (
+    DATA_LEAVES_GRAPH,
+    DYNAMIC_VALUE,
+    INPLACE_OUTSIDE,
+    LIMIT,
+    RAISES,
+    TENSOR_BRANCH,
+    Unsupported,
+)
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .containers import ListVariable
@@ -96,7 +104,8 @@ class TensorVariable(VariableTracker):
 
     def truthy(self, tx) -> bool:
         raise Unsupported(
-            "a tensor value decides a branch (the truth of a tensor is known only at run time)"
+            "a tensor value decides a branch (the truth of a tensor is known only at run time)",
+            category=TENSOR_BRANCH,
         )
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
@@ -112,7 +121,8 @@ class TensorVariable(VariableTracker):
             if tx.output.may_track_gradients():
                 raise Unsupported(
                     f".{name} of a tensor made in the frame, while gradients are on and a "
-                    "graph input or parameter requires them (autograd decides it)"
+                    "graph input or parameter requires them (autograd decides it)",
+                    category=DYNAMIC_VALUE,
                 )
         if name in _METADATA_ATTRS:
             return ConstantVariable(getattr(ex, name))
@@ -129,7 +139,7 @@ class TensorVariable(VariableTracker):
             from .functions import BoundMethodVariable
 
             return BoundMethodVariable(self, name)
-        raise Unsupported(f"tensor attribute {name!r} is not captured")
+        raise Unsupported(f"tensor attribute {name!r} is not captured", category=DYNAMIC_VALUE)
 
     def _guarded_attribute(self, tx, name: str) -> VariableTracker:
         from .. import guards
@@ -139,7 +149,10 @@ class TensorVariable(VariableTracker):
         if self.source is None:
             if name == "name":
                 # each run names the tensors it makes anew: eager would see another name
-                raise Unsupported("the name of a tensor made in the frame differs from run to run")
+                raise Unsupported(
+                    "the name of a tensor made in the frame differs from run to run",
+                    category=DYNAMIC_VALUE,
+                )
             return ConstantVariable(value)
         src = AttrSource(self.source, name)
         tx.output.guards.add(src, guards.CONSTANT_MATCH, value)
@@ -147,7 +160,10 @@ class TensorVariable(VariableTracker):
 
     def call_method(self, tx, name: str, args, kwargs):
         if name in _LEAVES_GRAPH:
-            raise Unsupported(f"tensor.{name}() makes the tensor's value leave the graph")
+            raise Unsupported(
+                f"tensor.{name}() makes the tensor's value leave the graph",
+                category=DATA_LEAVES_GRAPH,
+            )
         if name == "__setitem__" and len(args) == 2 and not kwargs:
             tx.setitem(self, args[0], args[1])
             return ConstantVariable(None)
@@ -166,7 +182,10 @@ class TensorVariable(VariableTracker):
 
         what = f"in-place tensor method .{name}()"
         if name.startswith("_") or name in _INPLACE_REFUSED:
-            raise Unsupported(f"{what} mutates a tensor (it runs in Python between two graphs)")
+            raise Unsupported(
+                f"{what} mutates a tensor (it runs in Python between two graphs)",
+                category=INPLACE_OUTSIDE,
+            )
         helper = METHOD_HELPERS.get(name)
         if helper is not None:
             return tx.output.record_inplace(
@@ -177,7 +196,8 @@ class TensorVariable(VariableTracker):
             # such method
             raise Unsupported(
                 f"{what} mutates a tensor and has no static-graph form (it runs in Python "
-                "between two graphs)"
+                "between two graphs)",
+                category=INPLACE_OUTSIDE,
             )
 
         def run(obj, *a, **k):
@@ -189,10 +209,12 @@ class TensorVariable(VariableTracker):
 
     def unpack_var_sequence(self, tx) -> List[VariableTracker]:
         if not self.example.shape:
-            raise Unsupported("iterating over a 0-d tensor")
+            raise Unsupported("iterating over a 0-d tensor", category=RAISES)
         n = int(self.example.shape[0])
         if n > 64:
-            raise Unsupported(f"iterating over a tensor with {n} rows (unrolling is capped at 64)")
+            raise Unsupported(
+                f"iterating over a tensor with {n} rows (unrolling is capped at 64)", category=LIMIT
+            )
         return [
             tx.output.call_function(tx, operator.getitem, [self, ConstantVariable(i)], {})
             for i in range(n)

@@ -14,7 +14,7 @@ from typing import Any, Callable, Dict, Optional
 
 import numpy as np
 
-from ..errors import Unsupported
+from ..errors import DYNAMIC_VALUE, LIMIT, RAISES, SIDE_EFFECT, Unsupported
 
 #: Paddle's place classes (``paddle.CPUPlace``, ``paddle.base.libpaddle.Place``...)
 _PLACE_MODULES = ("paddle.base.libpaddle", "paddle.base.core", "paddle.fluid.core")
@@ -106,11 +106,14 @@ def is_numpy_function(fn: Any) -> bool:
 def check_numpy_result(value: Any, what: str) -> Any:
     if isinstance(value, np.ndarray):
         if value.dtype == object:
-            raise Unsupported(f"{what} made a NumPy array of Python objects")
+            raise Unsupported(
+                f"{what} made a NumPy array of Python objects", category=DYNAMIC_VALUE
+            )
         if value.size > MAX_NUMPY_CONSTANT:
             raise Unsupported(
                 f"{what} made a NumPy array of {value.size} elements (constants of a graph "
-                f"are capped at {MAX_NUMPY_CONSTANT})"
+                f"are capped at {MAX_NUMPY_CONSTANT})",
+                category=LIMIT,
             )
     return value
 
@@ -119,11 +122,16 @@ def fold_numpy_call(fn: Callable, args: list, kwargs: Dict[str, Any]) -> Any:
     """``fn(*args, **kwargs)`` for a pure NumPy function on constants, checked."""
     name = getattr(fn, "__name__", "?")
     if name in _NUMPY_IMPURE or "out" in kwargs:
-        raise Unsupported(f"numpy.{name}() writes into its arguments, a file or global state")
+        raise Unsupported(
+            f"numpy.{name}() writes into its arguments, a file or global state",
+            category=SIDE_EFFECT,
+        )
     try:
         value = fn(*args, **kwargs)
     except Exception as e:
-        raise Unsupported(f"numpy.{name}(...) raises {type(e).__name__}: {e}") from e
+        raise Unsupported(
+            f"numpy.{name}(...) raises {type(e).__name__}: {e}", category=RAISES
+        ) from e
     return check_numpy_result(value, f"numpy.{name}()")
 
 

@@ -10,6 +10,7 @@ import paddle
 import pytest
 
 import jit_core
+from jit_core import errors
 from jit_opcodes.coverage import covers_cases
 
 from ..helpers import assert_same
@@ -50,5 +51,6 @@ def test_matching_a_tensor_value_breaks_the_graph():
         report = jit_core.explain(match_cases.tensor_value_pattern, x, t)
         # the comparison's graph, the break at the branch, the case that runs
         assert report.graph_count == 2 and report.break_count == 1, str(report)
-        assert report.breaks[0].graph_break and "branch" in report.breaks[0].reason
+        assert report.breaks[0].graph_break
+        assert report.breaks[0].category == errors.TENSOR_BRANCH
         assert_same(report.result, match_cases.tensor_value_pattern(x, t))

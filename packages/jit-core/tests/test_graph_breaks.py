@@ -11,6 +11,7 @@ import paddle
 import pytest
 
 import jit_core
+from jit_core import errors
 from jit_core.codegen import resume
 
 
@@ -106,7 +107,7 @@ def test_explain_lists_the_break_and_dump_writes_the_resume_functions(tmp_path):
     report = jit_core.explain(branchy, x)
     assert (report.graph_count, report.break_count) == (2, 1)
     brk = report.breaks[0]
-    assert brk.graph_break and "branch" in brk.reason
+    assert brk.graph_break and brk.category == errors.TENSOR_BRANCH
     assert brk.location == f"{__file__}:{branchy.__code__.co_firstlineno + 2}"
     assert brk.instruction.startswith(("POP_JUMP", "JUMP_IF"))
     names = [name for name, _ in brk.resumes]

@@ -810,6 +810,10 @@ class CompileContext:
             except Unsupported as again:
                 raise e.could_not_break(again.reason) from None
             if where.before_loop is not None and traced.graph_module is None:
+                if where.kind == "block":
+                    # nothing to capture before the block: the frame runs as it is
+                    e.reason = f"{e.reason}; {graph_breaks.IN_BLOCK}"
+                    raise e
                 plan = loops.plan_loop(code, where.before_loop)
                 if not isinstance(plan, loops.LoopPlan):
                     # nothing to capture before a loop that cannot be outlined
@@ -841,7 +845,11 @@ class CompileContext:
             loop_body: List[str] = []
 
             def make_resume(offset: int, nstack: int, live) -> Callable:
-                if traced.point.before_loop and offset == traced.point.next_offset:
+                if (
+                    traced.point.before_loop
+                    and where.kind == "loop"
+                    and offset == traced.point.next_offset
+                ):
                     loop = self._loop_call(code, offset, nstack, live, frame.f_globals)
                     if loop is not None:
                         resumes.append(loop.body.__code__)
@@ -872,6 +880,11 @@ class CompileContext:
                 stop.reason = (
                     f"{stop.reason} (in a loop: the loop runs in Python and its body is "
                     f"captured as {loop_body[0]}, once per item)"
+                )
+            elif traced.point.before_loop and where.kind == "block":
+                stop.reason = (
+                    f"{stop.reason} (in a try or with block: the graph breaks before the "
+                    "block, which runs in Python with its handlers)"
                 )
             elif traced.point.before_loop:
                 stop.reason = f"{stop.reason} (in a loop: the graph breaks before the loop)"

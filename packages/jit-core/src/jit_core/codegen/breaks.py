@@ -81,13 +81,19 @@ def can_break_at(opname: str) -> bool:
     return opname in CALLS or opname in JUMPS or opname in NATIVE
 
 
+IN_BLOCK = "the graph cannot break inside a try or with block (the block would lose its handler)"
+
+
 @dataclass(frozen=True)
 class Where:
     """Where a capture that stopped at an instruction ends: at that instruction (it runs
-    in CPython), or, for one inside a loop, before the loop (the resumed frame runs the
-    whole loop eagerly, and the sublayers it calls are captured on their own)."""
+    in CPython), or, for one inside a loop or a try/with block, before that loop or
+    block: the resumed frame runs it (a loop's body as a function of its own where it
+    can be, ``codegen.loops``; a block as it is, with its handlers, eagerly)."""
 
-    before_loop: Optional[int] = None  # the offset of the loop's first instruction
+    before_loop: Optional[int] = None  # the offset of the loop's or block's first instruction
+    #: "loop" or "block"
+    kind: str = "loop"
 
 
 def where_to_break(code: types.CodeType, inst: dis.Instruction):
@@ -101,10 +107,16 @@ def where_to_break(code: types.CodeType, inst: dis.Instruction):
     if head is not None:
         # whatever stopped the capture, the whole loop runs in the resumed frame
         return IN_LOOP if resume.protected(code, head) else Where(before_loop=head)
+    if inst.opname in ("BEFORE_WITH", "SETUP_WITH"):
+        # entering the block stopped the capture (its manager is not modelled, or its
+        # __enter__ breaks): the resumed frame enters it
+        return Where(before_loop=inst.offset, kind="block")
+    if resume.protected(code, inst.offset):
+        # whatever stopped it: the resumed frame runs the whole block with its handlers
+        start = resume.block_start(code, inst.offset)
+        return IN_BLOCK if start is None else Where(before_loop=start, kind="block")
     if inst.opname not in CALLS and inst.opname not in JUMPS and inst.opname not in NATIVE:
         return ""
-    if resume.protected(code, inst.offset):
-        return "the graph cannot break inside a try or with block"
     return Where()
 
 
@@ -395,6 +407,7 @@ __all__ = [
     "BreakPoint",
     "CALLS",
     "can_break_at",
+    "IN_BLOCK",
     "JUMPS",
     "break_point",
     "build_break_code",

@@ -132,6 +132,41 @@ def protected(code: types.CodeType, offset: int) -> bool:
     return any(start <= offset < end for start, end in _compat.protected_ranges(code))
 
 
+def block_start(code: types.CodeType, offset: int) -> Optional[int]:
+    """The offset where the outermost try or with block around ``offset`` starts: its
+    SETUP_* (3.8-3.10), or, on 3.11+, the first instruction its exception-table ranges
+    cover, or the BEFORE_WITH just before them. None when that block starts in a loop or
+    after an instruction that left values the block needs (a handler's own code)."""
+    ranges = _compat.protected_ranges(code)
+    if not _compat.HAS_EXCEPTION_TABLE:
+        starts = [s for s, e in ranges if s <= offset < e]
+        return min(starts) if starts else None
+    entries = [e for e in dis._parse_exception_table(code)]
+    inside = [e for e in entries if e.start <= offset < e.end]
+    if not inside:
+        return None
+    start = min(e.start for e in inside)
+    # a block is cut into several ranges around nested ones: walk back over those that
+    # end where it starts and go to the same handlers
+    targets = {e.target for e in inside}
+    moved = True
+    while moved:
+        moved = False
+        for e in entries:
+            if e.end == start and e.target in targets:
+                start, moved = e.start, True
+                targets.add(e.target)
+    insts, index = _layout(code)
+    i = index.get(start)
+    if i is None:
+        return None
+    if i > 0 and insts[i - 1].opname == "BEFORE_WITH":
+        return insts[i - 1].offset  # enter the manager in the resumed frame too
+    if insts[i].opname in ("PUSH_EXC_INFO", "WITH_EXCEPT_START"):
+        return None  # a handler: only reached while an exception propagates
+    return start
+
+
 def resume_name(code: types.CodeType, offset: int) -> str:
     return f"{code.co_name}__resume_at_{offset}"
 

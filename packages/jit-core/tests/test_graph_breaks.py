@@ -233,3 +233,26 @@ def test_every_breaking_callee_of_an_eager_frame_is_captured():
     from paddle.framework import core
 
     assert core.set_eval_frame(None) is None
+
+
+def _shout(t):
+    print("item", t.shape)
+    return t * 2
+
+
+def comprehension_that_breaks(x):
+    y = x + 1
+    return [_shout(t) for t in (y, y * 3)]
+
+
+def test_a_comprehension_whose_loop_breaks(capsys):
+    # before 3.12 a comprehension is a frame of its own whose result list sits below the
+    # loop's iterator: its loop cannot become a body function, and must stay exact
+    x = paddle.rand([2])
+    expected = comprehension_that_breaks(x)
+    out = capsys.readouterr().out
+    fast = jit_core.optimize(comprehension_that_breaks)
+    for _ in range(2):
+        got = fast(x)
+        assert len(got) == 2 and all(paddle.allclose(a, b).item() for a, b in zip(got, expected))
+        assert capsys.readouterr().out == out

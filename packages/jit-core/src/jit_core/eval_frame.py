@@ -935,6 +935,9 @@ class CompileContext:
         if call is not None:
             return call
         plan = loops.plan_loop(code, head)
+        if isinstance(plan, loops.LoopPlan) and nstack != 1:
+            # the body function starts with the iterator alone below the item
+            plan = f"{nstack - 1} values below the loop's iterator"
         if not isinstance(plan, loops.LoopPlan):
             breaks_log.info("the loop at %s:%d runs eagerly: %s", code.co_name, head, plan)
             return None

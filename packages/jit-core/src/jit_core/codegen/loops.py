@@ -60,6 +60,8 @@ class _Unbound:
 
 UNBOUND = _Unbound()
 
+#: instructions that read a stack slot their argument counts down to
+_DEEP = {"LIST_APPEND", "SET_ADD", "MAP_ADD", "COPY", "SWAP"}
 _TERMINAL = {"RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE"}
 _UNCONDITIONAL = {"JUMP_FORWARD", "JUMP_ABSOLUTE", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT"}
 _JUMPS = set(dis.hasjrel) | set(dis.hasjabs)
@@ -164,6 +166,9 @@ def _check_stack(insts, index, head_i: int, end_i: int) -> Union[set, str]:
     while work:
         k = work.pop()
         inst, d = insts[k], depth[k]
+        if inst.opname in _DEEP and (inst.arg or 0) >= d:
+            # reaches below the loop's iterator (a comprehension's result list)
+            return f"{inst.opname} reaches below the loop's iterator"
         if inst.opname in ("RETURN_VALUE", "RETURN_CONST"):
             want = 1 if inst.opname == "RETURN_VALUE" else 0
             if d != want:

@@ -60,8 +60,9 @@ class _Unbound:
 
 UNBOUND = _Unbound()
 
-#: instructions that read a stack slot their argument counts down to
-_DEEP = {"LIST_APPEND", "SET_ADD", "MAP_ADD", "COPY", "SWAP"}
+#: instructions that reach the stack slot their argument counts down to, plus how many
+#: slots above it they pop first (the loop's iterator is slot 1 of the body's stack)
+_DEEP = {"LIST_APPEND": 1, "SET_ADD": 1, "MAP_ADD": 2, "COPY": 0, "SWAP": 0}
 _TERMINAL = {"RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE"}
 _UNCONDITIONAL = {"JUMP_FORWARD", "JUMP_ABSOLUTE", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT"}
 _JUMPS = set(dis.hasjrel) | set(dis.hasjabs)
@@ -166,7 +167,7 @@ def _check_stack(insts, index, head_i: int, end_i: int) -> Union[set, str]:
     while work:
         k = work.pop()
         inst, d = insts[k], depth[k]
-        if inst.opname in _DEEP and (inst.arg or 0) >= d:
+        if inst.opname in _DEEP and (inst.arg or 0) + _DEEP[inst.opname] > d:
             # reaches below the loop's iterator (a comprehension's result list)
             return f"{inst.opname} reaches below the loop's iterator"
         if inst.opname in ("RETURN_VALUE", "RETURN_CONST"):

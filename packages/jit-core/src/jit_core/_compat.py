@@ -231,7 +231,22 @@ def load_fast(name: str) -> List[Instr]:
 
 
 def load_const(value: Any) -> List[Instr]:
+    # slices are unhashable before 3.12, and a code object hashes its constants (the
+    # frame hook keeps generated codes in a weak set): such values are built instead
+    if isinstance(value, slice):
+        parts = (value.start, value.stop, value.step)
+        return [i for p in parts for i in load_const(p)] + [Instr("BUILD_SLICE", 3)]
+    if type(value) is tuple and not _hashable(value):
+        return [i for item in value for i in load_const(item)] + build_tuple(len(value))
     return [Instr("LOAD_CONST", value)]
+
+
+def _hashable(value: Any) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
 
 
 # --------------------------------------------------------------------- graph breaks

@@ -238,8 +238,15 @@ def update_while_a_view_is_live(x, z):
     return v + 0.0, y
 
 
+def update_slice_of_input(x, z):
+    y = x * 2.0
+    x[1:3] = z[1:3]  # (STORE_SLICE on 3.12)
+    return y + x
+
+
 BREAKS = [
     (update_input, 2, "from outside the frame"),
+    (update_slice_of_input, 1, "from outside the frame"),
     (update_view_of_input, 2, "share memory"),
     (update_transposed_input, 2, "share memory"),
     (update_while_a_view_is_live, 1, "another tensor of the capture"),
@@ -252,6 +259,7 @@ def test_updates_of_outside_tensors_and_views_still_break(fn, breaks, reason, ba
     explained = jit_core.explain(fn, x.clone(), z)
     assert explained.break_count == breaks, [b.reason for b in explained.breaks]
     assert reason in explained.breaks[0].reason
+    assert all(b.graph_break for b in explained.breaks), str(explained)
     eager_x = x.clone()
     expected = fn(eager_x, z)
     fast = jit_core.optimize(fn, backend=backend)

@@ -157,16 +157,31 @@ def grows_a_list(x):
     return x * len(items), items
 
 
-def test_a_container_held_in_two_places_is_not_split():
+def test_a_container_held_in_two_places_stays_one_object():
     x = paddle.ones([2])
     report = jit_core.explain(grows_a_list, x)
-    # rebuilt on both sides of a break, the list would become two lists: the frame runs
-    # eagerly instead, with eager results
-    assert report.break_count == 1 and not report.breaks[0].graph_break
-    assert "held in two places" in report.breaks[0].reason
+    # the list is an argument of the call that breaks and a live local: the code after
+    # the break builds it once and hands the same object to both, so the mutation made
+    # by the call shows through the local
+    assert report.breaks[0].graph_break, str(report)
+    assert report.breaks[0].instruction.startswith("CALL"), str(report)
     out, items = report.result
     assert items == [1, 2, 3, 4]
     assert out.numpy().tolist() == [4.0, 4.0]
+    # (built once, kept in a local of the break code for the second place)
+    assert "___jit_shared_0" in report.graphs[0].transformed_bytecode
+
+
+def returns_one_list_twice(x):
+    items = [x + 1]
+    return items, items
+
+
+def test_a_returned_list_held_twice_is_one_object():
+    out = jit_core.optimize(returns_one_list_twice)(paddle.ones([2]))
+    assert out[0] is out[1]
+    out[0].append(3)
+    assert len(out[1]) == 2
 
 
 def sums_rows(x):
@@ -256,3 +271,19 @@ def test_a_comprehension_whose_loop_breaks(capsys):
         got = fast(x)
         assert len(got) == 2 and all(paddle.allclose(a, b).item() for a, b in zip(got, expected))
         assert capsys.readouterr().out == out
+
+
+def returns_slices(x):
+    s = slice(1, 3)
+    return x[s] * 2, s, (s, 0)
+
+
+def test_slices_are_rebuilt_on_every_python():
+    # before 3.12 a slice is unhashable, and so is a code object holding one as a
+    # constant ("unhashable type: 'slice'" sent such frames to eager on 3.8-3.11)
+    x = paddle.arange(4, dtype="float32")
+    report = jit_core.explain(returns_slices, x)
+    assert (report.graph_count, report.break_count) == (1, 0), str(report)
+    out, s, key = report.result
+    assert s == slice(1, 3) and key == (slice(1, 3), 0)
+    assert out.numpy().tolist() == [2.0, 4.0]

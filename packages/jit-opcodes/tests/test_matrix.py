@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from jit_opcodes import matrix
 from jit_opcodes.registry import ALL_VERSIONS, HANDLERS
 
@@ -30,7 +32,7 @@ def test_every_opcode_of_every_version_has_a_cell():
 
 def test_declared_handlers_are_symbolic_or_eager_with_their_reason():
     table = matrix.build()
-    for opname, fn, versions, family in HANDLERS:
+    for opname, fn, versions, family, _break_as in HANDLERS:
         for v in versions:
             cell = table[opname][v]
             if (opname, v) in matrix.NOT_EMITTED:
@@ -74,23 +76,21 @@ def test_the_command_prints_the_matrix_and_checks_for_gaps():
         assert name in check.stderr
 
 
-def test_opcodes_declared_to_break_are_ones_jit_core_can_break_at():
-    from jit_core.codegen import breaks
+def test_every_declared_break_names_how_jit_core_breaks():
+    from jit_core.codegen.breaks import BreakKind
 
-    breakable = set(breaks.NATIVE) | set(breaks.CALLS) | set(breaks.JUMPS)
-    declared = {name for name, fn, _, _ in HANDLERS if getattr(fn, "break_reason", None)}
-    assert declared and declared <= breakable, declared - breakable
+    declared = [d for d in HANDLERS if getattr(d.fn, "break_reason", None)]
+    assert declared
+    for d in declared:
+        assert isinstance(d.break_as, BreakKind), d
+        assert matrix.build()[d.opname][d.versions[0]].status == matrix.BREAKS
 
 
-def test_a_declared_break_the_core_cannot_make_is_eager(monkeypatch):
-    # a plugin may declare breaks="..." for an opcode; the matrix says what jit-core does
-    def handler(tx, inst):  # pragma: no cover - never run
-        raise AssertionError
+def test_a_break_without_a_break_kind_is_refused_when_declared():
+    # a plugin cannot declare a break jit-core does not know how to make
+    from jit_opcodes.registry import handler
 
-    handler.break_reason = "a side effect"
-    extra = [("NOP", handler, ("3.12",), "plugin"), ("STORE_ATTR", handler, ("3.12",), "plugin")]
-    monkeypatch.setattr(matrix, "HANDLERS", list(matrix.HANDLERS) + extra)
-    table = matrix.build()
-    assert table["NOP"]["3.12"].status == matrix.EAGER
-    assert "cannot break the graph at NOP" in table["NOP"]["3.12"].reason
-    assert table["STORE_ATTR"]["3.12"] == matrix.Cell(matrix.BREAKS, "a side effect")
+    with pytest.raises(ValueError, match="needs break_as"):
+        handler("NOP", breaks="a side effect")
+    with pytest.raises(TypeError, match="BreakKind"):
+        handler("NOP", break_as="anywhere")

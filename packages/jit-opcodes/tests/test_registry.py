@@ -44,7 +44,7 @@ def fresh_plugins():
 
 def own_handlers():
     jit_opcodes.load_families()
-    return [(op, fn, vs, fam) for op, fn, vs, fam in HANDLERS]
+    return [(d.opname, d.fn, d.versions, d.family) for d in HANDLERS]
 
 
 # ---------------------------------------------------------------------------- registry
@@ -142,8 +142,8 @@ def test_handler_decorator_records_family_and_returns_function():
         assert out is fake
         added = HANDLERS[len(before) :]
         assert added == [
-            ("FAKE_ONE", fake, ("3.10", "3.11"), "somefamily"),
-            ("FAKE_TWO", fake, ("3.10", "3.11"), "somefamily"),
+            ("FAKE_ONE", fake, ("3.10", "3.11"), "somefamily", None),
+            ("FAKE_TWO", fake, ("3.10", "3.11"), "somefamily", None),
         ]
     finally:
         HANDLERS[:] = before
@@ -181,13 +181,19 @@ def test_a_module_per_family():
 def test_plugin_hook_registers_everything_at_priority_zero():
     calls = []
     opcodes_plugin.jit_register_opcodes(
-        register=lambda op, fn, vs, priority=10: calls.append((op, fn, tuple(vs), priority))
+        register=lambda op, fn, vs, priority=10, break_as=None: calls.append(
+            (op, fn, tuple(vs), priority, break_as)
+        )
     )
     assert len(calls) == len(own_handlers())
     assert {c[3] for c in calls} == {0}
-    assert [(op, fn, vs) for op, fn, vs, _ in calls] == [
+    assert [(op, fn, vs) for op, fn, vs, _, _ in calls] == [
         (op, fn, vs) for op, fn, vs, _ in own_handlers()
     ]
+    # the break kinds travel with the handlers: calls, branches and stores can break
+    kinds = {c[0]: c[4] for c in calls if c[4] is not None}
+    assert {"STORE_ATTR", "STORE_SUBSCR", "GET_ITER", "POP_JUMP_IF_FALSE"} <= set(kinds)
+    assert {"CALL_FUNCTION", "CALL"} & set(kinds)
 
 
 # ---------------------------------------------------------------------------- overrides
@@ -352,3 +358,57 @@ def test_a_handler_taken_away_is_named_with_its_location(monkeypatch):
     brk = jit_core.explain(add, x, y).breaks[0]
     assert brk.location == f"{__file__}:{add.__code__.co_firstlineno + 1}"
     assert brk.instruction.startswith(add_op)
+
+
+# ---------------------------------------------------------------------------- break kinds
+
+
+class StoreAttrOverride:
+    """Takes STORE_ATTR over with the handler of jit-opcodes, with its own break kind."""
+
+    def __init__(self, break_as):
+        self.break_as = break_as
+        self.original = plugins.opcode_handlers()["STORE_ATTR"].handler
+
+    @jit_core.hookimpl
+    def jit_register_opcodes(self, register):
+        register("STORE_ATTR", self.original, (RUNNING,), break_as=self.break_as)
+
+
+class Box:
+    pass
+
+
+def stores_an_attribute(x, box):
+    y = x + 1
+    box.value = y
+    return y * 2
+
+
+def test_the_break_at_an_opcode_is_what_its_handler_registers(fresh_plugins):
+    from jit_core.codegen.breaks import RunsInPython
+
+    x = paddle.ones([3])
+    ours = jit_core.explain(stores_an_attribute, x, Box())
+    assert ours.breaks[0].graph_break and ours.graph_count == 2
+
+    # a handler that registers no break kind: a frame that stops there runs eagerly
+    fresh_plugins(StoreAttrOverride(None), "store-attr-no-break")
+    box = Box()
+    report = jit_core.explain(stores_an_attribute, x, box)
+    assert not report.breaks[0].graph_break and report.graph_count == 0, str(report)
+    np.testing.assert_allclose(box.value.numpy(), (x + 1).numpy())
+
+    # with one, it breaks as it says
+    fresh_plugins(StoreAttrOverride(RunsInPython(pops=2)), "store-attr-breaks")
+    box = Box()
+    report = jit_core.explain(stores_an_attribute, x, box)
+    assert report.breaks[0].graph_break and report.graph_count == 2, str(report)
+    np.testing.assert_allclose(report.result.numpy(), ((x + 1) * 2).numpy())
+    np.testing.assert_allclose(box.value.numpy(), (x + 1).numpy())
+
+
+def test_a_plugin_break_kind_must_be_one_jit_core_knows(fresh_plugins):
+    fresh_plugins(StoreAttrOverride("after the graph"), "store-attr-bad")
+    with pytest.raises(TypeError, match="store-attr-bad.*STORE_ATTR.*BreakKind"):
+        plugins.opcode_handlers()

@@ -26,7 +26,7 @@ from . import _compat, plugins
 from .codegen import breaks as graph_breaks
 from .codegen import loops
 from .codegen import resume as resume_codes
-from .codegen.frame import GENERATED_CODES, build_code, collect_tensors, disassemble
+from .codegen.frame import GENERATED_CODES, build_code, disassemble, graph_outputs
 from .config import Options
 from .errors import (
     GENERATOR,
@@ -736,13 +736,15 @@ class CompileContext:
         code: types.CodeType,
         stop: Optional[Unsupported] = None,
         where: Optional[graph_breaks.Where] = None,
+        inputs_as_outputs: bool = False,
     ) -> Traced:
         """Run the symbolic executor over ``frame`` and the graph passes over its graph.
 
         Raises ``Unsupported`` when the frame cannot be captured. With ``stop`` (what
         stopped an earlier capture of the same frame), the capture ends just before the
         instruction where that happened, or before the loop around it (``where``): the
-        graph of a frame that breaks there."""
+        graph of a frame that breaks there. ``inputs_as_outputs`` (``capture()``): the
+        graph returns every tensor the frame returns, its inputs too."""
         output = OutputGraph()
         f_globals = frame.f_globals
         with _preserve_rng():
@@ -763,9 +765,9 @@ class CompileContext:
                         "the capture did not stop where it broke before", category=INTERNAL
                     )
                 point = graph_breaks.break_point(tx, inst, before_loop)
-                tensors = graph_breaks.tensors_to_rebuild(point.values())
+                tensors = graph_breaks.tensors_to_rebuild(code, point)
             else:
-                collect_tensors(ret, tensors)
+                tensors = graph_outputs(code, ret, inputs_as_outputs)
             self._counter += 1
             n = self._counter
             traced = Traced(n, output, ret, tensors, point=point)

@@ -39,12 +39,20 @@ def jit_register_backends(register):
 
 @hookspec
 def jit_register_opcodes(register):
-    """Register bytecode handlers: ``register(opname, handler, versions, priority=10)``.
+    """Register bytecode handlers:
+    ``register(opname, handler, versions, priority=10, break_as=None)``.
 
     ``handler(tx, inst)`` simulates one instruction on the translator ``tx``. ``versions``
     is an iterable of "3.X" strings it serves. When two handlers claim the same opcode on
     the running version, the higher priority wins (jit-opcodes uses 0, so any plugin
     overrides it by default).
+
+    ``break_as`` says how the graph breaks at the instruction when the capture cannot
+    simulate it (the handler raises ``Unsupported``): one of the kinds of
+    ``jit_core.codegen.breaks`` (``RunsInPython(pops, pushes)`` for an instruction that
+    runs as it is between two graphs, ``BreaksAtCall(decode)`` for a call,
+    ``BreaksAtBranch(jump_if_true, keeps_value)`` for a conditional jump). Without one,
+    a frame whose capture stops at the instruction runs eagerly.
     """
 
 

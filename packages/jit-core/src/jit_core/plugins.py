@@ -44,6 +44,9 @@ class OpcodeHandler:
     handler: Callable
     priority: int
     plugin: str
+    #: how the graph breaks at this opcode (a ``codegen.breaks.BreakKind``), or None: a
+    #: frame whose capture stops there runs eagerly
+    break_as: Any = None
 
 
 _lock = threading.Lock()
@@ -124,12 +127,19 @@ def opcode_handlers() -> Dict[str, OpcodeHandler]:
         found: Dict[str, OpcodeHandler] = {}
 
         def make_register(plugin):
-            def register(opname, handler, versions, priority=10):
+            def register(opname, handler, versions, priority=10, break_as=None):
+                from .codegen.breaks import BreakKind
+
+                if break_as is not None and not isinstance(break_as, BreakKind):
+                    raise TypeError(
+                        f"plugin {plugin!r} registered {opname} with break_as={break_as!r}, "
+                        "which is not a jit_core.codegen.breaks.BreakKind"
+                    )
                 if not _serves(versions):
                     return
                 old = found.get(opname)
                 if old is None or priority >= old.priority:
-                    found[opname] = OpcodeHandler(opname, handler, priority, plugin)
+                    found[opname] = OpcodeHandler(opname, handler, priority, plugin, break_as)
 
             return register
 

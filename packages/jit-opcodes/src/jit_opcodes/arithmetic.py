@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import operator
 
+from jit_core.codegen.breaks import RunsInPython
 from jit_core.errors import UNSUPPORTED_OPCODE, Unsupported
 from jit_core.variables import SliceVariable, wrap_static
 
@@ -138,7 +139,9 @@ def binary_subscr(tx, inst):
     tx.push(tx.getitem(obj, key))
 
 
-@handler("STORE_SUBSCR")
+# a store the graph cannot hold (into an input, a parameter, a container from outside)
+# runs as it is between two graphs
+@handler("STORE_SUBSCR", break_as=RunsInPython(pops=3))
 def store_subscr(tx, inst):
     key = tx.pop()
     obj = tx.pop()
@@ -146,7 +149,7 @@ def store_subscr(tx, inst):
     tx.setitem(obj, key, value)
 
 
-@handler("DELETE_SUBSCR")
+@handler("DELETE_SUBSCR", break_as=RunsInPython(pops=2))
 def delete_subscr(tx, inst):
     key = tx.pop()
     obj = tx.pop()
@@ -161,7 +164,7 @@ def binary_slice(tx, inst):
     tx.push(tx.getitem(obj, SliceVariable(start, stop, wrap_static(None))))
 
 
-@handler("STORE_SLICE", versions=versions("3.12"))
+@handler("STORE_SLICE", versions=versions("3.12"), break_as=RunsInPython(pops=4))
 def store_slice(tx, inst):
     stop = tx.pop()
     start = tx.pop()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from jit_core.codegen.breaks import BreaksAtCall, CallParts
 from jit_core.errors import DYNAMIC_VALUE, INTERNAL, UNSUPPORTED_OPCODE, Unsupported
 from jit_core.variables import DictVariable, NestedFunctionVariable, NullVariable
 
@@ -15,54 +16,111 @@ def _split_kwargs(args, names):
     return list(args[:-n]), dict(zip(names, args[-n:]))
 
 
-@handler("CALL_FUNCTION", versions=versions("3.8", "3.10"))
-def call_function(tx, inst):
-    args = tx.popn(inst.arg)
-    fn = tx.pop()
-    tx.push(tx.call(fn, args, {}))
+# Each calling convention is read from the stack by one decoder, which both the handler
+# (to simulate the call) and jit-core (to break the graph at it, BreaksAtCall) use.
 
 
-@handler("CALL_FUNCTION_KW", versions=versions("3.8", "3.10"))
-def call_function_kw(tx, inst):
-    names = tx.pop().as_python_constant()
-    args = tx.popn(inst.arg)
-    fn = tx.pop()
-    pos, kw = _split_kwargs(args, names)
-    tx.push(tx.call(fn, pos, kw))
+def _decode_call_function(stack, inst, kw_names) -> CallParts:
+    n = inst.arg
+    return CallParts(n + 1, stack[-n - 1], list(stack[len(stack) - n :]))
 
 
-@handler("CALL_METHOD", versions=versions("3.8", "3.10"))
-def call_method(tx, inst):
-    args = tx.popn(inst.arg)
-    fn = tx.pop()
-    self_or_null = tx.pop()
-    if not isinstance(self_or_null, NullVariable):
-        # LOAD_METHOD pushed (method, self): call method(self, *args)
-        fn, args = self_or_null, [fn] + args
-    tx.push(tx.call(fn, args, {}))
+def _decode_call_function_kw(stack, inst, kw_names) -> CallParts:
+    n = inst.arg
+    pos, kw = _split_kwargs(stack[len(stack) - n - 1 : -1], stack[-1].as_python_constant())
+    return CallParts(n + 2, stack[-n - 2], pos, kw)
 
 
-def _call_ex(tx, inst, pops_null):
-    kwargs = tx.pop() if inst.arg & 1 else None
-    args = tx.pop()
-    fn = tx.pop()
-    if pops_null:
-        null = tx.pop()
-        if not isinstance(null, NullVariable):
-            raise Unsupported("CALL_FUNCTION_EX without the NULL it expects", category=INTERNAL)
+def _decode_method_call(stack, inst, kw_names) -> CallParts:
+    """CALL_METHOD (3.8-3.10) and CALL (3.11+): below the arguments, either NULL and the
+    callable, or the method and ``self`` (LOAD_METHOD/LOAD_ATTR pushed them)."""
+    n = inst.arg
+    args = list(stack[len(stack) - n :])
+    second, first = stack[-n - 1], stack[-n - 2]
+    fn = second
+    if not isinstance(first, NullVariable):
+        fn, args = first, [second] + args
+    pos, kw = _split_kwargs(args, kw_names)
+    return CallParts(n + 2, fn, pos, kw)
+
+
+def _decode_call_ex(stack, inst, below: int) -> CallParts:
+    """CALL_FUNCTION_EX: ``below`` is 1 where a NULL sits below the callable (3.11+)."""
+    i = 1
+    kwargs_obj = None
+    if inst.arg & 1:
+        kwargs_obj = stack[-i]
+        i += 1
+    args_obj = stack[-i]
+    fn = stack[-i - 1]
+    if below and not isinstance(stack[-i - 2], NullVariable):
+        raise Unsupported("CALL_FUNCTION_EX without the NULL it expects", category=INTERNAL)
+    return CallParts(i + 1 + below, fn, args_obj=args_obj, kwargs_obj=kwargs_obj)
+
+
+def _decode_call_ex_38(stack, inst, kw_names) -> CallParts:
+    return _decode_call_ex(stack, inst, below=0)
+
+
+def _decode_call_ex_311(stack, inst, kw_names) -> CallParts:
+    return _decode_call_ex(stack, inst, below=1)
+
+
+def _simulate(tx, inst, decode) -> None:
+    parts = decode(tx.stack, inst, tx.kw_names)
+    tx.popn(parts.consumed)
+    tx.kw_names = ()
+    if parts.args_obj is None:
+        tx.push(tx.call(parts.fn, parts.args, parts.kwargs))
+        return
+    kwargs = parts.kwargs_obj
     if kwargs is not None and not isinstance(kwargs, DictVariable):
         raise Unsupported(f"** unpacking of {kwargs.describe()}", category=DYNAMIC_VALUE)
-    tx.push(tx.call(fn, args.unpack_var_sequence(tx), dict(kwargs.items) if kwargs else {}))
+    args = parts.args_obj.unpack_var_sequence(tx)
+    tx.push(tx.call(parts.fn, args, dict(kwargs.items) if kwargs is not None else {}))
 
 
-@handler("CALL_FUNCTION_EX", versions=versions("3.8", "3.10"))
+@handler(
+    "CALL_FUNCTION",
+    versions=versions("3.8", "3.10"),
+    break_as=BreaksAtCall(_decode_call_function),
+)
+def call_function(tx, inst):
+    _simulate(tx, inst, _decode_call_function)
+
+
+@handler(
+    "CALL_FUNCTION_KW",
+    versions=versions("3.8", "3.10"),
+    break_as=BreaksAtCall(_decode_call_function_kw),
+)
+def call_function_kw(tx, inst):
+    _simulate(tx, inst, _decode_call_function_kw)
+
+
+@handler(
+    "CALL_METHOD", versions=versions("3.8", "3.10"), break_as=BreaksAtCall(_decode_method_call)
+)
+def call_method(tx, inst):
+    _simulate(tx, inst, _decode_method_call)
+
+
+@handler(
+    "CALL_FUNCTION_EX",
+    versions=versions("3.8", "3.10"),
+    break_as=BreaksAtCall(_decode_call_ex_38),
+)
 def call_function_ex(tx, inst):
-    _call_ex(tx, inst, pops_null=False)
+    _simulate(tx, inst, _decode_call_ex_38)
 
 
-@handler("CALL_FUNCTION_EX", versions=versions("3.11", "3.12"))
+@handler(
+    "CALL_FUNCTION_EX",
+    versions=versions("3.11", "3.12"),
+    break_as=BreaksAtCall(_decode_call_ex_311),
+)
 def call_function_ex_311(tx, inst):
-    _call_ex(tx, inst, pops_null=True)
+    _simulate(tx, inst, _decode_call_ex_311)
 
 
 @handler("KW_NAMES", versions=versions("3.11", "3.12"))
@@ -71,18 +129,9 @@ def kw_names(tx, inst):
     tx.kw_names = tuple(tx.code.co_consts[inst.arg])
 
 
-@handler("CALL", versions=versions("3.11", "3.12"))
+@handler("CALL", versions=versions("3.11", "3.12"), break_as=BreaksAtCall(_decode_method_call))
 def call_311(tx, inst):
-    args = tx.popn(inst.arg)
-    second = tx.pop()
-    first = tx.pop()
-    if isinstance(first, NullVariable):
-        fn = second
-    else:
-        fn, args = first, [second] + args
-    pos, kw = _split_kwargs(args, tx.kw_names)
-    tx.kw_names = ()
-    tx.push(tx.call(fn, pos, kw))
+    _simulate(tx, inst, _decode_method_call)
 
 
 @handler("MAKE_FUNCTION")

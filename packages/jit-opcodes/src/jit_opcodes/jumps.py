@@ -4,9 +4,15 @@ are guarded); loops over containers and ranges are unrolled."""
 from __future__ import annotations
 
 from jit_core import _compat
+from jit_core.codegen.breaks import BreaksAtBranch, RunsInPython
 from jit_core.variables import ConstantVariable, NullVariable
 
 from .registry import handler, versions
+
+# a branch on a value only known at run time (a tensor's truth) breaks the graph: the
+# real value decides, each side goes on in a resume function of its own
+_IF_TRUE = BreaksAtBranch(jump_if_true=True)
+_IF_FALSE = BreaksAtBranch(jump_if_true=False)
 
 
 @handler("RETURN_VALUE")
@@ -32,15 +38,22 @@ def _is_none(v):
     return isinstance(v, ConstantVariable) and v.value is None
 
 
-@handler("POP_JUMP_IF_TRUE", versions=("3.8", "3.9", "3.10", "3.12"))
-@handler("POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_BACKWARD_IF_TRUE", versions=("3.11",))
+@handler("POP_JUMP_IF_TRUE", versions=("3.8", "3.9", "3.10", "3.12"), break_as=_IF_TRUE)
+@handler(
+    "POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_BACKWARD_IF_TRUE", versions=("3.11",), break_as=_IF_TRUE
+)
 def pop_jump_if_true(tx, inst):
     if tx.pop().truthy(tx):
         tx.jump(inst)
 
 
-@handler("POP_JUMP_IF_FALSE", versions=("3.8", "3.9", "3.10", "3.12"))
-@handler("POP_JUMP_FORWARD_IF_FALSE", "POP_JUMP_BACKWARD_IF_FALSE", versions=("3.11",))
+@handler("POP_JUMP_IF_FALSE", versions=("3.8", "3.9", "3.10", "3.12"), break_as=_IF_FALSE)
+@handler(
+    "POP_JUMP_FORWARD_IF_FALSE",
+    "POP_JUMP_BACKWARD_IF_FALSE",
+    versions=("3.11",),
+    break_as=_IF_FALSE,
+)
 def pop_jump_if_false(tx, inst):
     if not tx.pop().truthy(tx):
         tx.jump(inst)
@@ -65,7 +78,11 @@ def pop_jump_if_not_none(tx, inst):
         tx.jump(inst)
 
 
-@handler("JUMP_IF_TRUE_OR_POP", versions=versions("3.8", "3.11"))
+@handler(
+    "JUMP_IF_TRUE_OR_POP",
+    versions=versions("3.8", "3.11"),
+    break_as=BreaksAtBranch(jump_if_true=True, keeps_value=True),
+)
 def jump_if_true_or_pop(tx, inst):
     if tx.peek().truthy(tx):
         tx.jump(inst)
@@ -73,7 +90,11 @@ def jump_if_true_or_pop(tx, inst):
         tx.pop()
 
 
-@handler("JUMP_IF_FALSE_OR_POP", versions=versions("3.8", "3.11"))
+@handler(
+    "JUMP_IF_FALSE_OR_POP",
+    versions=versions("3.8", "3.11"),
+    break_as=BreaksAtBranch(jump_if_true=False, keeps_value=True),
+)
 def jump_if_false_or_pop(tx, inst):
     if not tx.peek().truthy(tx):
         tx.jump(inst)
@@ -81,7 +102,8 @@ def jump_if_false_or_pop(tx, inst):
         tx.pop()
 
 
-@handler("GET_ITER")
+# a loop over what the capture cannot unroll: the iterator is made in CPython
+@handler("GET_ITER", break_as=RunsInPython(pops=1, pushes=1))
 def get_iter(tx, inst):
     tx.push(tx.iterate(tx.pop()))
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from jit_core.codegen.breaks import RunsInPython
 from jit_core.errors import SIDE_EFFECT, Unsupported
 from jit_core.variables import NullVariable, wrap_static
 
@@ -63,7 +64,8 @@ _GLOBAL_STORE = "assigning or deleting a global: a side effect, run between two 
 _ATTR_STORE = "storing or deleting an attribute: a side effect, run between two graphs"
 
 
-@handler("STORE_GLOBAL", "DELETE_GLOBAL", breaks=_GLOBAL_STORE)
+@handler("STORE_GLOBAL", breaks=_GLOBAL_STORE, break_as=RunsInPython(pops=1))
+@handler("DELETE_GLOBAL", breaks=_GLOBAL_STORE, break_as=RunsInPython(pops=0))
 def store_global(tx, inst):
     raise Unsupported(f"{_GLOBAL_STORE} ({inst.argval})", category=SIDE_EFFECT)
 
@@ -101,6 +103,7 @@ def load_method(tx, inst):
     tx.push(tx.getattr(obj, inst.argval))
 
 
-@handler("STORE_ATTR", "DELETE_ATTR", breaks=_ATTR_STORE)
+@handler("STORE_ATTR", breaks=_ATTR_STORE, break_as=RunsInPython(pops=2))
+@handler("DELETE_ATTR", breaks=_ATTR_STORE, break_as=RunsInPython(pops=1))
 def store_attr(tx, inst):
     raise Unsupported(f"{_ATTR_STORE} ({tx.peek().describe()}.{inst.argval})", category=SIDE_EFFECT)

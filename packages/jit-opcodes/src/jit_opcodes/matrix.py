@@ -25,8 +25,6 @@ import os
 from dataclasses import dataclass
 from typing import Dict, List, Tuple
 
-from jit_core.codegen.breaks import can_break_at
-
 from . import load_families
 from .registry import ALL_VERSIONS, HANDLERS
 
@@ -121,21 +119,14 @@ def _handlers() -> Dict[Tuple[str, str], Cell]:
     """(opname, version) -> the cell of the declared handler."""
     load_families()
     found = {}
-    for opname, fn, vs, family in HANDLERS:
+    for opname, fn, vs, family, _break_as in HANDLERS:
         for v in vs:
             if getattr(fn, "eager_reason", None):
                 found[(opname, v)] = Cell(EAGER, fn.eager_reason)
             elif getattr(fn, "break_reason", None):
-                # a handler declares the break; whether the graph can break there is
-                # the core's to say (codegen.breaks), not the declaration's
-                if can_break_at(opname):
-                    found[(opname, v)] = Cell(BREAKS, fn.break_reason)
-                else:
-                    found[(opname, v)] = Cell(
-                        EAGER,
-                        f"{fn.break_reason}; jit-core cannot break the graph at {opname}, "
-                        "so the frame runs eagerly",
-                    )
+                # the declaration names how jit-core breaks there (registry.handler
+                # refuses breaks= without a break_as)
+                found[(opname, v)] = Cell(BREAKS, fn.break_reason)
             else:
                 found[(opname, v)] = Cell(SYMBOLIC, family)
     return found

@@ -11,8 +11,8 @@ from .registry import HANDLERS
 @hookimpl
 def jit_register_opcodes(register):
     load_families()
-    for opname, fn, versions, _family in HANDLERS:
-        register(opname, fn, versions, priority=0)
+    for d in HANDLERS:
+        register(d.opname, d.fn, d.versions, priority=0, break_as=d.break_as)
 
 
 __all__ = ["FAMILIES", "jit_register_opcodes"]

@@ -2,13 +2,27 @@
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, List, Optional, Tuple
+from typing import Callable, Iterable, List, NamedTuple, Optional, Tuple
+
+from jit_core.codegen.breaks import BreakKind
 
 #: the Python versions this package knows
 ALL_VERSIONS: Tuple[str, ...] = ("3.8", "3.9", "3.10", "3.11", "3.12")
 
-#: (opname, handler, versions, family) in declaration order
-HANDLERS: List[Tuple[str, Callable, Tuple[str, ...], str]] = []
+
+class Declared(NamedTuple):
+    """One ``@handler`` declaration for one opname."""
+
+    opname: str
+    fn: Callable
+    versions: Tuple[str, ...]
+    family: str
+    #: how jit-core breaks the graph at the opcode (None: the frame runs eagerly there)
+    break_as: Optional[BreakKind] = None
+
+
+#: every declaration, in declaration order
+HANDLERS: List[Declared] = []
 
 
 def versions(first: str = "3.8", last: str = "3.12") -> Tuple[str, ...]:
@@ -22,17 +36,26 @@ def handler(
     versions: Iterable[str] = ALL_VERSIONS,
     eager: Optional[str] = None,
     breaks: Optional[str] = None,
+    break_as: Optional[BreakKind] = None,
 ):
     """Declare ``fn(tx, inst)`` as the handler of ``opnames`` on ``versions``.
 
-    ``eager="why"`` declares a handler that always sends the frame to eager execution
-    (it raises ``Unsupported`` at an instruction the graph cannot break at);
-    ``breaks="why"`` one that always breaks the graph there (the instruction runs in
-    CPython between two graphs). The support matrix shows the reason."""
+    ``break_as`` is how the graph breaks at the instruction when the handler raises
+    ``Unsupported`` (a ``jit_core.codegen.breaks.BreakKind``: the stack it takes and the
+    code that runs it in CPython between two graphs); without it such a frame runs
+    eagerly. ``eager="why"`` declares a handler that always sends the frame to eager
+    execution; ``breaks="why"`` one that always breaks the graph there, which needs a
+    ``break_as``. The support matrix shows the reason."""
     vs = tuple(versions)
     for v in vs:
         if v not in ALL_VERSIONS:
             raise ValueError(f"unknown Python version {v!r}")
+    if break_as is not None and not isinstance(break_as, BreakKind):
+        raise TypeError(f"break_as={break_as!r} is not a jit_core.codegen.breaks.BreakKind")
+    if breaks is not None and break_as is None:
+        raise ValueError(
+            f"{', '.join(opnames)}: breaks={breaks!r} needs break_as= (how the graph breaks)"
+        )
 
     def deco(fn: Callable) -> Callable:
         family = fn.__module__.rsplit(".", 1)[-1]
@@ -41,7 +64,7 @@ def handler(
         if breaks is not None:
             fn.break_reason = breaks
         for name in opnames:
-            HANDLERS.append((name, fn, vs, family))
+            HANDLERS.append(Declared(name, fn, vs, family, break_as))
         return fn
 
     return deco

@@ -6,17 +6,23 @@ value; a store, which is a side effect), the frame is captured again up to that
 instruction, and its replacement
 
 1. runs the graph of everything before the break,
-2. rebuilds the values of the live locals and of the stack, from the graph's outputs and
-   from where the other values came from,
+2. rebuilds the values of the live locals and of the stack (each value's
+   ``reconstruct``: from the graph's outputs, or from where it came from),
 3. runs the instruction itself in CPython (a call goes through ``hooked_call``, which
    turns the frame hook on so the callee is captured on its own; a branch tests the real
    value), and
 4. returns what a resume function (``codegen.resume``) returns: the rest of the frame,
    entered with the stack and the live locals, captured on its own when it runs.
 
+How step 3 looks depends on the instruction, and is the opcode handler's to say: a
+handler registers a ``BreakKind`` with its opcode (``register(..., break_as=...)``,
+see ``hookspecs.jit_register_opcodes``), one of the kinds below, which this module knows
+how to perform. An opcode whose handler registers none cannot break the graph: a frame
+that stops there runs eagerly.
+
 Inside a loop the capture stops before the loop instead, and the resumed frame runs the
-loop. Where a break would not be exact (inside a try or with block, in a frame with
-closures) the frame runs eagerly, and ``explain()`` says why.
+loop; inside a try or with block, before the block. Where a break would not be exact (a
+frame with cell variables) the frame runs eagerly, and ``explain()`` says why.
 """
 
 from __future__ import annotations
@@ -28,59 +34,166 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from bytecode import Instr, Label
 
-from .. import _compat
-from ..errors import RECONSTRUCT, Unsupported
+from .. import _compat, plugins
 from ..sources import Source
-from ..variables import (
-    DictVariable,
-    NullVariable,
-    TensorVariable,
-    TupleVariable,
-    VariableTracker,
-)
-from ..variables.base import KnownValueVariable, LazyVariable, call_first
-from ..variables.containers import BaseListVariable, ListIteratorVariable, SetVariable
-from ..variables.functions import BoundMethodVariable, UserMethodVariable
+from ..variables import DictVariable, TensorVariable, TupleVariable, VariableTracker
+from ..variables.base import KnownValueVariable
+from ..variables.functions import UserMethodVariable
 from . import resume
-from .frame import _Emitter, assemble, run_graph
+from .frame import assemble, run_graph
+from .pycodegen import PyCodegen, collect
 
 STACK_LOCAL = "___jit_stack"
 LOCALS_LOCAL = "___jit_locals"
 
-CALLS = {"CALL_FUNCTION", "CALL_FUNCTION_KW", "CALL_METHOD", "CALL", "CALL_FUNCTION_EX"}
-#: instructions that run as they are: stores and deletes (side effects), and GET_ITER
-#: (a loop over what the capture cannot unroll): opname -> (stack values taken, pushed)
-NATIVE = {
-    "STORE_SUBSCR": (3, 0),
-    "DELETE_SUBSCR": (2, 0),
-    "STORE_ATTR": (2, 0),
-    "DELETE_ATTR": (1, 0),
-    "STORE_GLOBAL": (1, 0),
-    "DELETE_GLOBAL": (0, 0),
-    "GET_ITER": (1, 1),
-}
-_NAMED = {"STORE_ATTR", "DELETE_ATTR", "STORE_GLOBAL", "DELETE_GLOBAL"}
-#: opname -> (jumps when the value is true, keeps the value on the stack when it jumps)
-JUMPS = {
-    "POP_JUMP_IF_FALSE": (False, False),
-    "POP_JUMP_IF_TRUE": (True, False),
-    "POP_JUMP_FORWARD_IF_FALSE": (False, False),
-    "POP_JUMP_FORWARD_IF_TRUE": (True, False),
-    "JUMP_IF_FALSE_OR_POP": (False, True),
-    "JUMP_IF_TRUE_OR_POP": (True, True),
-}
+
+@dataclass
+class CallParts:
+    """A call instruction decoded from the tracker stack: what a call handler and its
+    break share (``BreaksAtCall``)."""
+
+    #: stack entries the instruction takes
+    consumed: int
+    fn: VariableTracker
+    args: List[VariableTracker] = field(default_factory=list)
+    kwargs: Dict[str, VariableTracker] = field(default_factory=dict)
+    #: CALL_FUNCTION_EX: the argument tuple and keyword dict as they are
+    args_obj: Optional[VariableTracker] = None
+    kwargs_obj: Optional[VariableTracker] = None
+
+    def values(self) -> List[VariableTracker]:
+        out = [self.fn, *self.args, *self.kwargs.values()]
+        return out + [v for v in (self.args_obj, self.kwargs_obj) if v is not None]
 
 
-IN_LOOP = "the graph cannot break inside a loop (each iteration would need its own graph)"
+class BreakKind:
+    """How the graph breaks at one kind of instruction: which stack entries it takes,
+    where the frame goes on after it, and the code that runs it in CPython between the
+    graph before it and the resume functions after it. Opcode handlers choose one of the
+    subclasses below when they register (``break_as=``)."""
+
+    #: a short name for the support matrix and the docs
+    label = "break"
+
+    def call_parts(self, stack: Sequence[VariableTracker], inst, kw_names) -> Optional[CallParts]:
+        """The call an instruction of this kind makes, decoded from ``stack``."""
+        return None
+
+    def successors(self, code: types.CodeType, inst: dis.Instruction) -> List[int]:
+        """The offsets where the frame can go on after ``inst``."""
+        return [resume.next_offset(code, inst.offset)]
+
+    def emit(self, b: BreakBuilder) -> None:
+        """Write into ``b`` the code that rebuilds the stack, runs the instruction and
+        returns what the resume function of each successor returns."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class RunsInPython(BreakKind):
+    """The instruction runs as it is, on the rebuilt stack: stores and deletes (side
+    effects), and GET_ITER (a loop over what the capture cannot unroll)."""
+
+    label = "runs in CPython"
+
+    def __init__(self, pops: int, pushes: int = 0):
+        self.pops, self.pushes = pops, pushes
+
+    def emit(self, b: BreakBuilder) -> None:
+        point = b.point
+        inst = point.inst
+        for v in point.stack:
+            b.value(v)
+        if inst.opcode in dis.hasname:
+            b.out.append(Instr(inst.opname, inst.argval))
+        elif inst.opcode < dis.HAVE_ARGUMENT:
+            b.out.append(Instr(inst.opname))
+        else:
+            raise ValueError(f"RunsInPython cannot re-emit {inst.opname} with its argument")
+        b.resume(point.next_offset, len(point.stack) - self.pops + self.pushes)
+
+    def __repr__(self) -> str:
+        return f"RunsInPython(pops={self.pops}, pushes={self.pushes})"
+
+
+class BreaksAtCall(BreakKind):
+    """A call: the callee runs in CPython through ``hooked_call`` (so the frame hook
+    captures it on its own), and its result is the top of the resumed frame's stack.
+    ``decode(stack, inst, kw_names) -> CallParts`` reads the instruction's operands, the
+    same function its handler simulates the call with."""
+
+    label = "call"
+
+    def __init__(self, decode: Callable[..., CallParts]):
+        self.decode = decode
+
+    def call_parts(self, stack, inst, kw_names) -> Optional[CallParts]:
+        return self.decode(stack, inst, kw_names)
+
+    def emit(self, b: BreakBuilder) -> None:
+        point = b.point
+        call = point.call
+        rest = point.stack[: len(point.stack) - call.consumed]
+        for v in rest:
+            b.value(v)
+        b.out += _compat.load_callable_const(b.hooked_call)
+        b.value(call.fn)
+        b.value(call.args_obj if call.args_obj is not None else TupleVariable(call.args))
+        b.value(call.kwargs_obj if call.kwargs_obj is not None else DictVariable(call.kwargs))
+        b.out += _compat.call(3)
+        b.resume(point.next_offset, len(rest) + 1)
+
+    def __repr__(self) -> str:
+        return f"BreaksAtCall({getattr(self.decode, '__name__', self.decode)})"
+
+
+class BreaksAtBranch(BreakKind):
+    """A conditional jump on a value the capture cannot know (a tensor's truth): the
+    real value decides, and each side goes on in its own resume function."""
+
+    label = "branch"
+
+    def __init__(self, jump_if_true: bool, keeps_value: bool = False):
+        #: jumps when the value is true; keeps the value on the stack when it jumps
+        self.jump_if_true, self.keeps_value = jump_if_true, keeps_value
+
+    def successors(self, code, inst) -> List[int]:
+        return [resume.next_offset(code, inst.offset), inst.argval]
+
+    def emit(self, b: BreakBuilder) -> None:
+        point = b.point
+        rest = point.stack[:-1]
+        for v in point.stack:
+            b.value(v)
+        taken = Label()
+        if self.keeps_value:
+            b.out += _compat.dup_top()
+        b.out.append(Instr(_compat.pop_jump_forward(self.jump_if_true), taken))
+        if self.keeps_value:
+            b.out += _compat.pop_top()
+        b.resume(point.next_offset, len(rest))
+        b.out.append(taken)
+        b.resume(point.inst.argval, len(rest) + (1 if self.keeps_value else 0))
+
+    def __repr__(self) -> str:
+        return f"BreaksAtBranch(jump_if_true={self.jump_if_true}, keeps_value={self.keeps_value})"
+
+
+def break_kind(opname: str) -> Optional[BreakKind]:
+    """How the graph breaks at ``opname`` on the running Python: what its registered
+    handler says, or None (a frame that stops there runs eagerly)."""
+    h = plugins.opcode_handlers().get(opname)
+    return h.break_as if h is not None else None
 
 
 def can_break_at(opname: str) -> bool:
-    """Whether ``build_break_code`` can run an instruction of this kind in CPython between
-    two graphs: calls, conditional jumps, and the stores and GET_ITER of ``NATIVE``. The
-    opcode matrix's "breaks" column comes from here."""
-    return opname in CALLS or opname in JUMPS or opname in NATIVE
+    """Whether the graph can break at an instruction of this kind on the running Python."""
+    return break_kind(opname) is not None
 
 
+IN_LOOP = "the graph cannot break inside a loop (each iteration would need its own graph)"
 IN_BLOCK = "the graph cannot break inside a try or with block (the block would lose its handler)"
 
 
@@ -98,7 +211,8 @@ class Where:
 
 def where_to_break(code: types.CodeType, inst: dis.Instruction):
     """A ``Where``, or why the graph cannot break for ``inst`` ("" when the reason of the
-    stop needs nothing added: only calls, branches and stores can break)."""
+    stop needs nothing added: only instructions whose handler registers a break kind
+    can break)."""
     if code.co_cellvars:
         # its cells are shared with the closures it made: a resume function would get
         # new ones (free variables are fine: the resume function gets the same closure)
@@ -115,61 +229,9 @@ def where_to_break(code: types.CodeType, inst: dis.Instruction):
         # whatever stopped it: the resumed frame runs the whole block with its handlers
         start = resume.block_start(code, inst.offset)
         return IN_BLOCK if start is None else Where(before_loop=start, kind="block")
-    if inst.opname not in CALLS and inst.opname not in JUMPS and inst.opname not in NATIVE:
+    if break_kind(inst.opname) is None:
         return ""
     return Where()
-
-
-@dataclass
-class CallParts:
-    """A call instruction decoded from the tracker stack."""
-
-    consumed: int
-    fn: VariableTracker
-    args: List[VariableTracker] = field(default_factory=list)
-    kwargs: Dict[str, VariableTracker] = field(default_factory=dict)
-    #: CALL_FUNCTION_EX: the argument tuple and keyword dict as they are
-    args_obj: Optional[VariableTracker] = None
-    kwargs_obj: Optional[VariableTracker] = None
-
-    def values(self) -> List[VariableTracker]:
-        out = [self.fn, *self.args, *self.kwargs.values()]
-        return out + [v for v in (self.args_obj, self.kwargs_obj) if v is not None]
-
-
-def decode_call(stack: Sequence[VariableTracker], inst: dis.Instruction, kw_names) -> CallParts:
-    """The callee and arguments a call instruction would take from ``stack``."""
-    op, n = inst.opname, inst.arg or 0
-    if op == "CALL_FUNCTION":
-        return CallParts(n + 1, stack[-n - 1], list(stack[len(stack) - n :]))
-    if op == "CALL_FUNCTION_KW":
-        names = stack[-1].as_python_constant()
-        values = list(stack[len(stack) - n - 1 : -1])
-        pos = values[: n - len(names)]
-        return CallParts(n + 2, stack[-n - 2], pos, dict(zip(names, values[len(pos) :])))
-    if op in ("CALL_METHOD", "CALL"):
-        args = list(stack[len(stack) - n :])
-        second, first = stack[-n - 1], stack[-n - 2]
-        fn = second
-        if not isinstance(first, NullVariable):
-            fn, args = first, [second] + args
-        kwargs: Dict[str, VariableTracker] = {}
-        if op == "CALL" and kw_names:
-            pos = args[: len(args) - len(kw_names)]
-            kwargs = dict(zip(kw_names, args[len(pos) :]))
-            args = pos
-        return CallParts(n + 2, fn, args, kwargs)
-    if op == "CALL_FUNCTION_EX":
-        i = 1
-        kwargs_obj = None
-        if inst.arg & 1:
-            kwargs_obj = stack[-i]
-            i += 1
-        args_obj = stack[-i]
-        fn = stack[-i - 1]
-        consumed = i + 1 + (1 if _compat.CALL_NEEDS_NULL else 0)
-        return CallParts(consumed, fn, args_obj=args_obj, kwargs_obj=kwargs_obj)
-    raise Unsupported(f"{op} is not a call", category=RECONSTRUCT)
 
 
 def _method_parts(fn: VariableTracker, args: List[VariableTracker]):
@@ -177,72 +239,6 @@ def _method_parts(fn: VariableTracker, args: List[VariableTracker]):
     if isinstance(fn, UserMethodVariable):
         return KnownValueVariable(fn.fn), [fn.obj] + list(args)
     return fn, list(args)
-
-
-class BreakEmitter(_Emitter):
-    """Rebuilds the values live at a break: more kinds than a return value can be."""
-
-    def value(self, v: VariableTracker) -> None:
-        if isinstance(v, LazyVariable):
-            # never read by the capture: the very value, from where it came from
-            self.instrs += v.source.reconstruct(self.code)
-            return
-        if isinstance(v, TensorVariable) and v.source is not None:
-            # an input or a parameter: the very object, so in-place work after the break
-            # changes what eager Paddle would change
-            self.instrs += v.source.reconstruct(self.code)
-            return
-        if isinstance(v, NullVariable):
-            self.instrs += _compat.load_const(call_first)
-            return
-        if isinstance(v, BoundMethodVariable):
-            self.value(v.obj)
-            self.instrs += _compat.load_attr(v.name)
-            return
-        if isinstance(v, UserMethodVariable):
-            self.instrs += _compat.load_callable_const(types.MethodType)
-            self.instrs += _compat.load_const(v.fn)
-            self.value(v.obj)
-            self.instrs += _compat.call(2)
-            return
-        if isinstance(v, KnownValueVariable) and v.source is None:
-            self.instrs += _compat.load_const(v.value)
-            return
-        if isinstance(v, ListIteratorVariable):
-            # a loop's iterator: the items it has not given yet, as a real iterator
-            self.instrs += _compat.load_callable_const(iter)
-            self.value(TupleVariable(v.items[v.index :]))
-            self.instrs += _compat.call(1)
-            return
-        super().value(v)
-
-
-def tensors_to_rebuild(values: Sequence[VariableTracker]) -> List[TensorVariable]:
-    """The graph outputs a break needs: the tensors made by the graph (inputs and
-    parameters are loaded from where they came from), each once, in order."""
-    out: List[TensorVariable] = []
-    seen: set = set()
-
-    def visit(v):
-        if isinstance(v, TensorVariable):
-            if v.source is None and id(v.node) not in seen:
-                seen.add(id(v.node))
-                out.append(v)
-        elif isinstance(v, BaseListVariable) and v.source is None:
-            for item in v.items:
-                visit(item)
-        elif isinstance(v, DictVariable) and v.source is None:
-            for item in v.items.values():
-                visit(item)
-        elif isinstance(v, (BoundMethodVariable, UserMethodVariable)):
-            visit(v.obj)
-        elif isinstance(v, ListIteratorVariable):
-            for item in v.items[v.index :]:
-                visit(item)
-
-    for v in values:
-        visit(v)
-    return out
 
 
 @dataclass
@@ -253,6 +249,8 @@ class BreakPoint:
     stack: List[VariableTracker]
     live: List[str]
     local_values: List[VariableTracker]
+    #: how the graph breaks at ``inst`` (None when it stops before a loop or block)
+    kind: Optional[BreakKind] = None
     call: Optional[CallParts] = None
     #: stopped before a loop: the instruction that would have run next resumes it
     before_loop: bool = False
@@ -261,54 +259,80 @@ class BreakPoint:
     #: filled by ``build_break_code``: (name, offset, stack size) of each resume function
     resumes: List[tuple] = field(default_factory=list)
 
-    def values(self) -> List[VariableTracker]:
-        out = list(self.stack) + list(self.local_values)
-        if self.call is not None:
-            out += self.call.values()
-        return out
-
 
 def break_point(tx, inst: dis.Instruction, before_loop: bool = False) -> BreakPoint:
     """Decode the stopped root translator ``tx`` at ``inst`` (the loop's first instruction
     when ``before_loop``)."""
     code = tx.code
-    after = inst.offset if before_loop else resume.next_offset(code, inst.offset)
-    starts = [after]
-    if inst.opname in JUMPS and not before_loop:
-        starts.append(inst.argval)
+    kind = None if before_loop else break_kind(inst.opname)
+    if before_loop:
+        starts = [inst.offset]
+    elif kind is None:
+        raise ValueError(f"no break kind is registered for {inst.opname}")
+    else:
+        starts = kind.successors(code, inst)
     live = sorted(n for n in resume.live_locals(code, starts) if n in tx.symbolic_locals)
     stack = list(tx.stack)
-    call = None
-    if inst.opname in CALLS and not before_loop:
-        call = decode_call(stack, inst, tx.kw_names)
+    call = None if kind is None else kind.call_parts(stack, inst, tx.kw_names)
+    if call is not None:
         call.fn, call.args = _method_parts(call.fn, call.args)
     values = [tx.symbolic_locals[n] for n in live]
-    return BreakPoint(inst, stack, live, values, call, before_loop, after)
+    return BreakPoint(inst, stack, live, values, kind, call, before_loop, starts[0])
 
 
-def _refuse_shared_containers(values: Sequence[VariableTracker]) -> None:
-    """A list, dict or set made during the capture is rebuilt as a new object wherever it
-    is live; two places holding the same one would get two objects, and a mutation
-    through one would not show through the other: refused (the frame runs eagerly)."""
-    seen: set = set()
+class BreakBuilder:
+    """What a ``BreakKind`` writes its code into: ``value(v)`` rebuilds a value on the
+    stack, ``resume(offset, nstack)`` returns what the resume function at ``offset``
+    returns for the top ``nstack`` stack entries, ``out`` takes any other instruction."""
 
-    def visit(v):
-        if isinstance(v, (BaseListVariable, DictVariable, SetVariable)) and v.source is None:
-            if not isinstance(v, TupleVariable):
-                if id(v) in seen:
-                    raise Unsupported(
-                        f"a {v.describe()} made in the frame is held in two places at the break",
-                        category=RECONSTRUCT,
-                    )
-                seen.add(id(v))
-            items = v.items.values() if isinstance(v, DictVariable) else getattr(v, "items", [])
-            for item in items:
-                visit(item)
-        elif isinstance(v, (BoundMethodVariable, UserMethodVariable)):
-            visit(v.obj)
+    def __init__(self, point: BreakPoint, cg: PyCodegen, hooked_call: Callable, resume_call):
+        self.point = point
+        self.cg = cg
+        self.hooked_call = hooked_call
+        self.out: List[Any] = []
+        self._resume_call = resume_call
 
-    for v in values:
-        visit(v)
+    def value(self, v: VariableTracker) -> None:
+        self.cg.instrs = []
+        self.cg(v)
+        self.out.extend(self.cg.instrs)
+
+    def resume(self, offset: int, nstack: int) -> None:
+        self._resume_call(self, offset, nstack)
+
+
+def _emit(b: BreakBuilder) -> None:
+    """The whole break after the graph: the live locals, then the stack, the instruction
+    and the resume functions."""
+    point = b.point
+    # the live locals first, while every source still reads the frame as it was
+    for v in point.local_values:
+        b.value(v)
+    b.out += _compat.build_tuple(len(point.local_values)) + _compat.store_fast(LOCALS_LOCAL)
+    if point.before_loop:
+        for v in point.stack:
+            b.value(v)
+        b.resume(point.next_offset, len(point.stack))
+    else:
+        point.kind.emit(b)
+
+
+def tensors_to_rebuild(code: types.CodeType, point: BreakPoint) -> List[TensorVariable]:
+    """The graph outputs a break needs: the tensors made by the graph that the rebuilt
+    values hold (inputs and parameters are loaded from where they came from), each once,
+    in order."""
+    return _collect(code, point).tensors
+
+
+def _collect(code: types.CodeType, point: BreakPoint) -> PyCodegen:
+    def emit(cg: PyCodegen) -> None:
+        _emit(BreakBuilder(point, cg, _no_call, lambda b, offset, nstack: None))
+
+    return collect(code, emit)
+
+
+def _no_call(*args):  # pragma: no cover - only stands in while collecting
+    raise AssertionError
 
 
 def build_break_code(
@@ -325,26 +349,15 @@ def build_break_code(
 
     ``make_resume(offset, nstack, live)`` gives the callable that runs the rest of the frame
     from ``offset``: ``resume(stack_tuple, locals_tuple)``."""
-    # (the call's parts are a view of the top of the stack, not more places)
-    _refuse_shared_containers(list(point.stack) + list(point.local_values))
-    em = BreakEmitter(code, {id(t.node): i for i, t in enumerate(outputs)})
-    out: List[Any] = run_graph(code, compiled, input_sources)
+    shared = _collect(code, point).shared_containers()
+    cg = PyCodegen(code, {id(t.node): i for i, t in enumerate(outputs)}, shared)
 
-    def emit(v: VariableTracker) -> None:
-        em.instrs = []
-        em.value(v)
-        out.extend(em.instrs)
-
-    # the live locals first, while every source still reads the frame as it was
-    for v in point.local_values:
-        emit(v)
-    out += _compat.build_tuple(len(point.local_values)) + _compat.store_fast(LOCALS_LOCAL)
-
-    def resume_call(offset: int, nstack: int) -> None:
+    def resume_call(b: BreakBuilder, offset: int, nstack: int) -> None:
         fn = make_resume(offset, nstack, point.live)
         made = (resume.resume_name(code, offset), offset, nstack)
         if made not in point.resumes:  # (the code is built twice: see eval_frame._Rearm)
             point.resumes.append(made)
+        out = b.out
         out.extend(_compat.build_tuple(nstack) + _compat.store_fast(STACK_LOCAL))
         out.extend(_compat.load_callable_const(fn))
         out.extend(_compat.load_fast(STACK_LOCAL) + _compat.load_fast(LOCALS_LOCAL))
@@ -357,62 +370,26 @@ def build_break_code(
             out.extend(_compat.load_callable_const(rearm) + _compat.call(0) + _compat.pop_top())
         out.extend(_compat.return_value())
 
-    inst = point.inst
-    if point.before_loop:
-        for v in point.stack:
-            emit(v)
-        resume_call(point.next_offset, len(point.stack))
-    elif inst.opname in NATIVE:
-        taken, pushed = NATIVE[inst.opname]
-        for v in point.stack:
-            emit(v)
-        out.append(Instr(inst.opname, inst.argval) if inst.opname in _NAMED else Instr(inst.opname))
-        resume_call(point.next_offset, len(point.stack) - taken + pushed)
-    elif point.call is not None:
-        call = point.call
-        rest = point.stack[: len(point.stack) - call.consumed]
-        for v in rest:
-            emit(v)
-        out += _compat.load_callable_const(hooked_call)
-        emit(call.fn)
-        if call.args_obj is not None:
-            emit(call.args_obj)
-        else:
-            emit(TupleVariable(call.args))
-        if call.kwargs_obj is not None:
-            emit(call.kwargs_obj)
-        else:
-            emit(DictVariable(dict(call.kwargs)))
-        out += _compat.call(3)
-        resume_call(point.next_offset, len(rest) + 1)
-    else:
-        jump_if_true, keeps = JUMPS[inst.opname]
-        rest = point.stack[:-1]
-        for v in rest:
-            emit(v)
-        emit(point.stack[-1])
-        taken = Label()
-        if keeps:
-            out += _compat.dup_top()
-        out.append(Instr(_compat.pop_jump_forward(jump_if_true), taken))
-        if keeps:
-            out += _compat.pop_top()
-        resume_call(point.next_offset, len(rest))
-        out.append(taken)
-        resume_call(inst.argval, len(rest) + (1 if keeps else 0))
-    return assemble(code, out)
+    b = BreakBuilder(point, cg, hooked_call, resume_call)
+    _emit(b)
+    return assemble(code, run_graph(code, compiled, input_sources) + b.out)
 
 
 __all__ = [
+    "BreakBuilder",
+    "BreakKind",
     "BreakPoint",
-    "CALLS",
-    "can_break_at",
+    "BreaksAtBranch",
+    "BreaksAtCall",
+    "CallParts",
     "IN_BLOCK",
-    "JUMPS",
+    "IN_LOOP",
+    "RunsInPython",
+    "Where",
+    "break_kind",
     "break_point",
     "build_break_code",
-    "call_first",
-    "decode_call",
+    "can_break_at",
     "tensors_to_rebuild",
     "where_to_break",
 ]

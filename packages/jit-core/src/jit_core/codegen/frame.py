@@ -9,116 +9,28 @@ original code would have returned.
 from __future__ import annotations
 
 import dis
-import functools
 import io
 import types
 import weakref
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, List, Optional, Sequence
 
-import numpy as np
 from bytecode import Bytecode, Instr
 
 from .. import _compat
-from ..errors import RECONSTRUCT, Unsupported
 from ..sources import Source
-from ..variables import (
-    ConstantVariable,
-    DictVariable,
-    ListVariable,
-    SetVariable,
-    TensorVariable,
-    TupleVariable,
-    VariableTracker,
-)
-
-OUT_LOCAL = "___jit_graph_out"
+from ..variables import TensorVariable, VariableTracker
+from .pycodegen import OUT_LOCAL, PyCodegen, collect
 
 _GEN_FLAGS = 0x20 | 0x80 | 0x100 | 0x200
 
 
-class _Emitter:
-    def __init__(self, code: types.CodeType, outputs: Dict[int, int]):
-        self.code = code
-        self.outputs = outputs  # id(node) -> index in the graph's output tuple
-        self.instrs: List[Instr] = []
-
-    def value(self, v: VariableTracker) -> None:
-        if isinstance(v, TensorVariable):
-            idx = self.outputs.get(id(v.node))
-            if idx is None:
-                raise Unsupported(
-                    f"returned {v.describe()} is not an output of the graph", category=RECONSTRUCT
-                )
-            self.instrs += _compat.load_fast(OUT_LOCAL) + _compat.load_const(idx) + _compat.subscr()
-            return
-        if isinstance(v, ConstantVariable):
-            unread = v.unread_source()
-            if unread is not None:  # not guarded: the same value, from the frame
-                self.instrs += unread.reconstruct(self.code)
-                return
-            if isinstance(v.value, np.ndarray):
-                # a new array on every call, as the original code makes one: a shared
-                # constant would carry a caller's in-place changes into the next call
-                self.instrs += _compat.load_callable_const(functools.partial(np.copy, v.value))
-                self.instrs += _compat.call(0)
-                return
-            self.instrs += _compat.load_const(v.value)
-            return
-        if isinstance(v, (ListVariable, DictVariable)) and v.source is not None:
-            # an object from outside, unchanged: hand back the same object
-            self.instrs += v.source.reconstruct(self.code)
-            return
-        if isinstance(v, TupleVariable):
-            for item in v.items:
-                self.value(item)
-            self.instrs += _compat.build_tuple(len(v.items))
-            return
-        if isinstance(v, ListVariable):
-            subclass = v.container_type is not list
-            if subclass:  # paddle.Size: a list subclass made from a list
-                self.instrs += _compat.load_callable_const(v.container_type)
-            for item in v.items:
-                self.value(item)
-            self.instrs += _compat.build_list(len(v.items))
-            if subclass:
-                self.instrs += _compat.call(1)
-            return
-        if isinstance(v, SetVariable):
-            # a new set on every call, as the original code makes one
-            for item in v.value:
-                self.instrs += _compat.load_const(item)
-            self.instrs += _compat.build_set(len(v.value))
-            return
-        if isinstance(v, DictVariable):
-            for k, item in v.items.items():
-                self.instrs += _compat.load_const(k)
-                self.value(item)
-            self.instrs += _compat.build_map(len(v.items))
-            return
-        if v.source is not None:
-            self.instrs += v.source.reconstruct(self.code)
-            return
-        if v.is_python_constant():
-            self.instrs += _compat.load_const(v.as_python_constant())
-            return
-        raise Unsupported(
-            f"cannot rebuild the returned {v.describe()} after the graph", category=RECONSTRUCT
-        )
-
-
-def collect_tensors(v: VariableTracker, out: List[TensorVariable]) -> None:
-    """The tensors a returned structure holds, in order, each once."""
-    if isinstance(v, TensorVariable):
-        if all(t.node is not v.node for t in out):
-            out.append(v)
-    elif isinstance(v, (ListVariable, DictVariable)) and v.source is not None:
-        return
-    elif isinstance(v, (TupleVariable, ListVariable)):
-        for item in v.items:
-            collect_tensors(item, out)
-    elif isinstance(v, DictVariable):
-        for item in v.items.values():
-            collect_tensors(item, out)
+def graph_outputs(
+    code: types.CodeType, value: VariableTracker, inputs_as_outputs: bool = False
+) -> List[TensorVariable]:
+    """The graph-made tensors a returned value holds, in order, each once: the graph's
+    outputs (inputs and parameters are loaded from where they came from, unless
+    ``inputs_as_outputs``)."""
+    return collect(code, lambda cg: cg(value), inputs_as_outputs).tensors
 
 
 #: every code object built here: it keeps the original's file name, so the frame hook of
@@ -164,10 +76,11 @@ def build_code(
     return_value: VariableTracker,
 ) -> types.CodeType:
     """The replacement for ``code``: run ``compiled`` on the inputs and return the result."""
-    em = _Emitter(code, {id(t.node): i for i, t in enumerate(outputs)})
+    shared = collect(code, lambda cg: cg(return_value)).shared_containers()
+    cg = PyCodegen(code, {id(t.node): i for i, t in enumerate(outputs)}, shared)
     instrs = run_graph(code, compiled, input_sources)
-    em.value(return_value)
-    instrs += em.instrs
+    cg(return_value)
+    instrs += cg.instrs
     instrs += _compat.return_value()
     return assemble(code, instrs)
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
-from ..errors import DYNAMIC_VALUE, UNTRACED_CALL, Unsupported
+from .. import _compat
+from ..errors import DYNAMIC_VALUE, RECONSTRUCT, UNTRACED_CALL, Unsupported
 from ..sources import Source
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..codegen.pycodegen import PyCodegen
     from ..executor.translator import Translator
 
 
@@ -76,6 +78,20 @@ class VariableTracker:
         """The value's truth, when capture can know it without running tensors."""
         raise Unsupported(f"truth value of {self.describe()}", category=DYNAMIC_VALUE)
 
+    # -- after the graph
+    def reconstruct(self, cg: PyCodegen) -> None:
+        """Emit into ``cg`` the code that rebuilds this value after the graph ran (the
+        frame returns it, or a resume function gets it). By default: loaded again from
+        where it came from, or a constant."""
+        if self.source is not None:
+            cg.extend(self.source.reconstruct(cg.code))
+        elif self.is_python_constant():
+            cg.extend(_compat.load_const(self.as_python_constant()))
+        else:
+            raise Unsupported(
+                f"cannot rebuild {self.describe()} after the graph", category=RECONSTRUCT
+            )
+
 
 class KnownValueVariable(VariableTracker):
     """A Python object known at capture time and used as it is (a constant, a function, a
@@ -121,12 +137,20 @@ class LazyVariable(VariableTracker):
 
         return wrap(tx, self.value, self.source)
 
+    def reconstruct(self, cg: PyCodegen) -> None:
+        # never read by the capture: the very value, from where it came from
+        cg.extend(self.source.reconstruct(cg.code))
+
 
 class NullVariable(VariableTracker):
     """The NULL that CPython pushes below a callable (LOAD_METHOD, 3.11+ PUSH_NULL)."""
 
     def describe(self) -> str:
         return "NULL"
+
+    def reconstruct(self, cg: PyCodegen) -> None:
+        # generated code cannot push a NULL: see call_first
+        cg.extend(_compat.load_const(call_first))
 
 
 def call_first(fn, *args, **kwargs):

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import operator
 from typing import Any, Dict, List
 
+import numpy as np
+
+from .. import _compat
 from ..errors import DYNAMIC_VALUE, RAISES, Unsupported
 from .base import KnownValueVariable, VariableTracker
 
@@ -68,6 +72,18 @@ class ConstantVariable(KnownValueVariable):
     def unread_source(self):
         """The source to load the value from when the capture never looked at it."""
         return self.source if self._pending is not None else None
+
+    def reconstruct(self, cg) -> None:
+        unread = self.unread_source()
+        if unread is not None:  # not guarded: the same value, from the frame
+            cg.extend(unread.reconstruct(cg.code))
+        elif isinstance(self._value, np.ndarray):
+            # a new array on every call, as the original code makes one: a shared
+            # constant would carry a caller's in-place changes into the next call
+            cg.extend(_compat.load_callable_const(functools.partial(np.copy, self._value)))
+            cg.extend(_compat.call(0))
+        else:
+            cg.extend(_compat.load_const(self.value))
 
     def describe(self) -> str:
         r = repr(self.value)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 from typing import Any, Dict, List, Optional
 
+from .. import _compat
 from ..errors import DYNAMIC_VALUE, RAISES, SIDE_EFFECT, UNTRACED_CALL, Unsupported
 from .base import VariableTracker
 from .constant import ConstantVariable
@@ -141,13 +142,37 @@ class BaseListVariable(VariableTracker):
             return _const(sum(1 for i in self.items if _same_item(tx, i, args[0])))
         raise Unsupported(f"method {name!r} of {self.describe()}", category=UNTRACED_CALL)
 
+    def _build(self, cg) -> None:
+        subclass = self.container_type not in (list, tuple)
+        if subclass:  # paddle.Size: a list subclass made from a list
+            cg.extend(_compat.load_callable_const(self.container_type))
+        for item in self.items:
+            cg(item)
+        if self.container_type is tuple:
+            cg.extend(_compat.build_tuple(len(self.items)))
+        else:
+            cg.extend(_compat.build_list(len(self.items)))
+        if subclass:
+            cg.extend(_compat.call(1))
+
 
 class TupleVariable(BaseListVariable):
     container_type = tuple
 
+    def reconstruct(self, cg) -> None:
+        # immutable: rebuilt from its items wherever it is held
+        self._build(cg)
+
 
 class ListVariable(BaseListVariable):
     container_type = list
+
+    def reconstruct(self, cg) -> None:
+        if self.source is not None:
+            # a list from outside, unchanged (mutating one breaks): the same object
+            cg.extend(self.source.reconstruct(cg.code))
+        else:
+            cg.new_container(self, lambda: self._build(cg))
 
     def _mutable(self, what: str, tx=None) -> None:
         if self.source is not None:
@@ -260,6 +285,23 @@ class DictVariable(VariableTracker):
 
     def python_type(self) -> type:
         return self.dict_type
+
+    def reconstruct(self, cg) -> None:
+        if self.source is not None:
+            # a dict from outside, unchanged (mutating one breaks): the same object
+            cg.extend(self.source.reconstruct(cg.code))
+        else:
+            cg.new_container(self, lambda: self._build(cg))
+
+    def _build(self, cg) -> None:
+        if self.dict_type is not dict:
+            cg.extend(_compat.load_callable_const(self.dict_type))
+        for k, item in self.items.items():
+            cg.extend(_compat.load_const(k))
+            cg(item)
+        cg.extend(_compat.build_map(len(self.items)))
+        if self.dict_type is not dict:
+            cg.extend(_compat.call(1))
 
     def describe(self) -> str:
         return f"dict of {len(self.items)}"
@@ -424,6 +466,14 @@ class SetVariable(VariableTracker):
         for item in items:
             self.add(item)
 
+    def reconstruct(self, cg) -> None:
+        def build():
+            for item in self.value:
+                cg.extend(_compat.load_const(item))
+            cg.extend(_compat.build_set(len(self.value)))
+
+        cg.new_container(self, build)
+
     @staticmethod
     def _constant(item: VariableTracker) -> Any:
         if not item.is_python_constant():
@@ -527,6 +577,12 @@ class ListIteratorVariable(VariableTracker):
 
     def describe(self) -> str:
         return "iterator"
+
+    def reconstruct(self, cg) -> None:
+        # a loop's iterator: the items it has not given yet, as a real iterator
+        cg.extend(_compat.load_callable_const(iter))
+        TupleVariable(self.items[self.index :]).reconstruct(cg)
+        cg.extend(_compat.call(1))
 
     def next_item(self, tx) -> Optional[VariableTracker]:
         """The next item, or None when the iterator is exhausted."""

@@ -16,11 +16,11 @@ on is refused, and the frame runs eagerly with that reason.
 
 from __future__ import annotations
 
-from typing import Any, Tuple
+from typing import Any, Optional, Tuple
 
 import paddle
 
-from .. import guards
+from .. import _compat, guards
 from ..errors import CONTEXT_MANAGER, RAISES, Unsupported
 from ..sources import CallSource
 from .base import VariableTracker
@@ -57,10 +57,20 @@ class GradModeVariable(VariableTracker):
     """An instance of ``paddle.no_grad``/``enable_grad``/``set_grad_enabled`` made in
     the frame; ``set_grad_enabled`` changes the mode when made, the others on enter."""
 
-    def __init__(self, mode: bool, applied_on_init: bool):
+    def __init__(self, mode: bool, applied_on_init: bool, klass: Optional[type] = None):
         super().__init__(None)
         self.mode = mode
         self.applied = applied_on_init
+        self.klass = klass
+
+    def reconstruct(self, cg) -> None:
+        if self.applied or self.klass is None:
+            # entered, or set_grad_enabled (which switches when made): a new object
+            # would not be in the state this one is in
+            super().reconstruct(cg)
+            return
+        # not entered yet (a break just before the `with`): a new one is the same
+        cg.extend(_compat.load_callable_const(self.klass) + _compat.call(0))
 
     def describe(self) -> str:
         return f"gradient mode context ({'on' if self.mode else 'off'})"
@@ -90,7 +100,7 @@ class GradModeVariable(VariableTracker):
             return var
         if args or kwargs:
             raise Unsupported(f"{klass.__name__}() with arguments", category=CONTEXT_MANAGER)
-        return cls(mode, applied_on_init=False)
+        return cls(mode, applied_on_init=False, klass=klass)
 
     def enter(self, tx) -> VariableTracker:
         if not self.applied:

@@ -8,6 +8,7 @@ import operator
 import types
 from typing import Any, Callable, Dict, List, Optional
 
+from .. import _compat
 from ..errors import (
     DATA_LEAVES_GRAPH,
     DYNAMIC_VALUE,
@@ -628,6 +629,12 @@ class UserMethodVariable(VariableTracker):
     def call_function(self, tx, args, kwargs):
         return tx.inline_function(self.fn, [self.obj] + list(args), kwargs, fn_source=None)
 
+    def reconstruct(self, cg) -> None:
+        cg.extend(_compat.load_callable_const(types.MethodType))
+        cg.extend(_compat.load_const(self.fn))
+        cg(self.obj)
+        cg.extend(_compat.call(2))
+
 
 class BoundMethodVariable(VariableTracker):
     """``obj.name`` for an object whose tracker implements the method itself."""
@@ -642,6 +649,10 @@ class BoundMethodVariable(VariableTracker):
 
     def call_function(self, tx, args, kwargs):
         return self.obj.call_method(tx, self.name, list(args), dict(kwargs))
+
+    def reconstruct(self, cg) -> None:
+        cg(self.obj)
+        cg.extend(_compat.load_attr(self.name))
 
 
 def is_python_builtin(value: Any) -> bool:

@@ -102,6 +102,9 @@ class TensorVariable(VariableTracker):
     def describe(self) -> str:
         return f"tensor {self.node.name} {list(self.example.shape)}"
 
+    def reconstruct(self, cg) -> None:
+        cg.tensor(self)
+
     def truthy(self, tx) -> bool:
         raise Unsupported(
             "a tensor value decides a branch (the truth of a tensor is known only at run time)",

@@ -1,0 +1,121 @@
+"""The bytecode that rebuilds the frame's values after a graph ran.
+
+Every value tracker says how it is rebuilt (``VariableTracker.reconstruct(cg)``): from
+where it came from, as a constant, as a graph output, or from its parts. ``PyCodegen``
+is what they write into. It runs twice over the same values: first collecting, to learn
+which graph-made tensors must be graph outputs and which containers are held in more
+than one place, then emitting, with the outputs known.
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+from .. import _compat
+from ..errors import RECONSTRUCT, Unsupported
+
+OUT_LOCAL = "___jit_graph_out"
+SHARED_LOCAL = "___jit_shared_{}"
+
+
+class PyCodegen:
+    """Collects (``outputs=None``) or emits the instructions that rebuild values.
+
+    ``outputs`` maps ``id(node)`` of each graph output to its index in the graph's
+    output tuple, which the generated code keeps in ``OUT_LOCAL``."""
+
+    def __init__(
+        self,
+        code: types.CodeType,
+        outputs: Optional[Dict[int, int]] = None,
+        shared: Sequence[int] = (),
+        inputs_as_outputs: bool = False,
+    ):
+        self.code = code
+        self.outputs = outputs
+        #: ``capture()``: the graph returns what the function returns, its inputs too
+        self.inputs_as_outputs = inputs_as_outputs
+        self.instrs: List[Any] = []
+        #: collecting: the graph-made tensors the values hold, in order, each once
+        self.tensors: List[Any] = []
+        self._seen_nodes: set = set()
+        #: collecting: how often each container made during the capture is rebuilt
+        self.uses: Dict[int, int] = {}
+        #: emitting: containers rebuilt more than once -> the local that keeps the first
+        self._shared = {cid: None for cid in shared}
+        self._building: set = set()
+
+    @property
+    def collecting(self) -> bool:
+        return self.outputs is None
+
+    def __call__(self, v) -> None:
+        v.reconstruct(self)
+
+    def extend(self, instrs: Sequence[Any]) -> None:
+        self.instrs.extend(instrs)
+
+    def tensor(self, t) -> None:
+        """Load the tensor tracker ``t``: an input or a parameter from where it came from
+        (the very object, as eager hands it back: an in-place update after a break
+        changes what eager would change), a tensor the graph made from its outputs."""
+        if t.source is not None and not self.inputs_as_outputs:
+            self.extend(t.source.reconstruct(self.code))
+        else:
+            self.graph_output(t)
+
+    def graph_output(self, t) -> None:
+        """Load the graph output that holds the tensor tracker ``t``."""
+        if self.collecting:
+            if id(t.node) not in self._seen_nodes:
+                self._seen_nodes.add(id(t.node))
+                self.tensors.append(t)
+            return
+        idx = self.outputs.get(id(t.node))
+        if idx is None:
+            raise Unsupported(f"{t.describe()} is not an output of the graph", category=RECONSTRUCT)
+        self.extend(_compat.load_fast(OUT_LOCAL) + _compat.load_const(idx) + _compat.subscr())
+
+    def new_container(self, v, build: Callable[[], None]) -> None:
+        """Rebuild ``v``, a mutable container made during the capture, with ``build``.
+
+        The eager frame holds one object wherever the container is held (two locals, a
+        list inside a returned tuple...): it is built once, and every other place loads
+        the same object, so a later mutation shows through all of them."""
+        key = id(v)
+        if key in self._building:
+            raise Unsupported(f"{v.describe()} contains itself", category=RECONSTRUCT)
+        if self.collecting:
+            self.uses[key] = self.uses.get(key, 0) + 1
+            if self.uses[key] > 1:
+                return
+        elif key in self._shared and self._shared[key] is not None:
+            self.extend(_compat.load_fast(self._shared[key]))
+            return
+        self._building.add(key)
+        try:
+            build()
+        finally:
+            self._building.discard(key)
+        if not self.collecting and key in self._shared:
+            name = SHARED_LOCAL.format(len([n for n in self._shared.values() if n]))
+            self._shared[key] = name
+            self.extend(_compat.dup_top() + _compat.store_fast(name))
+
+    def shared_containers(self) -> List[int]:
+        """Collecting: the containers held in more than one place."""
+        return [k for k, n in self.uses.items() if n > 1]
+
+
+def collect(
+    code: types.CodeType, emit: Callable[[PyCodegen], None], inputs_as_outputs: bool = False
+) -> PyCodegen:
+    """Run ``emit`` collecting: the returned codegen lists the tensors and shared
+    containers it met."""
+    cg = PyCodegen(code, inputs_as_outputs=inputs_as_outputs)
+    emit(cg)
+    return cg
+
+
+__all__ = ["OUT_LOCAL", "PyCodegen", "collect"]

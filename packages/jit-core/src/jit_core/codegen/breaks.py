@@ -42,7 +42,7 @@ from ..variables.base import KnownValueVariable, LazyVariable, call_first
 from ..variables.containers import BaseListVariable, ListIteratorVariable, SetVariable
 from ..variables.functions import BoundMethodVariable, UserMethodVariable
 from . import resume
-from .frame import _Emitter, assemble, run_graph
+from .frame import _Emitter, assemble, run_graph, store_cells
 
 STACK_LOCAL = "___jit_stack"
 LOCALS_LOCAL = "___jit_locals"
@@ -100,9 +100,12 @@ def where_to_break(code: types.CodeType, inst: dis.Instruction):
     """A ``Where``, or why the graph cannot break for ``inst`` ("" when the reason of the
     stop needs nothing added: only calls, branches and stores can break)."""
     if code.co_cellvars:
-        # its cells are shared with the closures it made: a resume function would get
-        # new ones (free variables are fine: the resume function gets the same closure)
-        return "the graph cannot break in a frame that makes closures (cell variables) yet"
+        # its cells are shared with the closures it made: the break stores what the
+        # capture left in them, and the resume function gets the very cells as free
+        # variables (``resume.cells_become_free``), unless a cell also lives in a plain slot
+        why = resume.cells_not_shareable(code)
+        if why:
+            return f"the graph cannot break in a frame that makes closures here: {why}"
     head = resume.loop_head(code, inst.offset)
     if head is not None:
         # whatever stopped the capture, the whole loop runs in the resumed frame
@@ -260,9 +263,12 @@ class BreakPoint:
     next_offset: int = -1
     #: filled by ``build_break_code``: (name, offset, stack size) of each resume function
     resumes: List[tuple] = field(default_factory=list)
+    #: the frame's cell variables: (name, contents or None, bound at entry)
+    cells: List[tuple] = field(default_factory=list)
 
     def values(self) -> List[VariableTracker]:
         out = list(self.stack) + list(self.local_values)
+        out += [c for _, c, _ in self.cells if c is not None]
         if self.call is not None:
             out += self.call.values()
         return out
@@ -283,7 +289,11 @@ def break_point(tx, inst: dis.Instruction, before_loop: bool = False) -> BreakPo
         call = decode_call(stack, inst, tx.kw_names)
         call.fn, call.args = _method_parts(call.fn, call.args)
     values = [tx.symbolic_locals[n] for n in live]
-    return BreakPoint(inst, stack, live, values, call, before_loop, after)
+    point = BreakPoint(inst, stack, live, values, call, before_loop, after)
+    nargs = code.co_argcount + code.co_kwonlyargcount
+    args = code.co_varnames[: nargs + bool(code.co_flags & 0x04) + bool(code.co_flags & 0x08)]
+    point.cells = [(n, tx.cells[n].contents, n in args) for n in code.co_cellvars]
+    return point
 
 
 def _refuse_shared_containers(values: Sequence[VariableTracker]) -> None:
@@ -326,8 +336,10 @@ def build_break_code(
     ``make_resume(offset, nstack, live)`` gives the callable that runs the rest of the frame
     from ``offset``: ``resume(stack_tuple, locals_tuple)``."""
     # (the call's parts are a view of the top of the stack, not more places)
-    _refuse_shared_containers(list(point.stack) + list(point.local_values))
+    cells = [c for _, c, _ in point.cells if c is not None]
+    _refuse_shared_containers(list(point.stack) + list(point.local_values) + cells)
     em = BreakEmitter(code, {id(t.node): i for i, t in enumerate(outputs)})
+    em.at_break = True
     out: List[Any] = run_graph(code, compiled, input_sources)
 
     def emit(v: VariableTracker) -> None:
@@ -348,7 +360,7 @@ def build_break_code(
         out.extend(_compat.build_tuple(nstack) + _compat.store_fast(STACK_LOCAL))
         out.extend(_compat.load_callable_const(fn))
         out.extend(_compat.load_fast(STACK_LOCAL) + _compat.load_fast(LOCALS_LOCAL))
-        if code.co_freevars:
+        if code.co_freevars or code.co_cellvars:
             # the resume function reads the same cells as this frame
             out.extend(_compat.load_closure(code) + _compat.call(3))
         else:
@@ -361,11 +373,13 @@ def build_break_code(
     if point.before_loop:
         for v in point.stack:
             emit(v)
+        out += store_cells(em, point.cells)
         resume_call(point.next_offset, len(point.stack))
     elif inst.opname in NATIVE:
         taken, pushed = NATIVE[inst.opname]
         for v in point.stack:
             emit(v)
+        out += store_cells(em, point.cells)
         out.append(Instr(inst.opname, inst.argval) if inst.opname in _NAMED else Instr(inst.opname))
         resume_call(point.next_offset, len(point.stack) - taken + pushed)
     elif point.call is not None:
@@ -383,6 +397,7 @@ def build_break_code(
             emit(call.kwargs_obj)
         else:
             emit(DictVariable(dict(call.kwargs)))
+        out += store_cells(em, point.cells)
         out += _compat.call(3)
         resume_call(point.next_offset, len(rest) + 1)
     else:
@@ -391,6 +406,7 @@ def build_break_code(
         for v in rest:
             emit(v)
         emit(point.stack[-1])
+        out += store_cells(em, point.cells)
         taken = Label()
         if keeps:
             out += _compat.dup_top()

@@ -22,18 +22,37 @@ from .. import _compat
 from ..errors import RECONSTRUCT, Unsupported
 from ..sources import Source
 from ..variables import (
+    CellVariable,
     ConstantVariable,
     DictVariable,
     ListVariable,
+    NestedFunctionVariable,
     SetVariable,
     TensorVariable,
     TupleVariable,
     VariableTracker,
 )
+from ..variables.functions import REBUILT_FUNCTIONS
 
 OUT_LOCAL = "___jit_graph_out"
+#: a closure rebuilt at a break, kept so that every place holding it gets the same object
+CLOSURE_LOCAL = "___jit_closure{}"
 
 _GEN_FLAGS = 0x20 | 0x80 | 0x100 | 0x200
+
+
+def _make_function(code, f_globals, qualname, defaults, kwdefaults, annotations, closure):
+    """What MAKE_FUNCTION makes, for a function the capture made and a break hands on."""
+    fn = types.FunctionType(code, f_globals, code.co_name, defaults, closure)
+    fn.__qualname__ = qualname
+    if kwdefaults is not None:
+        fn.__kwdefaults__ = kwdefaults
+    if isinstance(annotations, tuple):  # 3.10+: name, value, name, value ...
+        annotations = dict(zip(annotations[::2], annotations[1::2]))
+    if annotations is not None:
+        fn.__annotations__ = annotations
+    REBUILT_FUNCTIONS.add(fn)
+    return fn
 
 
 class _Emitter:
@@ -41,8 +60,49 @@ class _Emitter:
         self.code = code
         self.outputs = outputs  # id(node) -> index in the graph's output tuple
         self.instrs: List[Instr] = []
+        #: set at a graph break, where the code stores the root frame's cells first
+        #: (``store_cells``): only there is a function made during the capture rebuilt
+        self.at_break = False
+        #: id(NestedFunctionVariable) -> the local that holds the function once rebuilt
+        self.closures: Dict[int, str] = {}
+
+    def closure(self, v: NestedFunctionVariable) -> None:
+        """A function made during the capture: made again, over the very cells of the
+        frame (a cell of a function inlined in the capture has no real counterpart)."""
+        made = self.closures.get(id(v))
+        if made is not None:
+            self.instrs += _compat.load_fast(made)
+            return
+        if not self.at_break:
+            raise Unsupported(f"cannot rebuild the returned {v.describe()}", category=RECONSTRUCT)
+        cells = v.closure or []
+        for cell in cells:
+            if not isinstance(cell, CellVariable) or cell.root_name is None:
+                raise Unsupported(
+                    f"cannot rebuild {v.describe()}: it holds a cell of a function inlined "
+                    "in the capture",
+                    category=RECONSTRUCT,
+                )
+        make = functools.partial(_make_function, v.code, v.f_globals, v.name)
+        self.instrs += _compat.load_callable_const(make)
+        for part in (v.defaults, v.kwdefaults, v.annotations):
+            if part is None:
+                self.instrs += _compat.load_const(None)
+            else:
+                self.value(part)
+        if v.closure is None:
+            self.instrs += _compat.load_const(None)
+        else:
+            self.instrs += [_compat.load_cell(c.root_name, self.code) for c in cells]
+            self.instrs += _compat.build_tuple(len(cells))
+        self.instrs += _compat.call(4)
+        name = self.closures[id(v)] = CLOSURE_LOCAL.format(len(self.closures))
+        self.instrs += _compat.dup_top() + _compat.store_fast(name)
 
     def value(self, v: VariableTracker) -> None:
+        if isinstance(v, NestedFunctionVariable):
+            self.closure(v)
+            return
         if isinstance(v, TensorVariable):
             idx = self.outputs.get(id(v.node))
             if idx is None:
@@ -104,6 +164,26 @@ class _Emitter:
         raise Unsupported(
             f"cannot rebuild the returned {v.describe()} after the graph", category=RECONSTRUCT
         )
+
+
+def store_cells(em: _Emitter, cells: Sequence[tuple]) -> List[Instr]:
+    """Give the replacement frame's cells what the captured code left in them: ``cells``
+    is ``(name, tracker or None when unbound, bound at entry)`` for each cell variable of
+    the root frame. The code that follows (a call, the resume function, closures rebuilt
+    by ``em``) reads the very cells. Every value is loaded before any cell changes, as its
+    source may read one."""
+    out: List[Instr] = []
+    stores: List[Instr] = []
+    for name, contents, bound_at_entry in cells:
+        if contents is not None:
+            em.instrs = []
+            em.value(contents)
+            out += em.instrs
+            stores = _compat.store_deref(name, em.code) + stores
+        elif bound_at_entry:  # an argument deleted by the captured code
+            stores += _compat.delete_deref(name, em.code)
+    em.instrs = []
+    return out + stores
 
 
 def collect_tensors(v: VariableTracker, out: List[TensorVariable]) -> None:

@@ -6,6 +6,7 @@ import builtins
 import math
 import operator
 import types
+import weakref
 from typing import Any, Callable, Dict, List, Optional
 
 from ..errors import (
@@ -589,10 +590,15 @@ class UserFunctionVariable(KnownValueVariable):
         return tx.inline_function(self.fn, args, kwargs, fn_source=self.source)
 
 
+#: the functions that code made at a graph break made again (``codegen.frame``): a new
+#: object on every call, so guarded by what they are made of, not by identity
+REBUILT_FUNCTIONS: weakref.WeakSet = weakref.WeakSet()
+
+
 class NestedFunctionVariable(VariableTracker):
     """A function created by MAKE_FUNCTION during the capture (a closure or a lambda)."""
 
-    def __init__(self, code, name: str, f_globals, defaults, kwdefaults, closure):
+    def __init__(self, code, name: str, f_globals, defaults, kwdefaults, closure, annotations=None):
         super().__init__(None)
         self.code = code
         self.name = name
@@ -600,6 +606,8 @@ class NestedFunctionVariable(VariableTracker):
         self.defaults = defaults  # TupleVariable or None
         self.kwdefaults = kwdefaults  # DictVariable or None
         self.closure = closure  # list of CellVariable or None
+        #: as MAKE_FUNCTION took them (a dict, or on 3.10+ a flat tuple of name, value pairs)
+        self.annotations = annotations
 
     def python_type(self) -> type:
         return types.FunctionType

@@ -134,18 +134,39 @@ def closure_with_print(x):
     def scale(t):
         return t * k
 
-    print("closures cannot break yet")
+    print("closures break too")
     return scale(x)
+
+
+def test_a_frame_that_makes_closures_breaks_like_any_other(capsys):
+    x = paddle.ones([3])
+    report = jit_core.explain(closure_with_print, x)
+    # the closure made before the print is made again over the frame's own cell, and the
+    # resume function gets that cell: it calls the closure inline in its graph
+    assert report.break_count == 1 and report.breaks[0].graph_break
+    frames = [g.frame for g in report.graphs]
+    assert len(frames) == 2 and frames[0] == "closure_with_print", frames
+    assert frames[1].startswith("closure_with_print__resume_at_"), frames
+    assert capsys.readouterr().out.count("closures break too") == 1
+    assert report.result.numpy().tolist() == [2.0, 2.0, 2.0]
+
+
+def lambdas_over_a_comprehension(x):
+    fs = [lambda: i for i in range(3)]  # noqa: B023 (the point: a cell per comprehension)
+    print("cannot break here")
+    return x * fs[2]()
 
 
 def test_frames_where_a_break_would_not_be_exact_run_eagerly(capsys):
     x = paddle.ones([3])
-    report = jit_core.explain(closure_with_print, x)
-    # the frame runs eagerly; the inner function it calls is captured on its own
-    assert report.graph_count == 1 and report.graphs[0].frame == "scale"
-    assert report.break_count == 1
-    assert "closures" in report.breaks[0].reason and not report.breaks[0].graph_break
-    assert capsys.readouterr().out.count("closures cannot break yet") == 1
+    report = jit_core.explain(lambdas_over_a_comprehension, x)
+    # each lambda has a cell of the comprehension's own (3.12: made in mid-frame; before:
+    # in the comprehension's frame, inlined in the capture): no resume function shares it
+    first = report.breaks[0]
+    assert not first.graph_break and first.frame == "lambdas_over_a_comprehension", str(report)
+    assert "cell" in first.reason, str(report)
+    assert capsys.readouterr().out.count("cannot break here") == 1
+    assert report.result.numpy().tolist() == [2.0, 2.0, 2.0]
 
 
 def grows_a_list(x):

@@ -191,15 +191,37 @@ def prologue(code) -> List[Instr]:
 
 def entry_prologue(code) -> List[Instr]:
     """The prologue of a function that enters ``code`` in the middle (a resume function,
-    a loop body): the free variables copied and RESUME; cells are not supported there."""
-    return [i for i in prologue(code) if i.name in ("COPY_FREE_VARS", "RESUME")]
+    a loop body). Its cells are the frame's own, passed in as free variables after
+    ``code``'s cell variables (see ``load_closure``): so the free variables copied, no
+    cell made, and RESUME."""
+    if not HAS_PROLOGUE:
+        return []
+    nfree = len(code.co_cellvars) + len(code.co_freevars)
+    out = [Instr("COPY_FREE_VARS", nfree)] if nfree else []
+    return out + [Instr("RESUME", 0)]
 
 
 def load_closure(code) -> List[Instr]:
-    """Push the tuple of ``code``'s free-variable cells: the closure a function entering
-    the same code from elsewhere (a resume function) needs."""
-    out = [Instr("LOAD_CLOSURE", FreeVar(name)) for name in code.co_freevars]
-    return out + build_tuple(len(code.co_freevars))
+    """Push the tuple of ``code``'s cells, its cell variables' then its free variables':
+    the closure a function entering the same code from elsewhere (a resume function, a
+    loop body) needs, so that it shares every cell with this frame and the closures that
+    this frame made (3.8-3.10 index cells and free variables as one list, 3.11+ the
+    frame's slots: the bytecode library resolves both)."""
+    out = [load_cell(name, code) for name in code.co_cellvars + code.co_freevars]
+    return out + build_tuple(len(out))
+
+
+def load_cell(name: str, code) -> Instr:
+    """Push the cell object (not its contents) of a cell or free variable of ``code``."""
+    return Instr("LOAD_CLOSURE", _deref_arg(name, code))
+
+
+def store_deref(name: str, code) -> List[Instr]:
+    return [Instr("STORE_DEREF", _deref_arg(name, code))]
+
+
+def delete_deref(name: str, code) -> List[Instr]:
+    return [Instr("DELETE_DEREF", _deref_arg(name, code))]
 
 
 def build_tuple(n: int) -> List[Instr]:

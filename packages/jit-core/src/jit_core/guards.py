@@ -28,6 +28,10 @@ from .sources import (
 
 TYPE_MATCH = "TYPE_MATCH"
 ID_MATCH = "ID_MATCH"
+#: a function that a graph break made again (``codegen.frame``): a new object on every
+#: call, as eager makes one; the same code, globals and number of defaults, and what the
+#: capture read of its cells and defaults is guarded through it on its own
+FUNCTION_MATCH = "FUNCTION_MATCH"
 CONSTANT_MATCH = "CONSTANT_MATCH"
 TENSOR_MATCH = "TENSOR_MATCH"
 LEN_MATCH = "LEN_MATCH"
@@ -36,6 +40,7 @@ DICT_KEYS = "DICT_KEYS"
 # Ordered so that an object's identity is checked before anything read through it.
 _KIND_ORDER = {
     ID_MATCH: 0,
+    FUNCTION_MATCH: 0,
     TYPE_MATCH: 1,
     LEN_MATCH: 2,
     DICT_KEYS: 3,
@@ -236,6 +241,19 @@ class GuardSet:
                 name = namer.obj(g.value)
                 parts.append((f"{g.source.name()} is the object seen at capture", f"{e} is {name}"))
                 pinned[g.source.name()] = name
+            elif g.kind == FUNCTION_MATCH:
+                fn = g.value
+                tname = namer.obj(type(fn), "t")
+                code = namer.obj(fn.__code__, "c")
+                glb = namer.obj(fn.__globals__, "g")
+                kw = sorted(fn.__kwdefaults__ or ())
+                check = (
+                    f"type({e}) is {tname} and {e}.__code__ is {code}"
+                    f" and {e}.__globals__ is {glb}"
+                    f" and len({e}.__defaults__ or ()) == {len(fn.__defaults__ or ())}"
+                    f" and sorted({e}.__kwdefaults__ or ()) == {kw!r}"
+                )
+                parts.append(("a function made at a graph break", check))
             elif g.kind == TYPE_MATCH:
                 tname = namer.obj(g.value, "t")
                 parts.append((f"type {g.value.__qualname__}", f"type({e}) is {tname}"))

@@ -146,12 +146,16 @@ def make_function(tx, inst):
         code = top.as_python_constant()
         qualname = code.co_qualname if hasattr(code, "co_qualname") else code.co_name
     closure = tx.pop() if flags & 0x08 else None
-    if flags & 0x04:
-        tx.pop()  # annotations do not change what the function computes
+    # annotations do not change what the function computes; kept for a rebuild at a break
+    annotations = tx.pop() if flags & 0x04 else None
     kwdefaults = tx.pop() if flags & 0x02 else None
     defaults = tx.pop() if flags & 0x01 else None
     cells = closure.items if closure is not None else None
-    tx.push(NestedFunctionVariable(code, qualname, tx.f_globals, defaults, kwdefaults, cells))
+    tx.push(
+        NestedFunctionVariable(
+            code, qualname, tx.f_globals, defaults, kwdefaults, cells, annotations
+        )
+    )
 
 
 @handler("CALL_INTRINSIC_1", versions=versions("3.12"))

@@ -21,8 +21,9 @@ how to perform. An opcode whose handler registers none cannot break the graph: a
 that stops there runs eagerly.
 
 Inside a loop the capture stops before the loop instead, and the resumed frame runs the
-loop; inside a try or with block, before the block. Where a break would not be exact (a
-frame with cell variables) the frame runs eagerly, and ``explain()`` says why.
+loop; inside a try or with block, before the block. A frame with cell variables shares
+them with the resume functions (and stores in them what the capture left there first).
+Where a break would not be exact the frame runs eagerly, and ``explain()`` says why.
 """
 
 from __future__ import annotations
@@ -106,6 +107,7 @@ class RunsInPython(BreakKind):
         inst = point.inst
         for v in point.stack:
             b.value(v)
+        b.stack_rebuilt()
         if inst.opcode in dis.hasname:
             b.out.append(Instr(inst.opname, inst.argval))
         elif inst.opcode < dis.HAVE_ARGUMENT:
@@ -142,6 +144,7 @@ class BreaksAtCall(BreakKind):
         b.value(call.fn)
         b.value(call.args_obj if call.args_obj is not None else TupleVariable(call.args))
         b.value(call.kwargs_obj if call.kwargs_obj is not None else DictVariable(call.kwargs))
+        b.stack_rebuilt()
         b.out += _compat.call(3)
         b.resume(point.next_offset, len(rest) + 1)
 
@@ -167,6 +170,7 @@ class BreaksAtBranch(BreakKind):
         rest = point.stack[:-1]
         for v in point.stack:
             b.value(v)
+        b.stack_rebuilt()
         taken = Label()
         if self.keeps_value:
             b.out += _compat.dup_top()
@@ -214,9 +218,12 @@ def where_to_break(code: types.CodeType, inst: dis.Instruction):
     stop needs nothing added: only instructions whose handler registers a break kind
     can break)."""
     if code.co_cellvars:
-        # its cells are shared with the closures it made: a resume function would get
-        # new ones (free variables are fine: the resume function gets the same closure)
-        return "the graph cannot break in a frame that makes closures (cell variables) yet"
+        # its cells are shared with the closures it made: the break stores what the
+        # capture left in them, and the resume function gets the very cells as free
+        # variables (``resume.cells_become_free``), unless a cell also lives in a plain slot
+        why = resume.cells_not_shareable(code)
+        if why:
+            return f"the graph cannot break in a frame that makes closures here: {why}"
     head = resume.loop_head(code, inst.offset)
     if head is not None:
         # whatever stopped the capture, the whole loop runs in the resumed frame
@@ -258,6 +265,8 @@ class BreakPoint:
     next_offset: int = -1
     #: filled by ``build_break_code``: (name, offset, stack size) of each resume function
     resumes: List[tuple] = field(default_factory=list)
+    #: the frame's cell variables: (name, contents or None, bound at entry)
+    cells: List[tuple] = field(default_factory=list)
 
 
 def break_point(tx, inst: dis.Instruction, before_loop: bool = False) -> BreakPoint:
@@ -277,7 +286,11 @@ def break_point(tx, inst: dis.Instruction, before_loop: bool = False) -> BreakPo
     if call is not None:
         call.fn, call.args = _method_parts(call.fn, call.args)
     values = [tx.symbolic_locals[n] for n in live]
-    return BreakPoint(inst, stack, live, values, kind, call, before_loop, starts[0])
+    point = BreakPoint(inst, stack, live, values, kind, call, before_loop, starts[0])
+    nargs = code.co_argcount + code.co_kwonlyargcount
+    args = code.co_varnames[: nargs + bool(code.co_flags & 0x04) + bool(code.co_flags & 0x08)]
+    point.cells = [(n, tx.cells[n].contents, n in args) for n in code.co_cellvars]
+    return point
 
 
 class BreakBuilder:
@@ -300,6 +313,21 @@ class BreakBuilder:
     def resume(self, offset: int, nstack: int) -> None:
         self._resume_call(self, offset, nstack)
 
+    def stack_rebuilt(self) -> None:
+        """Called by a kind once the values the instruction takes are on the stack, before
+        the instruction: the frame's cells get what the capture left in them (the
+        instruction, the resume function and closures rebuilt here read the very
+        cells). Every value is loaded before any cell changes, as its source may read
+        one."""
+        stores: List[Any] = []
+        for name, contents, bound_at_entry in self.point.cells:
+            if contents is not None:
+                self.value(contents)
+                stores = _compat.store_deref(name, self.cg.code) + stores
+            elif bound_at_entry:  # an argument deleted by the captured code
+                stores += _compat.delete_deref(name, self.cg.code)
+        self.out += stores
+
 
 def _emit(b: BreakBuilder) -> None:
     """The whole break after the graph: the live locals, then the stack, the instruction
@@ -312,6 +340,7 @@ def _emit(b: BreakBuilder) -> None:
     if point.before_loop:
         for v in point.stack:
             b.value(v)
+        b.stack_rebuilt()
         b.resume(point.next_offset, len(point.stack))
     else:
         point.kind.emit(b)
@@ -328,7 +357,7 @@ def _collect(code: types.CodeType, point: BreakPoint) -> PyCodegen:
     def emit(cg: PyCodegen) -> None:
         _emit(BreakBuilder(point, cg, _no_call, lambda b, offset, nstack: None))
 
-    return collect(code, emit)
+    return collect(code, emit, at_break=True)
 
 
 def _no_call(*args):  # pragma: no cover - only stands in while collecting
@@ -349,8 +378,8 @@ def build_break_code(
 
     ``make_resume(offset, nstack, live)`` gives the callable that runs the rest of the frame
     from ``offset``: ``resume(stack_tuple, locals_tuple)``."""
-    shared = _collect(code, point).shared_containers()
-    cg = PyCodegen(code, {id(t.node): i for i, t in enumerate(outputs)}, shared)
+    shared = _collect(code, point).shared_objects()
+    cg = PyCodegen(code, {id(t.node): i for i, t in enumerate(outputs)}, shared, at_break=True)
 
     def resume_call(b: BreakBuilder, offset: int, nstack: int) -> None:
         fn = make_resume(offset, nstack, point.live)
@@ -361,7 +390,7 @@ def build_break_code(
         out.extend(_compat.build_tuple(nstack) + _compat.store_fast(STACK_LOCAL))
         out.extend(_compat.load_callable_const(fn))
         out.extend(_compat.load_fast(STACK_LOCAL) + _compat.load_fast(LOCALS_LOCAL))
-        if code.co_freevars:
+        if code.co_freevars or code.co_cellvars:
             # the resume function reads the same cells as this frame
             out.extend(_compat.load_closure(code) + _compat.call(3))
         else:

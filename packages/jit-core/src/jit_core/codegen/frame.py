@@ -76,7 +76,7 @@ def build_code(
     return_value: VariableTracker,
 ) -> types.CodeType:
     """The replacement for ``code``: run ``compiled`` on the inputs and return the result."""
-    shared = collect(code, lambda cg: cg(return_value)).shared_containers()
+    shared = collect(code, lambda cg: cg(return_value)).shared_objects()
     cg = PyCodegen(code, {id(t.node): i for i, t in enumerate(outputs)}, shared)
     instrs = run_graph(code, compiled, input_sources)
     cg(return_value)

@@ -19,7 +19,8 @@ rest of the frame is a resume function, as after any other break.
 
 Loops this cannot outline keep the older behaviour (the loop and the rest of the frame
 run eagerly, the functions they call captured on their own): ``while`` loops, loops that
-hold a ``try``/``with`` block or ``del`` a local, and frames with closures.
+hold a ``try``/``with`` block or ``del`` a local. In a frame that makes closures, the
+body function gets the frame's own cells as free variables, like a resume function.
 """
 
 from __future__ import annotations
@@ -98,8 +99,6 @@ def body_name(code: types.CodeType, head: int) -> str:
 
 def plan_loop(code: types.CodeType, head: int) -> Union[LoopPlan, str]:
     """How to outline the loop starting at ``head``, or why it cannot be."""
-    if code.co_cellvars:
-        return "the frame makes closures (cell variables)"
     insts, index = resume._layout(code)
     i = index.get(head)
     if i is None or insts[i].opname != "FOR_ITER":
@@ -111,7 +110,7 @@ def plan_loop(code: types.CodeType, head: int) -> Union[LoopPlan, str]:
             return "the loop holds (or is inside) a try or with block"
     region = range(i + 1, end_i)
     for k in region:
-        if insts[k].opname in ("DELETE_FAST", "LOAD_CLOSURE", "YIELD_VALUE"):
+        if insts[k].opname in ("DELETE_FAST", "YIELD_VALUE"):
             return f"the loop body has {insts[k].opname}"
     # nothing may jump into the body from outside it
     for k, inst in enumerate(insts):
@@ -132,7 +131,8 @@ def plan_loop(code: types.CodeType, head: int) -> Union[LoopPlan, str]:
         end,
         exhausted,
         tuple(sorted(breaks)),
-        tuple(code.co_varnames),
+        # (a cell variable that is an argument is read through its cell, the body's too)
+        tuple(n for n in code.co_varnames if n not in code.co_cellvars),
     )
 
 
@@ -269,6 +269,7 @@ def build_body_code(code: types.CodeType, plan: LoopPlan) -> types.CodeType:
             continue
         out.append(item)
 
+    out = resume.cells_become_free(bc, out)
     stubs: List = [continue_label]
     stubs += _compat.pop_top() + _exit(CONTINUE, _compat.load_const(None), names)
     for target, label in break_labels.items():

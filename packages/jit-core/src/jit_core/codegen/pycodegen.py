@@ -3,7 +3,7 @@
 Every value tracker says how it is rebuilt (``VariableTracker.reconstruct(cg)``): from
 where it came from, as a constant, as a graph output, or from its parts. ``PyCodegen``
 is what they write into. It runs twice over the same values: first collecting, to learn
-which graph-made tensors must be graph outputs and which containers are held in more
+which graph-made tensors must be graph outputs and which objects are held in more
 than one place, then emitting, with the outputs known.
 """
 
@@ -31,18 +31,23 @@ class PyCodegen:
         outputs: Optional[Dict[int, int]] = None,
         shared: Sequence[int] = (),
         inputs_as_outputs: bool = False,
+        at_break: bool = False,
     ):
         self.code = code
         self.outputs = outputs
+        #: at a graph break, whose code gives the frame's cells what the capture left
+        #: in them first (``breaks.store_cells``): only there can a function made during
+        #: the capture be made again over them
+        self.at_break = at_break
         #: ``capture()``: the graph returns what the function returns, its inputs too
         self.inputs_as_outputs = inputs_as_outputs
         self.instrs: List[Any] = []
         #: collecting: the graph-made tensors the values hold, in order, each once
         self.tensors: List[Any] = []
         self._seen_nodes: set = set()
-        #: collecting: how often each container made during the capture is rebuilt
+        #: collecting: how often each object made during the capture is rebuilt
         self.uses: Dict[int, int] = {}
-        #: emitting: containers rebuilt more than once -> the local that keeps the first
+        #: emitting: objects rebuilt more than once -> the local that keeps the first
         self._shared = {cid: None for cid in shared}
         self._building: set = set()
 
@@ -77,12 +82,13 @@ class PyCodegen:
             raise Unsupported(f"{t.describe()} is not an output of the graph", category=RECONSTRUCT)
         self.extend(_compat.load_fast(OUT_LOCAL) + _compat.load_const(idx) + _compat.subscr())
 
-    def new_container(self, v, build: Callable[[], None]) -> None:
-        """Rebuild ``v``, a mutable container made during the capture, with ``build``.
+    def new_object(self, v, build: Callable[[], None]) -> None:
+        """Rebuild ``v``, a mutable object made during the capture (a list, a dict, a
+        set, a function), with ``build``.
 
-        The eager frame holds one object wherever the container is held (two locals, a
-        list inside a returned tuple...): it is built once, and every other place loads
-        the same object, so a later mutation shows through all of them."""
+        The eager frame holds one object wherever it is held (two locals, a list inside
+        a returned tuple...): it is built once, and every other place loads the same
+        object, so a later mutation shows through all of them."""
         key = id(v)
         if key in self._building:
             raise Unsupported(f"{v.describe()} contains itself", category=RECONSTRUCT)
@@ -103,17 +109,20 @@ class PyCodegen:
             self._shared[key] = name
             self.extend(_compat.dup_top() + _compat.store_fast(name))
 
-    def shared_containers(self) -> List[int]:
-        """Collecting: the containers held in more than one place."""
+    def shared_objects(self) -> List[int]:
+        """Collecting: the objects held in more than one place."""
         return [k for k, n in self.uses.items() if n > 1]
 
 
 def collect(
-    code: types.CodeType, emit: Callable[[PyCodegen], None], inputs_as_outputs: bool = False
+    code: types.CodeType,
+    emit: Callable[[PyCodegen], None],
+    inputs_as_outputs: bool = False,
+    at_break: bool = False,
 ) -> PyCodegen:
     """Run ``emit`` collecting: the returned codegen lists the tensors and shared
-    containers it met."""
-    cg = PyCodegen(code, inputs_as_outputs=inputs_as_outputs)
+    objects it met."""
+    cg = PyCodegen(code, inputs_as_outputs=inputs_as_outputs, at_break=at_break)
     emit(cg)
     return cg
 

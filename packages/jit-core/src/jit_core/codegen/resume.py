@@ -13,7 +13,7 @@ import dis
 import types
 from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
 
-from bytecode import Bytecode, Instr, Label
+from bytecode import Bytecode, CellVar, FreeVar, Instr, Label
 
 from .. import _compat
 
@@ -167,6 +167,51 @@ def block_start(code: types.CodeType, offset: int) -> Optional[int]:
     return start
 
 
+def cells_not_shareable(code: types.CodeType) -> str:
+    """Why a function entering ``code`` in the middle could not share ``code``'s cells by
+    taking them as free variables, or "". 3.12 inlines comprehensions: a cell of one's own
+    (a lambda in it captures its variable) is made in mid-code with MAKE_CELL and saved and
+    restored in the cell's slot with LOAD_FAST_AND_CLEAR / STORE_FAST, which a free
+    variable's slot does not take."""
+    cells = set(code.co_cellvars)
+    started = False  # past the prologue, whose MAKE_CELLs make the frame's cells
+    for inst in _compat.instructions(code):
+        if inst.opname == "RESUME":
+            started = True
+        elif (inst.opname == "MAKE_CELL" and started) or (
+            inst.opname in _LOADS | _STORES | _DELETES and inst.argval in cells
+        ):
+            return (
+                f"a comprehension inlined in it makes its variable {inst.argval!r} a cell of "
+                "its own (a lambda in it captures the variable)"
+            )
+    return ""
+
+
+def cells_become_free(bc: Bytecode, items: list) -> list:
+    """Make the cell variables of ``bc`` free variables placed before its own, and
+    ``items`` (the whole original code, to be entered in the middle) use them as such: the
+    function gets the frame's very cells in its closure (``_compat.load_closure``), so
+    that closures the frame made before the break and the code after it see the same
+    ones. The original prologue (3.11+: COPY_FREE_VARS, MAKE_CELL) is dropped:
+    ``_compat.entry_prologue`` copies the new closure instead."""
+    cells = list(bc.cellvars)
+    if not cells:
+        return items
+    bc.freevars = cells + list(bc.freevars)
+    bc.cellvars = []
+    kept = []
+    for item in items:
+        if isinstance(item, Instr):
+            if item.name in ("MAKE_CELL", "COPY_FREE_VARS"):
+                continue
+            if isinstance(item.arg, CellVar):
+                item = item.copy()
+                item.arg = FreeVar(item.arg.name)
+        kept.append(item)
+    return kept
+
+
 def resume_name(code: types.CodeType, offset: int) -> str:
     return f"{code.co_name}__resume_at_{offset}"
 
@@ -195,6 +240,7 @@ def build_resume_code(
                 break
     else:
         raise ValueError(f"no instruction {target} in {code.co_name}")
+    items = cells_become_free(bc, items)
     line = code.co_firstlineno
     prefix: List[Instr] = _compat.entry_prologue(code)
     prefix += [Instr("LOAD_FAST", STACK_ARG.format(j)) for j in range(nstack)]
@@ -227,6 +273,8 @@ def describe_resume(code: types.CodeType) -> Tuple[str, str]:
 __all__ = [
     "STACK_ARG",
     "build_resume_code",
+    "cells_become_free",
+    "cells_not_shareable",
     "describe_resume",
     "live_locals",
     "loop_head",

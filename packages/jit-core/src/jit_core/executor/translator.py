@@ -705,6 +705,8 @@ def root_locals(code, f_locals: Dict[str, Any], tx: Translator) -> None:
         for name in code.co_freevars
     ]
     tx.setup_locals(bound, closure)
+    for name in code.co_cellvars + code.co_freevars:
+        tx.cells[name].root_name = name
 
 
 __all__ = ["Translator", "bind_arguments", "root_locals", "ListVariable", "TupleVariable"]

@@ -168,6 +168,9 @@ class CellVariable(VariableTracker):
         self.contents = contents
         #: a cell of a function that exists outside the capture: writing it is a side effect
         self.external = external
+        #: the name of this cell in the captured (root) frame, which holds the real cell:
+        #: code made at a break reaches it there (``codegen.frame``)
+        self.root_name: Optional[str] = None
 
     def describe(self) -> str:
         return "cell"

@@ -158,7 +158,10 @@ def _wrap(tx, value: Any, source: Optional[Source], owned_by_layer: bool) -> Var
         _guard(tx, source, guards.ID_MATCH, value)
         return ClassVariable(value, source)
     if isinstance(value, types.FunctionType):
-        _guard(tx, source, guards.ID_MATCH, value)
+        from .functions import REBUILT_FUNCTIONS
+
+        rebuilt = value in REBUILT_FUNCTIONS
+        _guard(tx, source, guards.FUNCTION_MATCH if rebuilt else guards.ID_MATCH, value)
         if _is_paddle_callable(value):
             return PaddleFunctionVariable(value, source)
         if is_skipped_file(value.__code__.co_filename):

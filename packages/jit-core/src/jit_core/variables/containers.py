@@ -172,7 +172,7 @@ class ListVariable(BaseListVariable):
             # a list from outside, unchanged (mutating one breaks): the same object
             cg.extend(self.source.reconstruct(cg.code))
         else:
-            cg.new_container(self, lambda: self._build(cg))
+            cg.new_object(self, lambda: self._build(cg))
 
     def _mutable(self, what: str, tx=None) -> None:
         if self.source is not None:
@@ -291,7 +291,7 @@ class DictVariable(VariableTracker):
             # a dict from outside, unchanged (mutating one breaks): the same object
             cg.extend(self.source.reconstruct(cg.code))
         else:
-            cg.new_container(self, lambda: self._build(cg))
+            cg.new_object(self, lambda: self._build(cg))
 
     def _build(self, cg) -> None:
         if self.dict_type is not dict:
@@ -472,7 +472,7 @@ class SetVariable(VariableTracker):
                 cg.extend(_compat.load_const(item))
             cg.extend(_compat.build_set(len(self.value)))
 
-        cg.new_container(self, build)
+        cg.new_object(self, build)
 
     @staticmethod
     def _constant(item: VariableTracker) -> Any:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import builtins
+import functools
 import math
 import operator
 import types
+import weakref
 from typing import Any, Callable, Dict, List, Optional
 
 from .. import _compat
@@ -15,11 +17,12 @@ from ..errors import (
     INPLACE_OUTSIDE,
     IO_CALL,
     RAISES,
+    RECONSTRUCT,
     TENSOR_BRANCH,
     UNTRACED_CALL,
     Unsupported,
 )
-from .base import KnownValueVariable, VariableTracker
+from .base import CellVariable, KnownValueVariable, VariableTracker
 from .constant import FOLDABLE, ConstantVariable
 from .containers import (
     BaseListVariable,
@@ -590,10 +593,29 @@ class UserFunctionVariable(KnownValueVariable):
         return tx.inline_function(self.fn, args, kwargs, fn_source=self.source)
 
 
+#: the functions that code made at a graph break made again (``codegen.frame``): a new
+#: object on every call, so guarded by what they are made of, not by identity
+REBUILT_FUNCTIONS: weakref.WeakSet = weakref.WeakSet()
+
+
+def _make_function(code, f_globals, qualname, defaults, kwdefaults, annotations, closure):
+    """What MAKE_FUNCTION makes, for a function the capture made and a break hands on."""
+    fn = types.FunctionType(code, f_globals, code.co_name, defaults, closure)
+    fn.__qualname__ = qualname
+    if kwdefaults is not None:
+        fn.__kwdefaults__ = kwdefaults
+    if isinstance(annotations, tuple):  # 3.10+: name, value, name, value ...
+        annotations = dict(zip(annotations[::2], annotations[1::2]))
+    if annotations is not None:
+        fn.__annotations__ = annotations
+    REBUILT_FUNCTIONS.add(fn)
+    return fn
+
+
 class NestedFunctionVariable(VariableTracker):
     """A function created by MAKE_FUNCTION during the capture (a closure or a lambda)."""
 
-    def __init__(self, code, name: str, f_globals, defaults, kwdefaults, closure):
+    def __init__(self, code, name: str, f_globals, defaults, kwdefaults, closure, annotations=None):
         super().__init__(None)
         self.code = code
         self.name = name
@@ -601,12 +623,48 @@ class NestedFunctionVariable(VariableTracker):
         self.defaults = defaults  # TupleVariable or None
         self.kwdefaults = kwdefaults  # DictVariable or None
         self.closure = closure  # list of CellVariable or None
+        #: as MAKE_FUNCTION took them (a dict, or on 3.10+ a flat tuple of name, value pairs)
+        self.annotations = annotations
 
     def python_type(self) -> type:
         return types.FunctionType
 
     def describe(self) -> str:
         return f"nested function {self.name}"
+
+    def reconstruct(self, cg) -> None:
+        """Made again, over the very cells of the frame; only at a break, whose code
+        gives those cells what the capture left in them first."""
+        if not cg.at_break:
+            raise Unsupported(
+                f"cannot rebuild the returned {self.describe()}", category=RECONSTRUCT
+            )
+        cells = self.closure or []
+        for cell in cells:
+            if not isinstance(cell, CellVariable) or cell.root_name is None:
+                # a cell of a function inlined in the capture has no real counterpart
+                raise Unsupported(
+                    f"cannot rebuild {self.describe()}: it holds a cell of a function inlined "
+                    "in the capture",
+                    category=RECONSTRUCT,
+                )
+
+        def build():
+            make = functools.partial(_make_function, self.code, self.f_globals, self.name)
+            cg.extend(_compat.load_callable_const(make))
+            for part in (self.defaults, self.kwdefaults, self.annotations):
+                if part is None:
+                    cg.extend(_compat.load_const(None))
+                else:
+                    cg(part)
+            if self.closure is None:
+                cg.extend(_compat.load_const(None))
+            else:
+                cg.extend([_compat.load_cell(c.root_name, cg.code) for c in cells])
+                cg.extend(_compat.build_tuple(len(cells)))
+            cg.extend(_compat.call(4))
+
+        cg.new_object(self, build)
 
     def call_function(self, tx, args, kwargs):
         return tx.inline_nested(self, args, kwargs)

@@ -49,7 +49,7 @@ def capture(
         raise CaptureError(f"the example arguments do not fit the signature of {name}")
     frame = _compat.EntryFrame(code, f_locals, func.__globals__)
     try:
-        traced = ctx.trace(frame, code, inputs_as_outputs=True)
+        traced = ctx.compiler.trace(frame, code, inputs_as_outputs=True)
     except Unsupported as e:
         raise CaptureError(f"cannot capture {name} into one graph: {e.describe()}") from None
     except JitError:

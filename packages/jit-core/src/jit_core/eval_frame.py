@@ -1,33 +1,33 @@
 """The frame hook: a cache of compiled frames behind guards, and the capture on a miss.
 
-``CompileContext`` is what one ``optimize()`` call owns: its backend, options, and a cache
-per code object. Its ``callback`` is installed with Paddle's PEP 523 hook
+``CompileContext`` is what one ``optimize()`` call owns: its options, a cache per code
+object (``frame_cache``) and a ``FrameCompiler`` (``convert_frame``) that captures a
+frame on a miss. Its ``callback`` is installed with Paddle's PEP 523 hook
 (``paddle.framework.core.set_eval_frame``) only while an optimized callable runs, and
-only in the thread that runs it.
+only in the thread that runs it; ``run_direct`` enters target frames without it. This
+module decides what runs: a cache hit, a capture, or the original code (the frame cannot
+be captured, or its recompile limits are reached).
 """
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import os
 import threading
 import types
 import warnings
 import weakref
-from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Set
 
 import paddle
 from paddle.framework import core as _core
 from paddle.nn.layer import layers as _layers
 
-from . import _compat, plugins
-from .codegen import breaks as graph_breaks
-from .codegen import loops
+from . import _compat
 from .codegen import resume as resume_codes
-from .codegen.frame import GENERATED_CODES, build_code, disassemble, graph_outputs
+from .codegen.frame import GENERATED_CODES
 from .config import Options
+from .convert_frame import FrameCompiler
 from .errors import (
     GENERATOR,
     INTERNAL,
@@ -36,16 +36,18 @@ from .errors import (
     GraphBreakError,
     Unsupported,
 )
-from .executor.output_graph import OutputGraph, may_share_memory
-from .executor.translator import Translator, root_locals
-from .fx import GraphModule
-from .guards import ID_MATCH, CompiledGuard
-from .logs import breaks_log, bytecode_log, graphs_log, guards_log, recompiles_log
-from .passes.effects import is_random, target_name
-from .passes.manager import PassContext, PassManager, PassRecord
-from .passes.manager import op_count as op_count_of
+from .frame_cache import (
+    EAGER_PAST_LIMIT,
+    EAGER_PAST_LIMIT_SEEING_CACHES,
+    MISSING,
+    RUN_ORIGINAL,
+    CaptureEvent,
+    CodeCache,
+    FrameResult,
+)
+from .frame_calls import HookedCall, Rearm
+from .logs import breaks_log, recompiles_log
 from .skipfiles import is_skipped_file
-from .sources import LocalSource
 
 set_eval_frame = _core.set_eval_frame
 
@@ -69,10 +71,6 @@ def _keep_hooking(code: types.CodeType) -> None:
 def _never_skip(codes) -> None:
     if _never_skip_codes is not None and codes:
         _never_skip_codes(tuple(codes))
-
-
-def _identifier(name: str) -> str:
-    return "".join(c if c.isalnum() or c == "_" else "_" for c in name).strip("_") or "code"
 
 
 def _location(code: types.CodeType) -> str:
@@ -122,353 +120,18 @@ def layer_call_is_forward(layer: paddle.nn.Layer) -> bool:
     )
 
 
-class FrameResult:
-    """What the hook hands back to Paddle's C shim for one frame."""
-
-    __slots__ = ("code", "disable_eval_frame", "hooked")
-
-    def __init__(
-        self,
-        code: Optional[types.CodeType],
-        disable_eval_frame: bool,
-        hooked: Optional[FrameResult] = None,
-    ):
-        self.code = code
-        self.disable_eval_frame = disable_eval_frame
-        #: what to hand Paddle's shim itself (the hook); ``run_direct`` runs ``code``
-        self.hooked = hooked if hooked is not None else self
-
-
-class _Rearm:
-    """Called by the code of a frame that breaks its graph just before it returns, when
-    Paddle's shim runs that code (the frame was reached through the hook).
-
-    The shim runs replaced code with its callback set to None and afterwards puts back
-    only the callback: it assumes its frame-evaluation function is still installed. A
-    break in that code turns the hook on for the call and back off, and turning it off
-    uninstalls the function; on return every later frame of the caller would go unseen
-    (an eager loop over sublayers that break captured only the first). Turning the hook on
-    again here reinstalls it; the shim then puts its own callback back over ours."""
-
-    __slots__ = ("ctx",)
-
-    def __init__(self, ctx: CompileContext):
-        self.ctx = ctx
-
-    def __call__(self) -> None:
-        set_eval_frame(self.ctx.callback)
-
-
 #: generator, coroutine, iterable coroutine, async generator
 _GENERATOR_FLAGS = 0x20 | 0x80 | 0x100 | 0x200
 _CO_OPTIMIZED = 0x1
-
-#: run the original code and keep watching the frames it calls
-RUN_ORIGINAL = FrameResult(None, False)
-#: past the recompile limit, a call that matches no entry runs its original code with
-#: the hook off: nothing it calls has a cache of its own that could serve it
-EAGER_PAST_LIMIT = FrameResult(None, True)
-#: the same, when other frames have entries: through ``CompileContext.run_direct`` the
-#: call runs under ``_limit_callback`` (those frames hit their caches, nothing new is
-#: captured); seen by the hook, it is ``RUN_ORIGINAL``
-EAGER_PAST_LIMIT_SEEING_CACHES = FrameResult(None, False)
-
-#: what the recompile limit counts by (TorchDynamo's rule): an entry whose guard pins a
-#: local by identity (``L['self'] is ___o1``) counts only against calls where that local is
-#: the same object. Only ``self`` and locals that hold layers (a layer passed in, a loop's
-#: item over a ``LayerList``) are counted so: they live as long as the model, while a
-#: function made per call would, pinned by its guard, never count against any limit.
-_SELF = "self"
-_UNBOUND = object()
-
-
-def _pinned_locals(guards) -> tuple:
-    """``((name, object), ...)`` for the identity-matched locals the limit counts by."""
-    found = []
-    for g in guards:
-        if g.kind == ID_MATCH and isinstance(g.source, LocalSource):
-            name = g.source.local_name
-            if name == _SELF or isinstance(g.value, paddle.nn.Layer):
-                found.append((name, g.value))
-    return tuple(sorted(found, key=lambda item: item[0]))
-
-
-@dataclass
-class CacheEntry:
-    guard: CompiledGuard
-    code: types.CodeType
-    graph_module: Optional[GraphModule]
-    compiled: Optional[Callable]
-    #: prebuilt so that a cache hit allocates nothing
-    result: FrameResult
-    original: types.CodeType
-    op_count: int
-    #: what each graph pass did to this entry's graph
-    pass_records: List[PassRecord] = field(default_factory=list)
-    #: the backend that compiled the graph, and why it is not the one asked for
-    backend: Optional[str] = None
-    backend_note: Optional[str] = None
-    #: the graph break this entry's code ends with (reason, location, instruction), and
-    #: the resume functions it calls
-    graph_break: Optional[Unsupported] = None
-    resumes: List[types.CodeType] = field(default_factory=list)
-    #: ``((name, object), ...)``: the locals the guard identity-matches (``self``, layers;
-    #: see ``_pinned_locals``); the recompile limit counts this entry only for calls
-    #: where each is the same object. Empty: it counts for every call
-    owner: tuple = ()
-
-
-@dataclass
-class Traced:
-    """The result of the symbolic executor on one frame, before the backend sees it."""
-
-    number: int
-    output: OutputGraph
-    ret: Any
-    tensors: list
-    graph_module: Optional[GraphModule] = None
-    #: where each graph input comes from, and its example value, in placeholder order
-    sources: list = field(default_factory=list)
-    examples: list = field(default_factory=list)
-    pass_records: List[PassRecord] = field(default_factory=list)
-    #: set when the capture stopped at a graph break
-    point: Optional[graph_breaks.BreakPoint] = None
-
-
-class CodeCache:
-    """The cache entries of one code object, and whether it is left alone."""
-
-    __slots__ = (
-        "entries",
-        "eager_reason",
-        "skipped",
-        "hot",
-        "limit_reason",
-        "limits_hit",
-        "_per_owner",
-    )
-
-    def __init__(self):
-        self.entries: List[CacheEntry] = []
-        #: why this code runs eagerly for good (it cannot be captured)
-        self.eager_reason: Optional[str] = None
-        self.skipped = False
-        #: what the hook's fast path reads: (guard function, result) pairs, or None when
-        #: the frame runs its original code
-        self.hot: Optional[tuple] = ()
-        #: why calls that match no entry run eagerly (the last recompile limit reached),
-        #: and the limits reached so far (each is warned about once)
-        self.limit_reason: Optional[str] = None
-        self.limits_hit: Set[str] = set()
-        #: ``((name, id), ...)`` of an entry's ``owner`` -> how many entries have it; the
-        #: objects live as long as the entries that hold them, so their ids stay theirs
-        self._per_owner: Dict[tuple, int] = {}
-
-    def add(self, entry: CacheEntry) -> None:
-        self.entries.append(entry)
-        self.hot = tuple((e.guard.fn, e.result) for e in self.entries)
-        key = tuple((name, id(obj)) for name, obj in entry.owner)
-        self._per_owner[key] = self._per_owner.get(key, 0) + 1
-
-    def match(self, L: dict, G: dict) -> Optional[FrameResult]:
-        """The result of the first entry whose guard passes, or None.
-
-        (The hook and ``api._cache_hit`` loop over ``hot`` inline: they run on every call.)
-        """
-        for entry in self.entries:
-            if entry.guard(L, G):
-                return entry.result
-        return None
-
-    def run_eagerly(self, reason: str) -> None:
-        self.eager_reason = reason
-        self.hot = None
-
-    def count_for(self, L) -> int:
-        """The entries that count against the recompile limit for a call with locals
-        ``L``: those whose pinned locals are the same objects here, and those that pin
-        none."""
-        n = 0
-        for key, count in self._per_owner.items():
-            if all(id(L.get(name, _UNBOUND)) == oid for name, oid in key):
-                n += count
-        return n
-
-    def clear(self) -> None:
-        self.entries = []
-        self.eager_reason = None
-        self.hot = ()
-        self.limit_reason = None
-        self.limits_hit = set()
-        self._per_owner = {}
-
-
-@dataclass
-class CaptureEvent:
-    """One capture attempt, kept for ``explain()``."""
-
-    code_name: str
-    location: str
-    compiled: bool
-    entry: Optional[CacheEntry] = None
-    reason: Optional[str] = None
-    break_location: Optional[str] = None
-    instruction: Optional[str] = None
-    #: a graph break inside a compiled frame (not a capture of its own)
-    graph_break: bool = False
-    #: the resume functions a graph break calls: (name, disassembly)
-    resumes: List[tuple] = field(default_factory=list)
-    #: a recompile limit reached (not a capture): calls that match no entry run eagerly
-    recompile_limit: bool = False
-    #: ``frame_key`` of the code
-    key: Optional[str] = None
-    #: the kind of break (one of ``errors.CATEGORIES``), for a frame that does not compile
-    category: Optional[str] = None
-
-
-class _HookedCall:
-    """Runs the call that broke a graph with the frame hook on, so that the callee (a
-    sublayer whose forward breaks, a helper that prints) is captured on its own."""
-
-    __slots__ = ("ctx",)
-
-    def __init__(self, ctx: CompileContext):
-        self.ctx = ctx
-
-    def __call__(self, fn, args, kwargs):
-        prev = set_eval_frame(self.ctx.callback)
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            set_eval_frame(prev)
-
-
-class _ResumeCall:
-    """Runs a resume function through the cache, like a target called by the user."""
-
-    __slots__ = ("ctx", "fn")
-
-    def __init__(self, ctx: CompileContext, fn: types.FunctionType):
-        self.ctx = ctx
-        self.fn = fn
-
-    def __call__(self, stack: tuple, local_values: tuple, closure: Optional[tuple] = None):
-        fn = self.fn
-        if closure is not None:  # the frame's own cells, for a code with free variables
-            fn = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, None, closure)
-        return self.ctx.run_direct(fn, stack + local_values, {})
-
-
-def _empty_closure(code: types.CodeType) -> Optional[tuple]:
-    """Cells to make a function of ``code`` with; the calls pass the frame's real ones."""
-    return tuple(types.CellType() for _ in code.co_freevars) if code.co_freevars else None
-
-
-class _LoopCall:
-    """Runs a ``for`` loop whose body breaks the graph: the loop in Python, the body as
-    its own function through the cache (captured, guarded and broken on its own), and
-    the rest of the frame after the loop as a resume function (``codegen.loops``)."""
-
-    __slots__ = ("ctx", "code", "plan", "body", "live", "f_globals", "_after")
-
-    def __init__(self, ctx, code, plan, body, live, f_globals):
-        self.ctx = ctx
-        self.code = code
-        self.plan = plan
-        self.body = body
-        self.live = live
-        self.f_globals = f_globals
-        #: where the loop left -> the locals live there (a liveness analysis each)
-        self._after: Dict[int, tuple] = {}
-
-    def __call__(self, stack: tuple, local_values: tuple, closure: Optional[tuple] = None):
-        ctx, plan, body = self.ctx, self.plan, self.body
-        if closure is not None:  # the frame's own cells, for a code with free variables
-            body = types.FunctionType(body.__code__, body.__globals__, body.__name__, None, closure)
-        below, iterator = stack[:-1], stack[-1]
-        known = dict(zip(self.live, local_values))
-        values = tuple(known.get(n, loops.UNBOUND) for n in plan.names)
-        target = plan.exhausted
-        for item in iterator:
-            kind, payload, out = ctx.run_direct(body, (item,) + values, {})
-            if kind == loops.RETURN:
-                return payload
-            values = out
-            if kind == loops.BREAK:
-                target = payload
-                break
-        bound = {n: v for n, v in zip(plan.names, values) if v is not loops.UNBOUND}
-        after = self._after.get(target)
-        if after is None:
-            after = self._after[target] = tuple(
-                sorted(resume_codes.live_locals(self.code, [target]))
-            )
-        live = [n for n in after if n in bound]
-        rest = ctx._resume_call(self.code, target, len(below), live, self.f_globals)
-        return rest(below, tuple(bound[n] for n in live), closure)
-
-
-@contextlib.contextmanager
-def _preserve_rng():
-    # The capture runs each op once on example values; random ops must not advance the
-    # generator the user sees, or results would differ from eager with the same seed.
-    state = paddle.get_rng_state()
-    try:
-        yield
-    finally:
-        paddle.set_rng_state(state)
-
-
-def _needs_training_backend(gm, traced: Traced, grad_on: bool) -> Optional[str]:
-    """Why ``gm`` cannot run on an inference-only backend, or None."""
-    if grad_on:
-        wants = [i for i, x in enumerate(traced.examples) if not x.stop_gradient]
-        if wants:
-            return f"gradients are on and input {traced.sources[wants[0]].name()} requires them"
-        params = [n for n, p in gm.named_parameters() if not p.stop_gradient]
-        if params:
-            return f"gradients are on and parameter {params[0]} requires them"
-    for node in gm.graph.nodes:
-        if node.op == "call_module" and getattr(gm, node.target).training:
-            return f"layer {node.target} is in training mode"
-        if node.op in ("call_function", "call_method") and is_random(node):
-            return f"{target_name(node)} draws random numbers"
-    return _aliased_output(gm, traced)
-
-
-def _aliased_output(gm, traced: Traced) -> Optional[str]:
-    """Why the outputs of ``gm`` must be Paddle's own tensors: one is a view of an input,
-    a parameter or another output. An inference backend hands back new tensors, so an
-    in-place update after the graph (eager, past a break; or the caller's) would not
-    reach what eager Paddle's view shares memory with."""
-    outs = [t.example for t in traced.tensors]
-    if not outs:
-        return None
-    held = [(traced.sources[i].name(), x) for i, x in enumerate(traced.examples)]
-    held += [(f"parameter {n}", p) for n, p in gm.named_parameters()]
-    held += [(f"buffer {n}", b) for n, b in gm.named_buffers()]
-    for i, out in enumerate(outs):
-        for name, t in held:
-            if may_share_memory(out, t):
-                return f"graph output {i} is a view of {name}"
-        for j in range(i):
-            if may_share_memory(out, outs[j]):
-                return f"graph outputs {j} and {i} share memory (one is a view of the other)"
-    return None
 
 
 class CompileContext:
     def __init__(self, options: Options, targets: Set[types.CodeType]):
         self.options = options
-        self.backend = plugins.get_backend(options.backend)
-        self.passes = PassManager.from_options(
-            options.passes, options.disable_passes, options.debug
-        )
         self.targets = set(targets)
         self.cache: Dict[types.CodeType, CodeCache] = {}
         self.events: List[CaptureEvent] = []
         self._lock = threading.RLock()
-        self._counter = 0
         self.callback = self._callback  # bound once: a new bound method each call costs
         #: targets that ``run`` enters itself (all but generators, which must start
         #: through CPython's own call to become generator objects)
@@ -480,14 +143,10 @@ class CompileContext:
         _never_skip(self.targets)
         self._mark_generator_targets()
         self._signatures: Dict[types.CodeType, inspect.Signature] = {}
-        self._warned_training = False
         self._entry_functions: Dict[types.CodeType, Callable] = {}
-        self._hooked_call = _HookedCall(self)
-        self._rearm = _Rearm(self)
-        #: (code, offset, stack size, live locals) -> the resume callable
-        self._resumes: Dict[tuple, Any] = {}
-        #: (code, loop head) -> the code of the loop's body function (codegen.loops)
-        self._loop_bodies: Dict[tuple, types.CodeType] = {}
+        #: what the code of a broken frame calls (``frame_calls``)
+        self.hooked_call = HookedCall(self)
+        self.rearm = Rearm(self)
         #: resume code -> the code it resumes, followed back to one that is no resume
         self._resume_roots: Dict[types.CodeType, types.CodeType] = {}
         #: the roots (``_resume_roots``) of the codes with cache entries that are not
@@ -496,6 +155,16 @@ class CompileContext:
         #: no limit can be reached with fewer entries than this
         self._limit_floor = min(options.recompile_limit, options.accumulated_recompile_limit)
         self.limit_callback = self._limit_callback
+        self.compiler = FrameCompiler(self, options)
+
+    def adopt(self, code: types.CodeType, parent: types.CodeType) -> None:
+        """A code made for a graph break of ``parent`` (a resume function, a loop's body):
+        entered directly, by position, like a target."""
+        self.targets.add(code)
+        self._resume_roots[code] = self._resume_roots.get(parent, parent)
+        self.direct_codes.add(code)
+        self._positional_codes.add(code)
+        _never_skip([code])
 
     # ------------------------------------------------------------------ the hook
     def _callback(self, frame) -> FrameResult:
@@ -585,7 +254,7 @@ class CompileContext:
                 )
             location = _location(code)
             try:
-                entry = self._capture(frame, code)
+                entry = self.compiler.capture(frame, code)
             except Unsupported as e:
                 reason = e.describe()
                 if self.options.full_graph:
@@ -683,7 +352,7 @@ class CompileContext:
             own = [
                 e
                 for e in cache.entries
-                if all(L.get(name, _UNBOUND) is obj for name, obj in e.owner)
+                if all(L.get(name, MISSING) is obj for name, obj in e.owner)
             ]
             try:
                 failed = own[-1].guard.first_failure(L, G) if own else None
@@ -728,269 +397,6 @@ class CompileContext:
         if len(roots) > 1 or (roots and self._resume_roots.get(code, code) not in roots):
             return EAGER_PAST_LIMIT_SEEING_CACHES
         return EAGER_PAST_LIMIT
-
-    # ------------------------------------------------------------------ capture
-    def trace(
-        self,
-        frame,
-        code: types.CodeType,
-        stop: Optional[Unsupported] = None,
-        where: Optional[graph_breaks.Where] = None,
-        inputs_as_outputs: bool = False,
-    ) -> Traced:
-        """Run the symbolic executor over ``frame`` and the graph passes over its graph.
-
-        Raises ``Unsupported`` when the frame cannot be captured. With ``stop`` (what
-        stopped an earlier capture of the same frame), the capture ends just before the
-        instruction where that happened, or before the loop around it (``where``): the
-        graph of a frame that breaks there. ``inputs_as_outputs`` (``capture()``): the
-        graph returns every tensor the frame returns, its inputs too."""
-        output = OutputGraph()
-        f_globals = frame.f_globals
-        with _preserve_rng():
-            tx = Translator(code, f_globals, output, f_globals)
-            root_locals(code, _compat.frame_locals(frame), tx)
-            point = None
-            before_loop = where is not None and where.before_loop is not None
-            if before_loop:
-                tx.stop_at_offset = where.before_loop
-            elif stop is not None:
-                tx.stop_at_step = stop.root_step
-            ret = tx.run()
-            tensors: list = []
-            if tx.stopped:
-                inst = tx.instructions[tx.ip]
-                if not before_loop and inst.offset != stop.root_instruction.offset:
-                    raise Unsupported(
-                        "the capture did not stop where it broke before", category=INTERNAL
-                    )
-                point = graph_breaks.break_point(tx, inst, before_loop)
-                tensors = graph_breaks.tensors_to_rebuild(code, point)
-            else:
-                tensors = graph_outputs(code, ret, inputs_as_outputs)
-            self._counter += 1
-            n = self._counter
-            traced = Traced(n, output, ret, tensors, point=point)
-            if tensors:
-                output.set_outputs(tensors)
-                gm = GraphModule(output.root, output.graph, class_name=f"Graph_{code.co_name}_{n}")
-                placeholders = [nd for nd in output.graph.nodes if nd.op == "placeholder"]
-                by_node = {nd: (s, ex) for s, nd, ex in output.inputs}
-                traced.graph_module = gm
-                # backends that bake parameters into what they build may do so only then
-                gm.meta["frozen"] = self.options.freeze
-                traced.sources = [by_node[nd][0] for nd in placeholders]
-                traced.examples = [by_node[nd][1] for nd in placeholders]
-                ctx = PassContext(traced.examples, facts=self._facts())
-                traced.pass_records = self.passes.run(gm, ctx)
-                if "no_grad" in ctx.relied_on:
-                    # a pass used that gradients were off: they must be off on a hit too
-                    output.guards.grad_enabled = False
-        return traced
-
-    def _facts(self) -> Set[str]:
-        facts = set()
-        if self.options.freeze:
-            facts.add("frozen")
-        if not paddle.is_grad_enabled():
-            facts.add("no_grad")
-        return facts
-
-    def _capture(self, frame, code: types.CodeType) -> CacheEntry:
-        stop = None
-        try:
-            traced = self.trace(frame, code)
-        except Unsupported as e:
-            where = self._where_to_break(code, e)
-            if not isinstance(where, graph_breaks.Where):
-                if where:
-                    e.reason = f"{e.reason}; {where}"
-                raise
-            stop = e
-            try:
-                traced = self.trace(frame, code, stop=e, where=where)
-            except Unsupported as again:
-                raise e.could_not_break(again.reason) from None
-            if where.before_loop is not None and traced.graph_module is None:
-                if where.kind == "block":
-                    # nothing to capture before the block: the frame runs as it is
-                    e.reason = f"{e.reason}; {graph_breaks.IN_BLOCK}"
-                    raise e
-                plan = loops.plan_loop(code, where.before_loop)
-                if not isinstance(plan, loops.LoopPlan):
-                    # nothing to capture before a loop that cannot be outlined
-                    e.reason = f"{e.reason}; {graph_breaks.IN_LOOP} ({plan})"
-                    raise e
-        gm, n = traced.graph_module, traced.number
-        compiled = None
-        op_count = 0
-        backend, backend_note = self.backend, None
-        if gm is not None:
-            op_count = op_count_of(gm.graph)
-            if backend.inference_only:
-                backend, backend_note = self._inference_backend(gm, traced)
-            options = self.options.backend_options if backend is self.backend else {}
-            try:
-                compiled = backend.compile(gm, traced.examples, **options)
-            except Unsupported:
-                raise
-            except Exception as e:
-                raise BackendCompileError(
-                    f"backend {backend.name!r} failed to compile the graph of "
-                    f"{code.co_name}: {type(e).__name__}: {e}"
-                ) from e
-            graphs_log.info("graph of %s:\n%s", code.co_name, gm.code)
-        resumes: List[types.CodeType] = []
-        if stop is None:
-            new_code = build_code(code, compiled, traced.sources, traced.tensors, traced.ret)
-        else:
-            loop_body: List[str] = []
-
-            def make_resume(offset: int, nstack: int, live) -> Callable:
-                if (
-                    traced.point.before_loop
-                    and where.kind == "loop"
-                    and offset == traced.point.next_offset
-                ):
-                    loop = self._loop_call(code, offset, nstack, live, frame.f_globals)
-                    if loop is not None:
-                        resumes.append(loop.body.__code__)
-                        loop_body.append(loop.body.__code__.co_name)
-                        return loop
-                call = self._resume_call(code, offset, nstack, live, frame.f_globals)
-                resumes.append(call.fn.__code__)
-                return call
-
-            try:
-                new_code, hooked_code = (
-                    graph_breaks.build_break_code(
-                        code,
-                        compiled,
-                        traced.sources,
-                        traced.tensors,
-                        traced.point,
-                        self._hooked_call,
-                        make_resume,
-                        rearm=rearm,
-                    )
-                    for rearm in (None, self._rearm)
-                )
-            except Unsupported as again:
-                raise stop.could_not_break(again.reason) from None
-            stop.move_to_root()
-            if traced.point.before_loop and loop_body:
-                stop.reason = (
-                    f"{stop.reason} (in a loop: the loop runs in Python and its body is "
-                    f"captured as {loop_body[0]}, once per item)"
-                )
-            elif traced.point.before_loop and where.kind == "block":
-                stop.reason = (
-                    f"{stop.reason} (in a try or with block: the graph breaks before the "
-                    "block, which runs in Python with its handlers)"
-                )
-            elif traced.point.before_loop:
-                stop.reason = f"{stop.reason} (in a loop: the graph breaks before the loop)"
-        result = FrameResult(new_code, True)
-        if stop is not None:
-            result.hooked = FrameResult(hooked_code, True)
-            resumes = list(dict.fromkeys(resumes))  # both codes asked for them
-        guard = traced.output.guards.build(f"guard_{_identifier(code.co_name)}_{n}")
-        owner = _pinned_locals(traced.output.guards)
-        guards_log.info("%s", guard.readable())
-        if bytecode_log.isEnabledFor(10):
-            bytecode_log.debug(
-                "original %s:\n%s\ntransformed:\n%s",
-                code.co_name,
-                disassemble(code),
-                disassemble(new_code),
-            )
-        return CacheEntry(
-            guard=guard,
-            code=new_code,
-            graph_module=gm,
-            compiled=compiled,
-            result=result,
-            original=code,
-            op_count=op_count,
-            pass_records=traced.pass_records,
-            backend=backend.name if gm is not None else None,
-            backend_note=backend_note,
-            graph_break=stop,
-            resumes=resumes,
-            owner=owner,
-        )
-
-    def _where_to_break(self, code: types.CodeType, e: Unsupported):
-        """A ``graph_breaks.Where`` when the graph can break for ``e`` in ``code``; else
-        why not ("" when there is nothing to add to the reason)."""
-        if self.options.full_graph or e.root_instruction is None:
-            return ""
-        # (a resumed frame that starts at the loop captures nothing before it, and so
-        # runs eagerly rather than break before the loop again: see _capture)
-        return graph_breaks.where_to_break(code, e.root_instruction)
-
-    def _loop_call(self, code, head: int, nstack: int, live, f_globals) -> Optional[_LoopCall]:
-        """The driver of the ``for`` loop at ``head`` of ``code`` whose body is captured as
-        a function of its own (``codegen.loops``), or None when the loop cannot be."""
-        key = ("loop", code, head, nstack, tuple(live))
-        call = self._resumes.get(key)
-        if call is not None:
-            return call
-        plan = loops.plan_loop(code, head)
-        if isinstance(plan, loops.LoopPlan) and nstack != 1:
-            # the body function starts with the iterator alone below the item
-            plan = f"{nstack - 1} values below the loop's iterator"
-        if not isinstance(plan, loops.LoopPlan):
-            breaks_log.info("the loop at %s:%d runs eagerly: %s", code.co_name, head, plan)
-            return None
-        body_code = self._loop_bodies.get((code, head))
-        if body_code is None:
-            body_code = self._loop_bodies[(code, head)] = loops.build_body_code(code, plan)
-            self.targets.add(body_code)
-            self._resume_roots[body_code] = self._resume_roots.get(code, code)
-            self.direct_codes.add(body_code)
-            self._positional_codes.add(body_code)
-            _never_skip([body_code])
-        body = types.FunctionType(
-            body_code, f_globals, body_code.co_name, None, _empty_closure(body_code)
-        )
-        call = self._resumes[key] = _LoopCall(self, code, plan, body, tuple(live), f_globals)
-        return call
-
-    def _resume_call(self, code, offset: int, nstack: int, live, f_globals) -> _ResumeCall:
-        key = (code, offset, nstack, tuple(live))
-        call = self._resumes.get(key)
-        if call is None:
-            resume_code = resume_codes.build_resume_code(code, offset, nstack, live)
-            fn = types.FunctionType(
-                resume_code, f_globals, resume_code.co_name, None, _empty_closure(resume_code)
-            )
-            self.targets.add(resume_code)
-            self._resume_roots[resume_code] = self._resume_roots.get(code, code)
-            self.direct_codes.add(resume_code)
-            self._positional_codes.add(resume_code)
-            _never_skip([resume_code])
-            call = self._resumes[key] = _ResumeCall(self, fn)
-        return call
-
-    def _inference_backend(self, gm, traced: Traced):
-        """The backend for a graph when the chosen one is for inference only (computes no
-        gradients, keeps no layer state, has its own random numbers): the paddle backend
-        when the graph needs any of that, else the chosen one. The entry is only valid in
-        the gradient mode it was captured in (layer modes are guarded anyway)."""
-        grad_on = paddle.is_grad_enabled()
-        traced.output.guards.grad_enabled = grad_on
-        why = _needs_training_backend(gm, traced, grad_on)
-        if why is None:
-            return self.backend, None
-        note = (
-            f"runs on the paddle backend: {why}, which {self.backend.name!r} cannot do "
-            "(it is for inference: eval() under paddle.no_grad())"
-        )
-        if not self._warned_training:
-            self._warned_training = True
-            warnings.warn(f"jit_core: a graph {note}", RuntimeWarning, stacklevel=3)
-        return plugins.get_backend("paddle"), note
 
     # ------------------------------------------------------------------ running
     def run(self, fn: Callable, args, kwargs) -> Any:

@@ -384,7 +384,7 @@ def build_break_code(
     def resume_call(b: BreakBuilder, offset: int, nstack: int) -> None:
         fn = make_resume(offset, nstack, point.live)
         made = (resume.resume_name(code, offset), offset, nstack)
-        if made not in point.resumes:  # (the code is built twice: see eval_frame._Rearm)
+        if made not in point.resumes:  # (the code is built twice: see frame_calls.Rearm)
             point.resumes.append(made)
         out = b.out
         out.extend(_compat.build_tuple(nstack) + _compat.store_fast(STACK_LOCAL))
@@ -395,7 +395,7 @@ def build_break_code(
             out.extend(_compat.load_closure(code) + _compat.call(3))
         else:
             out.extend(_compat.call(2))
-        if rearm is not None:  # (see eval_frame._Rearm)
+        if rearm is not None:  # (see frame_calls.Rearm)
             out.extend(_compat.load_callable_const(rearm) + _compat.call(0) + _compat.pop_top())
         out.extend(_compat.return_value())
 

@@ -3,7 +3,7 @@
 A graph cannot break inside a loop of the frame it belongs to (each iteration would need
 its own graph and its own resume point). So when the capture stops inside a ``for`` loop,
 the frame's graph ends before the loop, and the loop itself runs in Python, in a driver
-(``eval_frame._LoopCall``), that calls a *loop body function* once per item:
+(``frame_calls.LoopCall``), that calls a *loop body function* once per item:
 
     body(item, *locals) -> (CONTINUE, None, locals) | (BREAK, target, locals)
                             | (RETURN, value, None)

@@ -1,0 +1,379 @@
+"""The capture of one frame, on a cache miss: the symbolic executor over its bytecode, the
+graph passes and the backend over its graph, and the code that replaces it, either
+whole or up to a graph break, with the resume functions and loop bodies that go on from
+there."""
+
+from __future__ import annotations
+
+import contextlib
+import types
+import warnings
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Set
+
+import paddle
+
+from . import _compat, plugins
+from .codegen import breaks as graph_breaks
+from .codegen import loops
+from .codegen import resume as resume_codes
+from .codegen.frame import build_code, disassemble, graph_outputs
+from .config import Options
+from .errors import INTERNAL, BackendCompileError, Unsupported
+from .executor.output_graph import OutputGraph, may_share_memory
+from .executor.translator import Translator, root_locals
+from .frame_cache import CacheEntry, FrameResult, pinned_locals
+from .frame_calls import LoopCall, ResumeCall, empty_closure
+from .fx import GraphModule
+from .logs import breaks_log, bytecode_log, graphs_log, guards_log
+from .passes.effects import is_random, target_name
+from .passes.manager import PassContext, PassManager, PassRecord
+from .passes.manager import op_count as op_count_of
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .eval_frame import CompileContext
+
+
+def _identifier(name: str) -> str:
+    return "".join(c if c.isalnum() or c == "_" else "_" for c in name).strip("_") or "code"
+
+
+@dataclass
+class Traced:
+    """The result of the symbolic executor on one frame, before the backend sees it."""
+
+    number: int
+    output: OutputGraph
+    ret: Any
+    tensors: list
+    graph_module: Optional[GraphModule] = None
+    #: where each graph input comes from, and its example value, in placeholder order
+    sources: list = field(default_factory=list)
+    examples: list = field(default_factory=list)
+    pass_records: List[PassRecord] = field(default_factory=list)
+    #: set when the capture stopped at a graph break
+    point: Optional[graph_breaks.BreakPoint] = None
+
+
+@contextlib.contextmanager
+def _preserve_rng():
+    # The capture runs each op once on example values; random ops must not advance the
+    # generator the user sees, or results would differ from eager with the same seed.
+    state = paddle.get_rng_state()
+    try:
+        yield
+    finally:
+        paddle.set_rng_state(state)
+
+
+def _needs_training_backend(gm, traced: Traced, grad_on: bool) -> Optional[str]:
+    """Why ``gm`` cannot run on an inference-only backend, or None."""
+    if grad_on:
+        wants = [i for i, x in enumerate(traced.examples) if not x.stop_gradient]
+        if wants:
+            return f"gradients are on and input {traced.sources[wants[0]].name()} requires them"
+        params = [n for n, p in gm.named_parameters() if not p.stop_gradient]
+        if params:
+            return f"gradients are on and parameter {params[0]} requires them"
+    for node in gm.graph.nodes:
+        if node.op == "call_module" and getattr(gm, node.target).training:
+            return f"layer {node.target} is in training mode"
+        if node.op in ("call_function", "call_method") and is_random(node):
+            return f"{target_name(node)} draws random numbers"
+    return _aliased_output(gm, traced)
+
+
+def _aliased_output(gm, traced: Traced) -> Optional[str]:
+    """Why the outputs of ``gm`` must be Paddle's own tensors: one is a view of an input,
+    a parameter or another output. An inference backend hands back new tensors, so an
+    in-place update after the graph (eager, past a break; or the caller's) would not
+    reach what eager Paddle's view shares memory with."""
+    outs = [t.example for t in traced.tensors]
+    if not outs:
+        return None
+    held = [(traced.sources[i].name(), x) for i, x in enumerate(traced.examples)]
+    held += [(f"parameter {n}", p) for n, p in gm.named_parameters()]
+    held += [(f"buffer {n}", b) for n, b in gm.named_buffers()]
+    for i, out in enumerate(outs):
+        for name, t in held:
+            if may_share_memory(out, t):
+                return f"graph output {i} is a view of {name}"
+        for j in range(i):
+            if may_share_memory(out, outs[j]):
+                return f"graph outputs {j} and {i} share memory (one is a view of the other)"
+    return None
+
+
+class FrameCompiler:
+    """Captures and compiles the frames of one ``CompileContext`` (its options, backend and
+    passes); keeps the resume functions and loop bodies it made, one per place."""
+
+    def __init__(self, ctx: CompileContext, options: Options):
+        self.ctx = ctx
+        self.options = options
+        self.backend = plugins.get_backend(options.backend)
+        self.passes = PassManager.from_options(
+            options.passes, options.disable_passes, options.debug
+        )
+        self._counter = 0
+        self._warned_training = False
+        #: (code, offset, stack size, live locals) -> the resume callable
+        self._resumes: Dict[tuple, Any] = {}
+        #: (code, loop head) -> the code of the loop's body function (codegen.loops)
+        self._loop_bodies: Dict[tuple, types.CodeType] = {}
+
+    def trace(
+        self,
+        frame,
+        code: types.CodeType,
+        stop: Optional[Unsupported] = None,
+        where: Optional[graph_breaks.Where] = None,
+        inputs_as_outputs: bool = False,
+    ) -> Traced:
+        """Run the symbolic executor over ``frame`` and the graph passes over its graph.
+
+        Raises ``Unsupported`` when the frame cannot be captured. With ``stop`` (what
+        stopped an earlier capture of the same frame), the capture ends just before the
+        instruction where that happened, or before the loop around it (``where``): the
+        graph of a frame that breaks there. ``inputs_as_outputs`` (``capture()``): the
+        graph returns every tensor the frame returns, its inputs too."""
+        output = OutputGraph()
+        f_globals = frame.f_globals
+        with _preserve_rng():
+            tx = Translator(code, f_globals, output, f_globals)
+            root_locals(code, _compat.frame_locals(frame), tx)
+            point = None
+            before_loop = where is not None and where.before_loop is not None
+            if before_loop:
+                tx.stop_at_offset = where.before_loop
+            elif stop is not None:
+                tx.stop_at_step = stop.root_step
+            ret = tx.run()
+            tensors: list = []
+            if tx.stopped:
+                inst = tx.instructions[tx.ip]
+                if not before_loop and inst.offset != stop.root_instruction.offset:
+                    raise Unsupported(
+                        "the capture did not stop where it broke before", category=INTERNAL
+                    )
+                point = graph_breaks.break_point(tx, inst, before_loop)
+                tensors = graph_breaks.tensors_to_rebuild(code, point)
+            else:
+                tensors = graph_outputs(code, ret, inputs_as_outputs)
+            self._counter += 1
+            n = self._counter
+            traced = Traced(n, output, ret, tensors, point=point)
+            if tensors:
+                output.set_outputs(tensors)
+                gm = GraphModule(output.root, output.graph, class_name=f"Graph_{code.co_name}_{n}")
+                placeholders = [nd for nd in output.graph.nodes if nd.op == "placeholder"]
+                by_node = {nd: (s, ex) for s, nd, ex in output.inputs}
+                traced.graph_module = gm
+                # backends that bake parameters into what they build may do so only then
+                gm.meta["frozen"] = self.options.freeze
+                traced.sources = [by_node[nd][0] for nd in placeholders]
+                traced.examples = [by_node[nd][1] for nd in placeholders]
+                ctx = PassContext(traced.examples, facts=self._facts())
+                traced.pass_records = self.passes.run(gm, ctx)
+                if "no_grad" in ctx.relied_on:
+                    # a pass used that gradients were off: they must be off on a hit too
+                    output.guards.grad_enabled = False
+        return traced
+
+    def _facts(self) -> Set[str]:
+        facts = set()
+        if self.options.freeze:
+            facts.add("frozen")
+        if not paddle.is_grad_enabled():
+            facts.add("no_grad")
+        return facts
+
+    def capture(self, frame, code: types.CodeType) -> CacheEntry:
+        """The cache entry for ``frame``: its graph compiled, its guard, and the code that
+        replaces it (raises ``Unsupported`` when it runs eagerly)."""
+        stop = None
+        try:
+            traced = self.trace(frame, code)
+        except Unsupported as e:
+            where = self._where_to_break(code, e)
+            if not isinstance(where, graph_breaks.Where):
+                if where:
+                    e.reason = f"{e.reason}; {where}"
+                raise
+            stop = e
+            try:
+                traced = self.trace(frame, code, stop=e, where=where)
+            except Unsupported as again:
+                raise e.could_not_break(again.reason) from None
+            if where.before_loop is not None and traced.graph_module is None:
+                if where.kind == "block":
+                    # nothing to capture before the block: the frame runs as it is
+                    e.reason = f"{e.reason}; {graph_breaks.IN_BLOCK}"
+                    raise e
+                plan = loops.plan_loop(code, where.before_loop)
+                if not isinstance(plan, loops.LoopPlan):
+                    # nothing to capture before a loop that cannot be outlined
+                    e.reason = f"{e.reason}; {graph_breaks.IN_LOOP} ({plan})"
+                    raise e
+        gm, n = traced.graph_module, traced.number
+        compiled = None
+        op_count = 0
+        backend, backend_note = self.backend, None
+        if gm is not None:
+            op_count = op_count_of(gm.graph)
+            if backend.inference_only:
+                backend, backend_note = self._inference_backend(gm, traced)
+            options = self.options.backend_options if backend is self.backend else {}
+            try:
+                compiled = backend.compile(gm, traced.examples, **options)
+            except Unsupported:
+                raise
+            except Exception as e:
+                raise BackendCompileError(
+                    f"backend {backend.name!r} failed to compile the graph of "
+                    f"{code.co_name}: {type(e).__name__}: {e}"
+                ) from e
+            graphs_log.info("graph of %s:\n%s", code.co_name, gm.code)
+        resumes: List[types.CodeType] = []
+        if stop is None:
+            new_code = build_code(code, compiled, traced.sources, traced.tensors, traced.ret)
+        else:
+            loop_body: List[str] = []
+
+            def make_resume(offset: int, nstack: int, live) -> Callable:
+                if (
+                    traced.point.before_loop
+                    and where.kind == "loop"
+                    and offset == traced.point.next_offset
+                ):
+                    loop = self.loop_call(code, offset, nstack, live, frame.f_globals)
+                    if loop is not None:
+                        resumes.append(loop.body.__code__)
+                        loop_body.append(loop.body.__code__.co_name)
+                        return loop
+                call = self.resume_call(code, offset, nstack, live, frame.f_globals)
+                resumes.append(call.fn.__code__)
+                return call
+
+            try:
+                new_code, hooked_code = (
+                    graph_breaks.build_break_code(
+                        code,
+                        compiled,
+                        traced.sources,
+                        traced.tensors,
+                        traced.point,
+                        self.ctx.hooked_call,
+                        make_resume,
+                        rearm=rearm,
+                    )
+                    for rearm in (None, self.ctx.rearm)
+                )
+            except Unsupported as again:
+                raise stop.could_not_break(again.reason) from None
+            stop.move_to_root()
+            if traced.point.before_loop and loop_body:
+                stop.reason = (
+                    f"{stop.reason} (in a loop: the loop runs in Python and its body is "
+                    f"captured as {loop_body[0]}, once per item)"
+                )
+            elif traced.point.before_loop and where.kind == "block":
+                stop.reason = (
+                    f"{stop.reason} (in a try or with block: the graph breaks before the "
+                    "block, which runs in Python with its handlers)"
+                )
+            elif traced.point.before_loop:
+                stop.reason = f"{stop.reason} (in a loop: the graph breaks before the loop)"
+        result = FrameResult(new_code, True)
+        if stop is not None:
+            result.hooked = FrameResult(hooked_code, True)
+            resumes = list(dict.fromkeys(resumes))  # both codes asked for them
+        guard = traced.output.guards.build(f"guard_{_identifier(code.co_name)}_{n}")
+        owner = pinned_locals(traced.output.guards)
+        guards_log.info("%s", guard.readable())
+        if bytecode_log.isEnabledFor(10):
+            bytecode_log.debug(
+                "original %s:\n%s\ntransformed:\n%s",
+                code.co_name,
+                disassemble(code),
+                disassemble(new_code),
+            )
+        return CacheEntry(
+            guard=guard,
+            code=new_code,
+            graph_module=gm,
+            compiled=compiled,
+            result=result,
+            original=code,
+            op_count=op_count,
+            pass_records=traced.pass_records,
+            backend=backend.name if gm is not None else None,
+            backend_note=backend_note,
+            graph_break=stop,
+            resumes=resumes,
+            owner=owner,
+        )
+
+    def _where_to_break(self, code: types.CodeType, e: Unsupported):
+        """A ``graph_breaks.Where`` when the graph can break for ``e`` in ``code``; else
+        why not ("" when there is nothing to add to the reason)."""
+        if self.options.full_graph or e.root_instruction is None:
+            return ""
+        # (a resumed frame that starts at the loop captures nothing before it, and so
+        # runs eagerly rather than break before the loop again: see capture)
+        return graph_breaks.where_to_break(code, e.root_instruction)
+
+    def loop_call(self, code, head: int, nstack: int, live, f_globals) -> Optional[LoopCall]:
+        """The driver of the ``for`` loop at ``head`` of ``code`` whose body is captured as
+        a function of its own (``codegen.loops``), or None when the loop cannot be."""
+        key = ("loop", code, head, nstack, tuple(live))
+        call = self._resumes.get(key)
+        if call is not None:
+            return call
+        plan = loops.plan_loop(code, head)
+        if isinstance(plan, loops.LoopPlan) and nstack != 1:
+            # the body function starts with the iterator alone below the item
+            plan = f"{nstack - 1} values below the loop's iterator"
+        if not isinstance(plan, loops.LoopPlan):
+            breaks_log.info("the loop at %s:%d runs eagerly: %s", code.co_name, head, plan)
+            return None
+        body_code = self._loop_bodies.get((code, head))
+        if body_code is None:
+            body_code = self._loop_bodies[(code, head)] = loops.build_body_code(code, plan)
+            self.ctx.adopt(body_code, code)
+        body = types.FunctionType(
+            body_code, f_globals, body_code.co_name, None, empty_closure(body_code)
+        )
+        call = self._resumes[key] = LoopCall(self.ctx, code, plan, body, tuple(live), f_globals)
+        return call
+
+    def resume_call(self, code, offset: int, nstack: int, live, f_globals) -> ResumeCall:
+        key = (code, offset, nstack, tuple(live))
+        call = self._resumes.get(key)
+        if call is None:
+            resume_code = resume_codes.build_resume_code(code, offset, nstack, live)
+            fn = types.FunctionType(
+                resume_code, f_globals, resume_code.co_name, None, empty_closure(resume_code)
+            )
+            self.ctx.adopt(resume_code, code)
+            call = self._resumes[key] = ResumeCall(self.ctx, fn)
+        return call
+
+    def _inference_backend(self, gm, traced: Traced):
+        """The backend for a graph when the chosen one is for inference only (computes no
+        gradients, keeps no layer state, has its own random numbers): the paddle backend
+        when the graph needs any of that, else the chosen one. The entry is only valid in
+        the gradient mode it was captured in (layer modes are guarded anyway)."""
+        grad_on = paddle.is_grad_enabled()
+        traced.output.guards.grad_enabled = grad_on
+        why = _needs_training_backend(gm, traced, grad_on)
+        if why is None:
+            return self.backend, None
+        note = (
+            f"runs on the paddle backend: {why}, which {self.backend.name!r} cannot do "
+            "(it is for inference: eval() under paddle.no_grad())"
+        )
+        if not self._warned_training:
+            self._warned_training = True
+            warnings.warn(f"jit_core: a graph {note}", RuntimeWarning, stacklevel=3)
+        return plugins.get_backend("paddle"), note

@@ -1,0 +1,181 @@
+"""What the frame hook keeps and hands back: the results it gives Paddle's C shim for a
+frame, and per code object the cache entries behind their guards, with what the
+recompile limits count; ``CaptureEvent`` records each capture for ``explain()``."""
+
+from __future__ import annotations
+
+import types
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional, Set
+
+import paddle
+
+from .errors import Unsupported
+from .fx import GraphModule
+from .guards import ID_MATCH, CompiledGuard
+from .passes.manager import PassRecord
+from .sources import LocalSource
+
+
+class FrameResult:
+    """What the hook hands back to Paddle's C shim for one frame."""
+
+    __slots__ = ("code", "disable_eval_frame", "hooked")
+
+    def __init__(
+        self,
+        code: Optional[types.CodeType],
+        disable_eval_frame: bool,
+        hooked: Optional[FrameResult] = None,
+    ):
+        self.code = code
+        self.disable_eval_frame = disable_eval_frame
+        #: what to hand Paddle's shim itself (the hook); ``run_direct`` runs ``code``
+        self.hooked = hooked if hooked is not None else self
+
+
+#: run the original code and keep watching the frames it calls
+RUN_ORIGINAL = FrameResult(None, False)
+#: past the recompile limit, a call that matches no entry runs its original code with
+#: the hook off: nothing it calls has a cache of its own that could serve it
+EAGER_PAST_LIMIT = FrameResult(None, True)
+#: the same, when other frames have entries: through ``CompileContext.run_direct`` the
+#: call runs under ``_limit_callback`` (those frames hit their caches, nothing new is
+#: captured); seen by the hook, it is ``RUN_ORIGINAL``
+EAGER_PAST_LIMIT_SEEING_CACHES = FrameResult(None, False)
+
+#: what the recompile limit counts by (TorchDynamo's rule): an entry whose guard pins a
+#: local by identity (``L['self'] is ___o1``) counts only against calls where that local is
+#: the same object. Only ``self`` and locals that hold layers (a layer passed in, a loop's
+#: item over a ``LayerList``) are counted so: they live as long as the model, while a
+#: function made per call would, pinned by its guard, never count against any limit.
+_SELF = "self"
+#: stands for a local a call does not have
+MISSING = object()
+
+
+def pinned_locals(guards) -> tuple:
+    """``((name, object), ...)`` for the identity-matched locals the limit counts by."""
+    found = []
+    for g in guards:
+        if g.kind == ID_MATCH and isinstance(g.source, LocalSource):
+            name = g.source.local_name
+            if name == _SELF or isinstance(g.value, paddle.nn.Layer):
+                found.append((name, g.value))
+    return tuple(sorted(found, key=lambda item: item[0]))
+
+
+@dataclass
+class CacheEntry:
+    guard: CompiledGuard
+    code: types.CodeType
+    graph_module: Optional[GraphModule]
+    compiled: Optional[Callable]
+    #: prebuilt so that a cache hit allocates nothing
+    result: FrameResult
+    original: types.CodeType
+    op_count: int
+    #: what each graph pass did to this entry's graph
+    pass_records: List[PassRecord] = field(default_factory=list)
+    #: the backend that compiled the graph, and why it is not the one asked for
+    backend: Optional[str] = None
+    backend_note: Optional[str] = None
+    #: the graph break this entry's code ends with (reason, location, instruction), and
+    #: the resume functions it calls
+    graph_break: Optional[Unsupported] = None
+    resumes: List[types.CodeType] = field(default_factory=list)
+    #: ``((name, object), ...)``: the locals the guard identity-matches (``self``, layers;
+    #: see ``pinned_locals``); the recompile limit counts this entry only for calls
+    #: where each is the same object. Empty: it counts for every call
+    owner: tuple = ()
+
+
+class CodeCache:
+    """The cache entries of one code object, and whether it is left alone."""
+
+    __slots__ = (
+        "entries",
+        "eager_reason",
+        "skipped",
+        "hot",
+        "limit_reason",
+        "limits_hit",
+        "_per_owner",
+    )
+
+    def __init__(self):
+        self.entries: List[CacheEntry] = []
+        #: why this code runs eagerly for good (it cannot be captured)
+        self.eager_reason: Optional[str] = None
+        self.skipped = False
+        #: what the hook's fast path reads: (guard function, result) pairs, or None when
+        #: the frame runs its original code
+        self.hot: Optional[tuple] = ()
+        #: why calls that match no entry run eagerly (the last recompile limit reached),
+        #: and the limits reached so far (each is warned about once)
+        self.limit_reason: Optional[str] = None
+        self.limits_hit: Set[str] = set()
+        #: ``((name, id), ...)`` of an entry's ``owner`` -> how many entries have it; the
+        #: objects live as long as the entries that hold them, so their ids stay theirs
+        self._per_owner: Dict[tuple, int] = {}
+
+    def add(self, entry: CacheEntry) -> None:
+        self.entries.append(entry)
+        self.hot = tuple((e.guard.fn, e.result) for e in self.entries)
+        key = tuple((name, id(obj)) for name, obj in entry.owner)
+        self._per_owner[key] = self._per_owner.get(key, 0) + 1
+
+    def match(self, L: dict, G: dict) -> Optional[FrameResult]:
+        """The result of the first entry whose guard passes, or None.
+
+        (The hook and ``api._cache_hit`` loop over ``hot`` inline: they run on every call.)
+        """
+        for entry in self.entries:
+            if entry.guard(L, G):
+                return entry.result
+        return None
+
+    def run_eagerly(self, reason: str) -> None:
+        self.eager_reason = reason
+        self.hot = None
+
+    def count_for(self, L) -> int:
+        """The entries that count against the recompile limit for a call with locals
+        ``L``: those whose pinned locals are the same objects here, and those that pin
+        none."""
+        n = 0
+        for key, count in self._per_owner.items():
+            if all(id(L.get(name, MISSING)) == oid for name, oid in key):
+                n += count
+        return n
+
+    def clear(self) -> None:
+        self.entries = []
+        self.eager_reason = None
+        self.hot = ()
+        self.limit_reason = None
+        self.limits_hit = set()
+        self._per_owner = {}
+
+
+@dataclass
+class CaptureEvent:
+    """One capture attempt, kept for ``explain()``."""
+
+    code_name: str
+    location: str
+    compiled: bool
+    entry: Optional[CacheEntry] = None
+    reason: Optional[str] = None
+    break_location: Optional[str] = None
+    instruction: Optional[str] = None
+    #: a graph break inside a compiled frame (not a capture of its own)
+    graph_break: bool = False
+    #: the resume functions a graph break calls: (name, disassembly)
+    resumes: List[tuple] = field(default_factory=list)
+    #: a recompile limit reached (not a capture): calls that match no entry run eagerly
+    recompile_limit: bool = False
+    #: ``frame_key`` of the code
+    key: Optional[str] = None
+    #: the kind of break (one of ``errors.CATEGORIES``), for a frame that does not compile
+    category: Optional[str] = None

@@ -1,0 +1,120 @@
+"""The callables the generated code of a broken frame calls at run time: the call that
+broke the graph (with the hook on), a resume function or a loop's body (through the
+cache, like a target), and the re-arming of Paddle's hook."""
+
+from __future__ import annotations
+
+import types
+from typing import TYPE_CHECKING, Dict, Optional
+
+from paddle.framework import core as _core
+
+from .codegen import loops
+from .codegen import resume as resume_codes
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .eval_frame import CompileContext
+
+set_eval_frame = _core.set_eval_frame
+
+
+class Rearm:
+    """Called by the code of a frame that breaks its graph just before it returns, when
+    Paddle's shim runs that code (the frame was reached through the hook).
+
+    The shim runs replaced code with its callback set to None and afterwards puts back
+    only the callback: it assumes its frame-evaluation function is still installed. A
+    break in that code turns the hook on for the call and back off, and turning it off
+    uninstalls the function; on return every later frame of the caller would go unseen
+    (an eager loop over sublayers that break captured only the first). Turning the hook on
+    again here reinstalls it; the shim then puts its own callback back over ours."""
+
+    __slots__ = ("ctx",)
+
+    def __init__(self, ctx: CompileContext):
+        self.ctx = ctx
+
+    def __call__(self) -> None:
+        set_eval_frame(self.ctx.callback)
+
+
+class HookedCall:
+    """Runs the call that broke a graph with the frame hook on, so that the callee (a
+    sublayer whose forward breaks, a helper that prints) is captured on its own."""
+
+    __slots__ = ("ctx",)
+
+    def __init__(self, ctx: CompileContext):
+        self.ctx = ctx
+
+    def __call__(self, fn, args, kwargs):
+        prev = set_eval_frame(self.ctx.callback)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            set_eval_frame(prev)
+
+
+class ResumeCall:
+    """Runs a resume function through the cache, like a target called by the user."""
+
+    __slots__ = ("ctx", "fn")
+
+    def __init__(self, ctx: CompileContext, fn: types.FunctionType):
+        self.ctx = ctx
+        self.fn = fn
+
+    def __call__(self, stack: tuple, local_values: tuple, closure: Optional[tuple] = None):
+        fn = self.fn
+        if closure is not None:  # the frame's own cells, for a code with free variables
+            fn = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, None, closure)
+        return self.ctx.run_direct(fn, stack + local_values, {})
+
+
+def empty_closure(code: types.CodeType) -> Optional[tuple]:
+    """Cells to make a function of ``code`` with; the calls pass the frame's real ones."""
+    return tuple(types.CellType() for _ in code.co_freevars) if code.co_freevars else None
+
+
+class LoopCall:
+    """Runs a ``for`` loop whose body breaks the graph: the loop in Python, the body as
+    its own function through the cache (captured, guarded and broken on its own), and
+    the rest of the frame after the loop as a resume function (``codegen.loops``)."""
+
+    __slots__ = ("ctx", "code", "plan", "body", "live", "f_globals", "_after")
+
+    def __init__(self, ctx, code, plan, body, live, f_globals):
+        self.ctx = ctx
+        self.code = code
+        self.plan = plan
+        self.body = body
+        self.live = live
+        self.f_globals = f_globals
+        #: where the loop left -> the locals live there (a liveness analysis each)
+        self._after: Dict[int, tuple] = {}
+
+    def __call__(self, stack: tuple, local_values: tuple, closure: Optional[tuple] = None):
+        ctx, plan, body = self.ctx, self.plan, self.body
+        if closure is not None:  # the frame's own cells, for a code with free variables
+            body = types.FunctionType(body.__code__, body.__globals__, body.__name__, None, closure)
+        below, iterator = stack[:-1], stack[-1]
+        known = dict(zip(self.live, local_values))
+        values = tuple(known.get(n, loops.UNBOUND) for n in plan.names)
+        target = plan.exhausted
+        for item in iterator:
+            kind, payload, out = ctx.run_direct(body, (item,) + values, {})
+            if kind == loops.RETURN:
+                return payload
+            values = out
+            if kind == loops.BREAK:
+                target = payload
+                break
+        bound = {n: v for n, v in zip(plan.names, values) if v is not loops.UNBOUND}
+        after = self._after.get(target)
+        if after is None:
+            after = self._after[target] = tuple(
+                sorted(resume_codes.live_locals(self.code, [target]))
+            )
+        live = [n for n in after if n in bound]
+        rest = ctx.compiler.resume_call(self.code, target, len(below), live, self.f_globals)
+        return rest(below, tuple(bound[n] for n in live), closure)

@@ -14,14 +14,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import statistics
 import sys
-import time
 import warnings
 
 warnings.filterwarnings("ignore")
 
 import paddle  # noqa: E402
+from _timing import per_call_us  # noqa: E402
 
 import jit_core  # noqa: E402
 
@@ -77,23 +76,6 @@ class Nested(paddle.nn.Layer):
         return self.post(self.inner(paddle.nn.functional.relu(self.pre(x))))
 
 
-def per_call_us(fns, x, repeat: int, rounds: int = 9) -> list:
-    """Median microseconds per call; rounds interleave the functions so drift hits all."""
-    sink = io.StringIO()
-    with contextlib.redirect_stdout(sink):
-        for fn in fns:
-            for _ in range(20):
-                fn(x)
-        samples = [[] for _ in fns]
-        for _ in range(rounds):
-            for i, fn in enumerate(fns):
-                start = time.perf_counter()
-                for _ in range(repeat):
-                    fn(x)
-                samples[i].append((time.perf_counter() - start) / repeat * 1e6)
-    return [statistics.median(s) for s in samples]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=200)
@@ -117,7 +99,7 @@ def main() -> None:
                     got = fn(x)
                     assert paddle.allclose(got, expected, rtol=1e-5, atol=1e-5).item()
                 report = jit_core.explain(jit_core.optimize(net), x)
-            eager_us, sot_us, jit_us = per_call_us([net, sot, fast], x, args.repeat)
+            eager_us, sot_us, jit_us = per_call_us([net, sot, fast], (x,), args.repeat, quiet=True)
             counts = f"{report.graph_count} / {report.break_count}"
             print(
                 f"| {make.__name__} | {counts} | {eager_us:.0f} us | {sot_us:.0f} us "

@@ -11,7 +11,6 @@ cache-hit cost under 5 us above eager.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import time
 import warnings
@@ -19,28 +18,13 @@ import warnings
 warnings.filterwarnings("ignore")
 
 import paddle  # noqa: E402
+from _timing import per_call_us  # noqa: E402
 
 import jit_core  # noqa: E402
 
 
 def f(x, y):
     return x + y * 2
-
-
-def per_call_us(fns, args, repeat: int, rounds: int = 15) -> list:
-    """Median microseconds per call of each function. Rounds interleave the functions so
-    that drift of the machine (frequency, other processes) hits all of them alike."""
-    for fn in fns:
-        for _ in range(200):
-            fn(*args)
-    samples = [[] for _ in fns]
-    for _ in range(rounds):
-        for i, fn in enumerate(fns):
-            start = time.perf_counter()
-            for _ in range(repeat):
-                fn(*args)
-            samples[i].append((time.perf_counter() - start) / repeat * 1e6)
-    return [statistics.median(s) for s in samples]
 
 
 def first_call_ms(make, x) -> float:
@@ -60,7 +44,7 @@ def main() -> None:
     sot = paddle.jit.to_static(f, full_graph=False)
     jit = jit_core.optimize(f)
     names = ["eager", "paddle.jit.to_static (SOT)", "jit_core.optimize"]
-    rows = list(zip(names, per_call_us([f, sot, jit], (x, y), args.repeat)))
+    rows = list(zip(names, per_call_us([f, sot, jit], (x, y), args.repeat, rounds=15, warmup=200)))
     eager = rows[0][1]
     print(f"python {sys.version.split()[0]}, paddle {paddle.__version__}")
     print("cache-hit cost per call, f(x, y) = x + y * 2, [8, 16] float32")
@@ -77,7 +61,13 @@ def main() -> None:
     rows = list(
         zip(
             names,
-            per_call_us([layer, sot_layer, jit_core.optimize(layer)], (xl,), args.repeat),
+            per_call_us(
+                [layer, sot_layer, jit_core.optimize(layer)],
+                (xl,),
+                args.repeat,
+                rounds=15,
+                warmup=200,
+            ),
         )
     )
     eager = rows[0][1]

@@ -17,15 +17,14 @@ import argparse
 import contextlib
 import io
 import os
-import statistics
 import sys
-import time
 import warnings
 
 warnings.filterwarnings("ignore")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import paddle  # noqa: E402
+from _timing import per_call_us  # noqa: E402
 
 import jit_core  # noqa: E402
 from conformance.test_contexts import Teacher  # noqa: E402
@@ -56,23 +55,6 @@ def _models():
         ),
         ("no_grad teacher", Teacher, lambda: (paddle.rand([8, 4]),)),
     ]
-
-
-def per_call_us(fns, args, repeat: int, rounds: int = 7) -> list:
-    """Median microseconds per call; rounds interleave the functions so drift hits all."""
-    sink = io.StringIO()
-    with contextlib.redirect_stdout(sink):
-        for fn in fns:
-            for _ in range(10):
-                fn(*args)
-        samples = [[] for _ in fns]
-        for _ in range(rounds):
-            for i, fn in enumerate(fns):
-                start = time.perf_counter()
-                for _ in range(repeat):
-                    fn(*args)
-                samples[i].append((time.perf_counter() - start) / repeat * 1e6)
-    return [statistics.median(s) for s in samples]
 
 
 def _same(got, expected) -> bool:
@@ -109,7 +91,7 @@ def main() -> None:
                     if not _same(fn(*x), expected):
                         raise SystemExit(f"{name}: a result differs from eager Paddle")
                 report = jit_core.explain(net, *x)
-            times = per_call_us([net, sot, *fast], x, args.repeat)
+            times = per_call_us([net, sot, *fast], x, args.repeat, rounds=7, warmup=10, quiet=True)
             eager_us = times[0]
             cells = " | ".join(f"{t:.0f} us ({t / eager_us:.2f}x)" for t in times[2:])
             print(

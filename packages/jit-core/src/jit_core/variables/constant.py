@@ -112,12 +112,7 @@ class ConstantVariable(KnownValueVariable):
 
             return BuiltinVariable(getattr(self.value, name), pure=True)
         if name in _PURE_METHODS or name in ("start", "stop", "step"):
-            try:
-                attr = getattr(self.value, name)
-            except AttributeError as e:
-                raise Unsupported(
-                    f"attribute {name!r} of {self.describe()} raises", category=RAISES
-                ) from e
+            attr = self._read_attribute(name)
             if callable(attr):
                 from .functions import BuiltinVariable
 
@@ -128,18 +123,22 @@ class ConstantVariable(KnownValueVariable):
     def call_method(self, tx, name: str, args, kwargs: Dict[str, VariableTracker]):
         return self.var_getattr(tx, name).call_function(tx, args, kwargs)
 
+    def _read_attribute(self, name: str) -> Any:
+        """``getattr`` on the constant; one that raises is refused (the eager run raises)."""
+        try:
+            return getattr(self.value, name)
+        except AttributeError as e:
+            raise Unsupported(
+                f"attribute {name!r} of {self.describe()} raises", category=RAISES
+            ) from e
+
     def _numpy_attribute(self, name: str) -> VariableTracker:
         """``.shape``, ``.astype(...)``, ``.sum()`` of a NumPy value: none of them changes
         it (mutating methods are refused), so they run now, on the constant."""
         from .functions import _wrap_folded
         from .values import check_numpy_result
 
-        try:
-            attr = getattr(self.value, name)
-        except AttributeError as e:
-            raise Unsupported(
-                f"attribute {name!r} of {self.describe()} raises", category=RAISES
-            ) from e
+        attr = self._read_attribute(name)
         if callable(attr):
             return _NumpyMethodVariable(attr)
         return _wrap_folded(check_numpy_result(attr, f".{name}"))

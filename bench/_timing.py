@@ -1,0 +1,35 @@
+"""The timing loop the benchmarks share: medians over interleaved rounds."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import statistics
+import time
+from typing import Callable, List, Sequence
+
+
+def per_call_us(
+    fns: Sequence[Callable],
+    args: tuple,
+    repeat: int,
+    rounds: int = 9,
+    warmup: int = 20,
+    quiet: bool = False,
+) -> List[float]:
+    """Median microseconds per call of each function on ``args``. Rounds interleave the
+    functions so that drift of the machine (frequency, other processes) hits all of them
+    alike. ``quiet``: what they print is swallowed (models that print at a break)."""
+    sink = io.StringIO()
+    with contextlib.redirect_stdout(sink) if quiet else contextlib.nullcontext():
+        for fn in fns:
+            for _ in range(warmup):
+                fn(*args)
+        samples: List[List[float]] = [[] for _ in fns]
+        for _ in range(rounds):
+            for i, fn in enumerate(fns):
+                start = time.perf_counter()
+                for _ in range(repeat):
+                    fn(*args)
+                samples[i].append((time.perf_counter() - start) / repeat * 1e6)
+    return [statistics.median(s) for s in samples]

@@ -46,12 +46,14 @@ def hook_skips(code) -> bool:
 class EntryFrame:
     """What the hook reads of a frame, made by hand for a call the hook cannot see."""
 
-    __slots__ = ("f_code", "f_locals", "f_globals")
+    __slots__ = ("f_code", "f_locals", "f_globals", "f_closure")
 
-    def __init__(self, code, f_locals: dict, f_globals: dict):
+    def __init__(self, code, f_locals: dict, f_globals: dict, closure: Optional[tuple] = None):
         self.f_code = code
         self.f_locals = f_locals
         self.f_globals = f_globals
+        #: the function's closure cells (a real frame does not show them)
+        self.f_closure = closure
 
 
 #: 3.11 added ``co_qualname``; before, only the function object knows its qualified name.

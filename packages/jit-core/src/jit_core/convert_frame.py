@@ -53,6 +53,8 @@ class Traced:
     pass_records: List[PassRecord] = field(default_factory=list)
     #: set when the capture stopped at a graph break
     point: Optional[graph_breaks.BreakPoint] = None
+    #: the cells of the frame's closure it assigned (``graph_breaks.written_cells``)
+    cells: list = field(default_factory=list)
 
 
 @contextlib.contextmanager
@@ -141,7 +143,7 @@ class FrameCompiler:
         f_globals = frame.f_globals
         with _preserve_rng():
             tx = Translator(code, f_globals, output, f_globals)
-            root_locals(code, _compat.frame_locals(frame), tx)
+            root_locals(code, _compat.frame_locals(frame), tx, getattr(frame, "f_closure", None))
             point = None
             before_loop = where is not None and where.before_loop is not None
             if before_loop:
@@ -150,6 +152,7 @@ class FrameCompiler:
                 tx.stop_at_step = stop.root_step
             ret = tx.run()
             tensors: list = []
+            cells: list = []
             if tx.stopped:
                 inst = tx.instructions[tx.ip]
                 if not before_loop and inst.offset != stop.root_instruction.offset:
@@ -159,10 +162,11 @@ class FrameCompiler:
                 point = graph_breaks.break_point(tx, inst, before_loop)
                 tensors = graph_breaks.tensors_to_rebuild(code, point)
             else:
-                tensors = graph_outputs(code, ret, inputs_as_outputs)
+                cells = graph_breaks.written_cells(tx)
+                tensors = graph_outputs(code, ret, inputs_as_outputs, cells)
             self._counter += 1
             n = self._counter
-            traced = Traced(n, output, ret, tensors, point=point)
+            traced = Traced(n, output, ret, tensors, point=point, cells=cells)
             if tensors:
                 output.set_outputs(tensors)
                 gm = GraphModule(output.root, output.graph, class_name=f"Graph_{code.co_name}_{n}")
@@ -236,7 +240,9 @@ class FrameCompiler:
             graphs_log.info("graph of %s:\n%s", code.co_name, gm.code)
         resumes: List[types.CodeType] = []
         if stop is None:
-            new_code = build_code(code, compiled, traced.sources, traced.tensors, traced.ret)
+            new_code = build_code(
+                code, compiled, traced.sources, traced.tensors, traced.ret, traced.cells
+            )
         else:
             loop_body: List[str] = []
 

@@ -493,7 +493,7 @@ class CompileContext:
                 return fn(*args, **kwargs)
             finally:
                 set_eval_frame(prev)
-        frame = _compat.EntryFrame(code, f_locals, f_globals)
+        frame = _compat.EntryFrame(code, f_locals, f_globals, func.__closure__)
         prev = set_eval_frame(None)
         try:
             result = self._callback(frame)

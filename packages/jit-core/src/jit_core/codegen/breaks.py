@@ -42,7 +42,7 @@ from ..variables.base import KnownValueVariable
 from ..variables.functions import UserMethodVariable
 from . import resume
 from .frame import assemble, run_graph
-from .pycodegen import PyCodegen, collect
+from .pycodegen import PyCodegen, collect, store_cells
 
 STACK_LOCAL = "___jit_stack"
 LOCALS_LOCAL = "___jit_locals"
@@ -265,7 +265,8 @@ class BreakPoint:
     next_offset: int = -1
     #: filled by ``build_break_code``: (name, offset, stack size) of each resume function
     resumes: List[tuple] = field(default_factory=list)
-    #: the frame's cell variables: (name, contents or None, bound at entry)
+    #: the frame's cell variables, and the cells of its closure it assigned: (name,
+    #: contents or None, bound at entry)
     cells: List[tuple] = field(default_factory=list)
 
 
@@ -290,7 +291,14 @@ def break_point(tx, inst: dis.Instruction, before_loop: bool = False) -> BreakPo
     nargs = code.co_argcount + code.co_kwonlyargcount
     args = code.co_varnames[: nargs + bool(code.co_flags & 0x04) + bool(code.co_flags & 0x08)]
     point.cells = [(n, tx.cells[n].contents, n in args) for n in code.co_cellvars]
+    point.cells += written_cells(tx)
     return point
+
+
+def written_cells(tx) -> List[tuple]:
+    """The cells of the frame's closure that the capture assigned or deleted, as
+    ``store_cells`` takes them: code outside the frame shares them."""
+    return [(n, tx.cells[n].contents, True) for n in tx.code.co_freevars if tx.cells[n].written]
 
 
 class BreakBuilder:
@@ -317,16 +325,10 @@ class BreakBuilder:
         """Called by a kind once the values the instruction takes are on the stack, before
         the instruction: the frame's cells get what the capture left in them (the
         instruction, the resume function and closures rebuilt here read the very
-        cells). Every value is loaded before any cell changes, as its source may read
-        one."""
-        stores: List[Any] = []
-        for name, contents, bound_at_entry in self.point.cells:
-            if contents is not None:
-                self.value(contents)
-                stores = _compat.store_deref(name, self.cg.code) + stores
-            elif bound_at_entry:  # an argument deleted by the captured code
-                stores += _compat.delete_deref(name, self.cg.code)
-        self.out += stores
+        cells)."""
+        self.cg.instrs = []
+        store_cells(self.cg, self.point.cells)
+        self.out.extend(self.cg.instrs)
 
 
 def _emit(b: BreakBuilder) -> None:
@@ -421,4 +423,5 @@ __all__ = [
     "can_break_at",
     "tensors_to_rebuild",
     "where_to_break",
+    "written_cells",
 ]

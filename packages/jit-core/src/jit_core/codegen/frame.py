@@ -19,18 +19,27 @@ from bytecode import Bytecode, Instr
 from .. import _compat
 from ..sources import Source
 from ..variables import TensorVariable, VariableTracker
-from .pycodegen import OUT_LOCAL, PyCodegen, collect
+from .pycodegen import OUT_LOCAL, PyCodegen, collect, store_cells
 
 _GEN_FLAGS = 0x20 | 0x80 | 0x100 | 0x200
 
 
 def graph_outputs(
-    code: types.CodeType, value: VariableTracker, inputs_as_outputs: bool = False
+    code: types.CodeType,
+    value: VariableTracker,
+    inputs_as_outputs: bool = False,
+    cells: Sequence[tuple] = (),
 ) -> List[TensorVariable]:
-    """The graph-made tensors a returned value holds, in order, each once: the graph's
-    outputs (inputs and parameters are loaded from where they came from, unless
-    ``inputs_as_outputs``)."""
-    return collect(code, lambda cg: cg(value), inputs_as_outputs).tensors
+    """The graph-made tensors a returned value (and what goes into ``cells``) holds, in
+    order, each once: the graph's outputs (inputs and parameters are loaded from where
+    they came from, unless ``inputs_as_outputs``)."""
+    return collect(code, lambda cg: _emit_return(cg, value, cells), inputs_as_outputs).tensors
+
+
+def _emit_return(cg: PyCodegen, value: VariableTracker, cells: Sequence[tuple]) -> None:
+    cg(value)
+    # (after the value: it may be loaded from a cell the frame read before assigning it)
+    store_cells(cg, cells)
 
 
 #: every code object built here: it keeps the original's file name, so the frame hook of
@@ -74,12 +83,15 @@ def build_code(
     input_sources: Sequence[Source],
     outputs: Sequence[TensorVariable],
     return_value: VariableTracker,
+    cells: Sequence[tuple] = (),
 ) -> types.CodeType:
-    """The replacement for ``code``: run ``compiled`` on the inputs and return the result."""
-    shared = collect(code, lambda cg: cg(return_value)).shared_objects()
+    """The replacement for ``code``: run ``compiled`` on the inputs, store what the
+    capture assigned into the cells of the frame's closure (``cells``, as
+    ``pycodegen.store_cells`` takes them) and return the result."""
+    shared = collect(code, lambda cg: _emit_return(cg, return_value, cells)).shared_objects()
     cg = PyCodegen(code, {id(t.node): i for i, t in enumerate(outputs)}, shared)
     instrs = run_graph(code, compiled, input_sources)
-    cg(return_value)
+    _emit_return(cg, return_value, cells)
     instrs += cg.instrs
     instrs += _compat.return_value()
     return assemble(code, instrs)

@@ -114,6 +114,20 @@ class PyCodegen:
         return [k for k, n in self.uses.items() if n > 1]
 
 
+def store_cells(cg: PyCodegen, cells: Sequence[tuple]) -> None:
+    """Give the frame's cells what the captured code left in them: ``cells`` holds
+    ``(name, tracker or None when unbound, bound at entry)``. Every value is loaded before
+    any cell changes, as the source of one may read a cell."""
+    stores: List[Any] = []
+    for name, contents, bound_at_entry in cells:
+        if contents is not None:
+            cg(contents)
+            stores = _compat.store_deref(name, cg.code) + stores
+        elif bound_at_entry:  # deleted by the captured code
+            stores += _compat.delete_deref(name, cg.code)
+    cg.extend(stores)
+
+
 def collect(
     code: types.CodeType,
     emit: Callable[[PyCodegen], None],
@@ -127,4 +141,4 @@ def collect(
     return cg
 
 
-__all__ = ["OUT_LOCAL", "PyCodegen", "collect"]
+__all__ = ["OUT_LOCAL", "PyCodegen", "collect", "store_cells"]

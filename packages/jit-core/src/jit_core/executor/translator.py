@@ -116,6 +116,9 @@ class Translator:
         self.stack: List[VariableTracker] = []
         self.symbolic_locals: Dict[str, VariableTracker] = {}
         self.cells: Dict[str, CellVariable] = {}
+        #: root only: id of each real cell of the captured frame's closure -> its tracker,
+        #: so that a function inlined in the capture that shares one shares its tracker
+        self.root_cells: Dict[int, CellVariable] = {}
         self.return_value: Optional[VariableTracker] = None
         self.done = False
         self.lineno = code.co_firstlineno
@@ -495,9 +498,15 @@ class Translator:
             src = DefaultSource(fn_source, k, kwonly=True) if fn_source is not None else None
             kwdefaults[k] = wrap(self, d, src)
         closure: List[CellVariable] = []
+        shared = self.root().root_cells
         for i, cell in enumerate(fn.__closure__ or ()):
             from ..sources import ClosureSource
 
+            if id(cell) in shared:
+                # a cell of the captured frame's closure: what the capture wrote into it
+                # (still to be stored after the graph) is what this function reads
+                closure.append(shared[id(cell)])
+                continue
             try:
                 contents = cell.cell_contents
             except ValueError:
@@ -685,8 +694,11 @@ def bind_arguments(code, defaults, kwdefaults, args, kwargs) -> Dict[str, Variab
     return bound
 
 
-def root_locals(code, f_locals: Dict[str, Any], tx: Translator) -> None:
-    """Fill the root translator's locals from the real frame, each with its source."""
+def root_locals(
+    code, f_locals: Dict[str, Any], tx: Translator, real_cells: Optional[tuple] = None
+) -> None:
+    """Fill the root translator's locals from the real frame, each with its source;
+    ``real_cells``: the frame's closure, when known."""
     nargs = code.co_argcount + code.co_kwonlyargcount
     nargs += bool(code.co_flags & 0x04) + bool(code.co_flags & 0x08)
     # wrapped when first read (cells at once: their contents are read through the cell)
@@ -707,6 +719,9 @@ def root_locals(code, f_locals: Dict[str, Any], tx: Translator) -> None:
     tx.setup_locals(bound, closure)
     for name in code.co_cellvars + code.co_freevars:
         tx.cells[name].root_name = name
+    for name, real in zip(code.co_freevars, real_cells or ()):
+        tx.cells[name].real_cell = real
+        tx.root_cells[id(real)] = tx.cells[name]
 
 
 __all__ = ["Translator", "bind_arguments", "root_locals", "ListVariable", "TupleVariable"]

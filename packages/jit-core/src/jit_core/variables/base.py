@@ -171,6 +171,12 @@ class CellVariable(VariableTracker):
         #: the name of this cell in the captured (root) frame, which holds the real cell:
         #: code made at a break reaches it there (``codegen.frame``)
         self.root_name: Optional[str] = None
+        #: an external cell of the captured frame that the capture assigned or deleted:
+        #: the code after the graph stores ``contents`` into the real cell
+        self.written = False
+        #: the real cell an external cell of the captured frame stands for, when known
+        #: (entered through ``run_direct``): only then may the capture write it
+        self.real_cell: Any = None
 
     def describe(self) -> str:
         return "cell"

@@ -1,16 +1,13 @@
 """Discrepancies the differential fuzzer found, each shrunk to a plain reproducer.
 
-Each stays ``xfail(strict=True)`` until the core is fixed: the fix turns it into an
-XPASS, which fails, and the one who fixed it removes the mark (and its line in
+An open one stays ``xfail(strict=True)`` until the core is fixed: the fix turns it into
+an XPASS, which fails, and the one who fixed it removes the mark (and its line in
 ``test_differential.KNOWN_BUGS``). Where a bug shows on some Pythons only, the mark is
-conditional on those."""
+conditional on those. A fixed one stays here as a plain regression test."""
 
 from __future__ import annotations
 
-import sys
-
 import paddle
-import pytest
 
 import jit_core
 
@@ -30,14 +27,12 @@ def _nested_loops_inner_break(x):
     return n
 
 
-@pytest.mark.xfail(
-    sys.version_info >= (3, 9),
-    strict=True,
-    reason="a graph break in an inner loop makes resume functions of resume functions "
-    "without end: RecursionError (3.8 recovers by running the frame eagerly)",
-)
 def test_graph_break_in_nested_loop(backend):
+    # was: resume functions of resume functions without end (RecursionError); the inner
+    # loop is now outlined from the outer loop's body
     _agree(backend, _nested_loops_inner_break, paddle.ones([2]))
+    report = jit_core.explain(_nested_loops_inner_break, paddle.ones([2]))
+    assert any("loop_body_at" in g.frame and g.frame.count("loop_body") == 2 for g in report.graphs)
 
 
 def _loop_after_break(k, keys):
@@ -48,12 +43,8 @@ def _loop_after_break(k, keys):
     return d
 
 
-@pytest.mark.xfail(
-    sys.version_info >= (3, 11),
-    strict=True,
-    reason="a for loop run after a graph break reads a local of the frame as _Unbound",
-)
 def test_loop_after_break_sees_its_locals(backend):
+    # was (3.11+): the loop body's resume function took two arguments named ___stack0
     _agree(backend, _loop_after_break, paddle.ones([3], dtype="int64"), [3, 1])
 
 
@@ -65,11 +56,43 @@ def _tensor_list_in_loop_after_break(x):
     return t
 
 
-@pytest.mark.xfail(
-    sys.version_info >= (3, 11),
-    strict=True,
-    reason="a list of tensors built in a loop with a break, after a break, holds the loop "
-    "variable instead: [2, 2]",
-)
 def test_loop_after_break_keeps_tensor_list(backend):
+    # was (3.11+), a wrong result: [2, 2], the loop variable in the slot of x
     _agree(backend, _tensor_list_in_loop_after_break, paddle.ones([3]))
+
+
+def _inner_loop_then_a_later_local(x, m):
+    for _ in range(m % 4):
+        for _ in range(3):
+            t = paddle.to_tensor(x.numpy()) + x
+    s = paddle.zeros([])  # unbound while the loops run
+    for r in x:
+        s = s + r.sum()
+    return s, t
+
+
+def test_inner_loop_with_a_local_unbound_during_the_loops(backend):
+    # was (3.12): a segfault. The outer body's resume function after the inner loop did
+    # not get the names unbound so far, and the body's exit read them with LOAD_FAST
+    for x, m in ((paddle.ones([3]), 2), (paddle.ones([3]), 2), (paddle.rand([3]), 3)):
+        _agree(backend, _inner_loop_then_a_later_local, x, m)
+
+
+def _inner_loop_after_a_break_in_the_outer_body(x, m):
+    for _ in range(m):
+        y = x * 2
+        print("outer")
+        for _ in range(2):
+            print("inner")
+            y = y + 1
+    z = y + 1
+    return z
+
+
+def test_inner_loop_after_a_break_in_the_outer_body(backend, capsys):
+    # the inner loop is outlined from a resume function of the outer body: the same
+    # rule (every name, UNBOUND ones too) holds there
+    for x, m in ((paddle.ones([3]), 2), (paddle.ones([3]), 2), (paddle.rand([3]), 3)):
+        _agree(backend, _inner_loop_after_a_break_in_the_outer_body, x, m)
+    out = capsys.readouterr().out
+    assert out.count("outer") == 14 and out.count("inner") == 28

@@ -216,7 +216,8 @@ class FrameCompiler:
                     raise e
                 plan = loops.plan_loop(code, where.before_loop)
                 if not isinstance(plan, loops.LoopPlan):
-                    # nothing to capture before a loop that cannot be outlined
+                    # nothing to capture before a loop that cannot be outlined: a resume
+                    # function at the loop would be this frame again
                     e.reason = f"{e.reason}; {graph_breaks.IN_LOOP} ({plan})"
                     raise e
         gm, n = traced.graph_module, traced.number
@@ -336,10 +337,9 @@ class FrameCompiler:
         call = self._resumes.get(key)
         if call is not None:
             return call
+        # (values below the loop's iterator, an enclosing loop's, stay with the driver:
+        # plan_loop refuses a body that reaches below its iterator)
         plan = loops.plan_loop(code, head)
-        if isinstance(plan, loops.LoopPlan) and nstack != 1:
-            # the body function starts with the iterator alone below the item
-            plan = f"{nstack - 1} values below the loop's iterator"
         if not isinstance(plan, loops.LoopPlan):
             breaks_log.info("the loop at %s:%d runs eagerly: %s", code.co_name, head, plan)
             return None
@@ -358,6 +358,9 @@ class FrameCompiler:
         call = self._resumes.get(key)
         if call is None:
             resume_code = resume_codes.build_resume_code(code, offset, nstack, live)
+            if loops.is_body(code):
+                # it keeps the body's exits, which read every name
+                loops.BODY_CODES.add(resume_code)
             fn = types.FunctionType(
                 resume_code, f_globals, resume_code.co_name, None, empty_closure(resume_code)
             )

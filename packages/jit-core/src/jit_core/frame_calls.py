@@ -109,7 +109,10 @@ class LoopCall:
             if kind == loops.BREAK:
                 target = payload
                 break
-        bound = {n: v for n, v in zip(plan.names, values) if v is not loops.UNBOUND}
+        # a loop nested in another's body: that body reads every name on its way out, the
+        # unbound ones as UNBOUND (its resume function must get them all)
+        keep_unbound = loops.is_body(self.code)
+        bound = {n: v for n, v in zip(plan.names, values) if keep_unbound or v is not loops.UNBOUND}
         after = self._after.get(target)
         if after is None:
             after = self._after[target] = tuple(

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dis
 import types
+import weakref
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple, Union
 
@@ -60,6 +61,15 @@ class _Unbound:
 
 
 UNBOUND = _Unbound()
+
+#: the loop body codes made here: every name of one is an argument, UNBOUND where the
+#: frame that calls it has no value (its exits read every name)
+BODY_CODES: weakref.WeakSet[types.CodeType] = weakref.WeakSet()
+
+
+def is_body(code: types.CodeType) -> bool:
+    return code in BODY_CODES
+
 
 #: instructions that reach the stack slot their argument counts down to, plus how many
 #: slots above it they pop first (the loop's iterator is slot 1 of the body's stack)
@@ -278,14 +288,19 @@ def build_body_code(code: types.CodeType, plan: LoopPlan) -> types.CodeType:
     prefix = _compat.entry_prologue(code)
     # the loop's iterator stays below the item in the original; a placeholder stands for
     # it here (the body only ever pops it, on its way out)
-    prefix += _compat.load_const(None) + _compat.load_fast(ITEM_ARG)
+    # (a loop nested in an outlined loop is outlined from the outer body, which has an
+    # item argument of its own among its locals)
+    item_arg = ITEM_ARG
+    while item_arg in names or item_arg in code.co_cellvars or item_arg in code.co_freevars:
+        item_arg += "_"
+    prefix += _compat.load_const(None) + _compat.load_fast(item_arg)
     prefix += _compat.jump_forward(body_label)
     for ins in prefix + stubs:
         if isinstance(ins, Instr):
             ins.lineno = line
     bc.clear()
     bc.extend(prefix + out + stubs)
-    args = [ITEM_ARG] + list(names)
+    args = [item_arg] + list(names)
     bc.argnames = args
     bc.argcount = len(args)
     bc.posonlyargcount = 0
@@ -294,7 +309,9 @@ def build_body_code(code: types.CodeType, plan: LoopPlan) -> types.CodeType:
     bc.name = body_name(code, plan.head)
     if hasattr(bc, "qualname"):
         bc.qualname = bc.name
-    return bc.to_code()
+    body = bc.to_code()
+    BODY_CODES.add(body)
+    return body
 
 
 def _at_line(instrs: List[Instr], like: Instr) -> List[Instr]:
@@ -311,5 +328,6 @@ __all__ = [
     "LoopPlan",
     "body_name",
     "build_body_code",
+    "is_body",
     "plan_loop",
 ]

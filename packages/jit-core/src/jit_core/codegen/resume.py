@@ -242,14 +242,15 @@ def build_resume_code(
         raise ValueError(f"no instruction {target} in {code.co_name}")
     items = cells_become_free(bc, items)
     line = code.co_firstlineno
+    stack_args = _stack_arg_names(code, nstack)
     prefix: List[Instr] = _compat.entry_prologue(code)
-    prefix += [Instr("LOAD_FAST", STACK_ARG.format(j)) for j in range(nstack)]
+    prefix += [Instr("LOAD_FAST", name) for name in stack_args]
     prefix += _compat.jump_forward(label)
     for ins in prefix:
         ins.lineno = line
     bc.clear()
     bc.extend(prefix + items)
-    args = [STACK_ARG.format(j) for j in range(nstack)] + list(live)
+    args = stack_args + list(live)
     bc.argnames = args
     bc.argcount = len(args)
     bc.posonlyargcount = 0
@@ -259,6 +260,17 @@ def build_resume_code(
     if hasattr(bc, "qualname"):
         bc.qualname = bc.name
     return bc.to_code()
+
+
+def _stack_arg_names(code: types.CodeType, nstack: int) -> List[str]:
+    """Names for the stack values a resume function of ``code`` takes. ``code`` may be a
+    resume function (or a loop body made from one) whose own stack arguments are still
+    among its locals: a name it already has would make two arguments one local."""
+    taken = set(code.co_varnames) | set(code.co_cellvars) | set(code.co_freevars)
+    pattern = STACK_ARG
+    while any(pattern.format(j) in taken for j in range(nstack)):
+        pattern = pattern.replace("{}", "_{}")
+    return [pattern.format(j) for j in range(nstack)]
 
 
 def describe_resume(code: types.CodeType) -> Tuple[str, str]:

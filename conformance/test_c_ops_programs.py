@@ -534,7 +534,12 @@ REFUSED = {
         "functional_batch_norm_training": "updates .* in place",
     },
 }
-REFUSED["tvm"] = dict(REFUSED["onnxrt"])
+REFUSED["tvm"] = {
+    **REFUSED["onnxrt"],
+    # TVM 0.27's ONNX importer: OneHot with its depth as a tensor, Compress (masked_select)
+    "topk_gather": "one_hot",
+    "data_dependent": "1D boolean tensor",
+}
 
 
 def _other_data(args):

@@ -259,6 +259,33 @@ class OutputGraph:
     ):
         return self._record(tx, "call_function", fn, fn, args, kwargs)
 
+    def call_updating(self, tx, fn, args, kwargs, updated: List[TensorVariable]):
+        """A call that also writes into the tensors ``updated`` (a training-mode batch
+        norm's running statistics). The graph does the update when it runs, as eager
+        Paddle does; the example run must not do it a second time to tensors from outside
+        the frame, so they are put back afterwards."""
+        saved = []
+        for t in updated:
+            if t.source is not None or t.node.op in ("placeholder", "get_attr"):
+                if t.example._is_initialized():
+                    saved.append((t.example, t.example.clone()))
+        try:
+            result = self._run_example("call_function", fn, fn, args, kwargs)
+        finally:
+            for tensor, value in saved:
+                tensor.set_value(value)
+        node = self._create_node(tx, "call_function", fn, args, kwargs)
+        # the update is an effect: never merged, folded or dropped; and an exported
+        # (inference) model cannot do it (the ONNX export refuses such nodes)
+        node.meta["impure"] = True
+        node.meta["updates_inputs"] = [t.node.name for t in updated]
+        for t in updated:
+            t.node.meta["mutated"] = True
+        out = self._wrap_result(node, result)
+        if self.entry_grad_mode and not self.grad_mode():
+            out = self._detached(out)
+        return out
+
     def call_method(self, tx, name: str, args: List[VariableTracker], kwargs):
         def run(obj, *a, **k):
             return getattr(obj, name)(*a, **k)

@@ -60,6 +60,7 @@ def export_onnx(gm, example_inputs: Sequence[Any], opset: int = DEFAULT_OPSET):
     onnx = require("onnx")
     if importlib.util.find_spec("paddle2onnx") is None:
         raise MissingDependencyError("the ONNX export", "paddle2onnx", _INSTALL)
+    _check_graph(gm.graph)
     with tempfile.TemporaryDirectory(prefix="jit_core_onnx_") as folder:
         prefix = os.path.join(folder, "graph")
         save_static(gm, example_inputs, prefix)
@@ -68,6 +69,33 @@ def export_onnx(gm, example_inputs: Sequence[Any], opset: int = DEFAULT_OPSET):
         out = os.path.join(folder, "graph.onnx")
         _WORKER.export(model, params, opset, out)
         return onnx.load(out)
+
+
+def _check_graph(graph) -> None:
+    """Refuse, saying why, what an exported model cannot do: update a tensor of the
+    caller (a training-mode batch norm's running statistics, ``meta["updates_inputs"]``
+    set by the capture), or give an output without elements (paddle2onnx leaves it out of
+    the model, which ONNX Runtime then refuses: "Graph output ... does not exist")."""
+    for node in graph.nodes:
+        if node.meta.get("updates_inputs"):
+            name = getattr(node.target, "__name__", node.target)
+            raise OnnxExportError(
+                f"{name} ({node.name}) updates {', '.join(node.meta['updates_inputs'])} in "
+                "place (the running statistics of a batch norm in training mode), which an "
+                "exported inference model cannot do",
+                [str(name)],
+            )
+        if node.op != "output":
+            continue
+        outs = node.args[0] if isinstance(node.args[0], (tuple, list)) else (node.args[0],)
+        for i, out in enumerate(outs):
+            shape = getattr(out, "meta", {}).get("shape")
+            if shape is not None and 0 in shape:
+                raise OnnxExportError(
+                    f"graph output {i} ({out.name}, shape {shape}) has no elements, and "
+                    "paddle2onnx leaves such outputs out of the model (the reserve space "
+                    "of an inference batch_norm is one)"
+                )
 
 
 def save_static(gm, example_inputs: Sequence[Any], prefix: str) -> None:

@@ -27,6 +27,11 @@ computes the same values as the original:
     and loses the small values; it becomes Paddle's kernel,
     ``-m - log(exp(-m) + exp(-x - m))`` with ``m = max(-x, 0)``.
 
+- ``_C_ops.relu_(t)``, ``_C_ops.add_(t, y)``...: in-place ``_C_ops`` calls (the form of
+  Paddle's program dumps) stay ``pd_op.relu_`` in the static program, which paddle2onnx
+  has no converter for. They become ``_C_ops.relu(t)``...: the capture keeps such an
+  update only on a tensor the graph made and reads the update through the node it
+  returns, so the out-of-place op gives every later node the same value.
 - inputs that nothing reads: ``paddle.jit.save`` refuses them, so they are dropped (the
   runtime feeds inputs by name).
 """
@@ -281,6 +286,23 @@ def _activations(gm, graph: Graph) -> int:
     return n
 
 
+def _out_of_place_c_ops(graph: Graph) -> int:
+    n = 0
+    for node in graph.nodes:
+        name = getattr(node.target, "__name__", "") or ""
+        if node.op != "call_function" or not node.meta.get("inplace"):
+            continue
+        if not name.endswith("_") or name.endswith("__"):
+            continue
+        if getattr(paddle._C_ops, name, None) is not node.target:
+            continue
+        out_of_place = getattr(paddle._C_ops, name[:-1], None)
+        if out_of_place is not None:
+            node.target = out_of_place
+            n += 1
+    return n
+
+
 def _drop_unused_inputs(graph: Graph) -> int:
     unused = [n for n in graph.nodes if n.op == "placeholder" and not n.users]
     for node in unused:
@@ -295,5 +317,6 @@ def prepare_graph(gm) -> Graph:
     _mean_over_all(graph)
     _adaptive_pool_of_one(gm, graph)
     _activations(gm, graph)
+    _out_of_place_c_ops(graph)
     _drop_unused_inputs(graph)
     return graph

@@ -48,9 +48,20 @@ def target_name(node: Node) -> str:
     return getattr(node.target, "__name__", "") or type(node.target).__name__
 
 
+def _inference_dropout(node: Node) -> bool:
+    """``_C_ops.dropout(x, seed, p, is_test=True, ...)``, as Paddle's program dumps and
+    GraphNet samples write an inference dropout: a scale (or nothing), no random numbers."""
+    import paddle
+
+    if node.target is not getattr(paddle._C_ops, "dropout", None):
+        return False
+    is_test = node.kwargs.get("is_test", node.args[3] if len(node.args) > 3 else None)
+    return is_test is True
+
+
 def is_random(node: Node) -> bool:
     words = target_name(node).lower().strip("_").split("_")
-    return any(w in _RANDOM_WORDS for w in words)
+    return any(w in _RANDOM_WORDS for w in words) and not _inference_dropout(node)
 
 
 def is_pure(node: Node) -> bool:

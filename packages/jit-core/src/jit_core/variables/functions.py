@@ -510,6 +510,39 @@ _METADATA_FNS = {
 }
 
 
+def _argument(args, kwargs, index: int, name: str, default: Any = None) -> Any:
+    v = kwargs.get(name, args[index] if len(args) > index else None)
+    if v is None:
+        return default
+    return v.as_python_constant() if v.is_python_constant() else v
+
+
+def _updated_arguments(fn: Any, args, kwargs) -> List[TensorVariable]:
+    """The tensor arguments that ``fn`` writes into though its name has no trailing ``_``:
+    a batch norm in training mode updates its running mean and variance in place."""
+    import paddle
+
+    if fn is getattr(paddle._C_ops, "batch_norm", None):
+        # (x, mean, variance, scale, bias, is_test, momentum, epsilon, data_format,
+        # use_global_stats, trainable_statistics), as program dumps write it
+        training = _argument(args, kwargs, 5, "is_test", True) is False
+    elif fn is paddle.nn.functional.batch_norm:
+        training = _argument(args, kwargs, 5, "training", False) is True
+    else:
+        return []
+    if not training or _argument(args, kwargs, 9, "use_global_stats", False) is True:
+        return []
+    found = [
+        _argument(
+            args, kwargs, 1, "running_mean" if fn is paddle.nn.functional.batch_norm else "mean"
+        ),
+        _argument(
+            args, kwargs, 2, "running_var" if fn is paddle.nn.functional.batch_norm else "variance"
+        ),
+    ]
+    return [t for t in found if isinstance(t, TensorVariable)]
+
+
 class PaddleFunctionVariable(KnownValueVariable):
     def describe(self) -> str:
         mod = getattr(self.fn, "__module__", "") or ""
@@ -572,6 +605,9 @@ class PaddleFunctionVariable(KnownValueVariable):
                 f"{self.describe()} writes into a tensor in place (it runs in Python between two graphs)",
                 category=INPLACE_OUTSIDE,
             )
+        updated = _updated_arguments(self.fn, args, kwargs)
+        if updated:
+            return tx.output.call_updating(tx, self.fn, args, kwargs, updated)
         return tx.output.call_function(tx, self.fn, args, kwargs)
 
 

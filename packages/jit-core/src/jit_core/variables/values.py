@@ -164,6 +164,10 @@ _STATE_QUERIES = {
     "get_all_custom_device_type",
     "get_available_device",
     "get_available_custom_device",
+    # the place new tensors go to (``set_device`` moves it): dumped programs and GraphNet
+    # samples hand it to ``_C_ops.full``, ``full_like`` and ``arange``
+    "_current_expected_place",
+    "_current_expected_place_",
 }
 
 

@@ -7,6 +7,9 @@ conditional on those. A fixed one stays here as a plain regression test."""
 
 from __future__ import annotations
 
+import sys
+import warnings
+
 import paddle
 
 import jit_core
@@ -96,3 +99,56 @@ def test_inner_loop_after_a_break_in_the_outer_body(backend, capsys):
         _agree(backend, _inner_loop_after_a_break_in_the_outer_body, x, m)
     out = capsys.readouterr().out
     assert out.count("outer") == 14 and out.count("inner") == 28
+
+
+FINALLY_LOG: list = []
+
+
+def _side_effect_in_finally(x):
+    try:
+        y = x + 1
+    finally:
+        FINALLY_LOG.append("finally")  # a break in the finally body
+    return y * 2
+
+
+def test_a_break_in_a_finally_body(backend):
+    # was (3.8): an internal error ("Failed to compute stacksize"): the finally body ends
+    # with END_FINALLY, which pops what BEGIN_FINALLY pushed before it; 3.8 runs such a
+    # frame eagerly now, with the reason, and 3.9+ (which copy the body) break there
+    FINALLY_LOG.clear()
+    x = paddle.ones([3])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        _agree(backend, _side_effect_in_finally, x)
+    assert FINALLY_LOG == ["finally", "finally"]
+    report = jit_core.explain(_side_effect_in_finally, x)
+    if sys.version_info < (3, 9):
+        assert "finally body" in report.breaks[0].reason, str(report)
+    else:
+        assert report.breaks[0].graph_break, str(report)
+
+
+def _one_value_returned_twice(x):
+    s1 = x.mean()
+    s2 = x.mean()  # merged with s1 by CSE: the graph's output tuple holds one node twice
+    return x, s1, s2, s1
+
+
+def test_one_value_returned_twice(backend):
+    # was (onnxrt, tvm): "the exported model has 1 outputs, the graph 2", a compile error
+    # eager never gives: paddle2onnx exports one output per variable
+    with paddle.no_grad():
+        _agree(backend, _one_value_returned_twice, paddle.rand([3]))
+
+
+def _reduce_a_row(x):
+    r = x[0]  # a 0-D tensor
+    return r.sum() + r.mean() + r.max()
+
+
+def test_a_reduction_of_a_0d_tensor(backend):
+    # was (onnxrt, tvm): paddle2onnx aborted ("In arrange(), end must be greater than
+    # start"), a compile error eager never gives
+    with paddle.no_grad():
+        _agree(backend, _reduce_a_row, paddle.rand([3]))

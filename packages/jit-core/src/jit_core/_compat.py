@@ -277,6 +277,8 @@ def _hashable(value: Any) -> bool:
 
 #: 3.11+: try blocks are ranges of an exception table; before, SETUP_* instructions
 HAS_EXCEPTION_TABLE = PY_VERSION >= (3, 11)
+#: 3.8 enters a ``finally`` body on the normal path with BEGIN_FINALLY
+HAS_BEGIN_FINALLY = PY_VERSION < (3, 9)
 _SETUP_OPS = ("SETUP_FINALLY", "SETUP_WITH", "SETUP_ASYNC_WITH")
 
 
@@ -291,6 +293,35 @@ def protected_ranges(code) -> List[tuple]:
         for inst in dis.get_instructions(code)
         if inst.opname in _SETUP_OPS
     ]
+
+
+def finally_bodies(code) -> List[tuple]:
+    """``(start, end)`` offsets (end excluded) of the ``finally`` bodies that the normal
+    path enters on 3.8: BEGIN_FINALLY pushes a NULL that the body's END_FINALLY pops, so
+    code entered in between (a resume function) would not hold it. 3.9+ copy the body
+    onto the normal path instead."""
+    if not HAS_BEGIN_FINALLY:
+        return []
+    insts = list(dis.get_instructions(code))
+    index = {inst.offset: i for i, inst in enumerate(insts)}
+    out = []
+    for inst in insts:
+        if inst.opname != "SETUP_FINALLY":
+            continue
+        t = index.get(inst.argval)
+        if t is None or t == 0 or insts[t - 1].opname != "BEGIN_FINALLY":
+            continue
+        depth = 0
+        for k in range(t, len(insts)):
+            op = insts[k].opname
+            if op in _SETUP_OPS:
+                depth += 1
+            elif op == "END_FINALLY":
+                if depth == 0:
+                    out.append((insts[t].offset, insts[k].offset + 2))
+                    break
+                depth -= 1
+    return out
 
 
 def pop_jump_forward(if_true: bool) -> str:

@@ -19,7 +19,7 @@ from .codegen import loops
 from .codegen import resume as resume_codes
 from .codegen.frame import build_code, disassemble, graph_outputs
 from .config import Options
-from .errors import INTERNAL, BackendCompileError, Unsupported
+from .errors import INTERNAL, RECONSTRUCT, BackendCompileError, Unsupported
 from .executor.output_graph import OutputGraph, may_share_memory
 from .executor.translator import Translator, root_locals
 from .frame_cache import CacheEntry, FrameResult, pinned_locals
@@ -357,7 +357,14 @@ class FrameCompiler:
         key = (code, offset, nstack, tuple(live))
         call = self._resumes.get(key)
         if call is None:
-            resume_code = resume_codes.build_resume_code(code, offset, nstack, live)
+            try:
+                resume_code = resume_codes.build_resume_code(code, offset, nstack, live)
+            except (ValueError, RuntimeError) as e:
+                # the bytecode library refuses the entry (a stack it cannot follow)
+                raise Unsupported(
+                    f"the rest of {code.co_name} cannot be entered at offset {offset}: {e}",
+                    category=RECONSTRUCT,
+                ) from e
             if loops.is_body(code):
                 # it keeps the body's exits, which read every name
                 loops.BODY_CODES.add(resume_code)

@@ -199,6 +199,7 @@ def can_break_at(opname: str) -> bool:
 
 IN_LOOP = "the graph cannot break inside a loop (each iteration would need its own graph)"
 IN_BLOCK = "the graph cannot break inside a try or with block (the block would lose its handler)"
+IN_FINALLY = "the graph cannot break inside a finally body on Python 3.8 (it ends with END_FINALLY)"
 
 
 @dataclass(frozen=True)
@@ -224,6 +225,8 @@ def where_to_break(code: types.CodeType, inst: dis.Instruction):
         why = resume.cells_not_shareable(code)
         if why:
             return f"the graph cannot break in a frame that makes closures here: {why}"
+    if any(s <= inst.offset < e for s, e in _compat.finally_bodies(code)):
+        return IN_FINALLY
     head = resume.loop_head(code, inst.offset)
     if head is not None:
         # whatever stopped the capture, the whole loop runs in the resumed frame
@@ -414,6 +417,7 @@ __all__ = [
     "BreaksAtCall",
     "CallParts",
     "IN_BLOCK",
+    "IN_FINALLY",
     "IN_LOOP",
     "RunsInPython",
     "Where",

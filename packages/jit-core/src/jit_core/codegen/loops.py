@@ -115,7 +115,7 @@ def plan_loop(code: types.CodeType, head: int) -> Union[LoopPlan, str]:
         return "only `for` loops are outlined (this is a `while` loop)"
     end = insts[i].argval
     end_i = index[end]
-    for start, stop in _compat.protected_ranges(code):
+    for start, stop in _compat.protected_ranges(code) + _compat.finally_bodies(code):
         if start < end and head < stop:
             return "the loop holds (or is inside) a try or with block"
     region = range(i + 1, end_i)

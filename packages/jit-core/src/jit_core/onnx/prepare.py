@@ -32,6 +32,10 @@ computes the same values as the original:
   has no converter for. They become ``_C_ops.relu(t)``...: the capture keeps such an
   update only on a tensor the graph made and reads the update through the node it
   returns, so the out-of-place op gives every later node the same value.
+- a reduction of a 0-D tensor (``x[0].sum()``), which aborts paddle2onnx, is its input
+  (cast where the reduction's dtype differs).
+- an output held twice (or an input returned as it is) becomes a copy of its own, since
+  paddle2onnx exports one output per variable.
 - inputs that nothing reads: ``paddle.jit.save`` refuses them, so they are dropped (the
   runtime feeds inputs by name).
 """
@@ -101,6 +105,35 @@ def _mean_over_all(graph: Graph) -> int:
         if not shape:
             continue
         node.kwargs = {"axis": list(range(len(shape)))}
+        n += 1
+    return n
+
+
+_REDUCTIONS = ("sum", "mean", "max", "min", "prod", "amax", "amin")
+
+
+def _reduction_of_a_scalar(graph: Graph) -> int:
+    """A reduction of a 0-D tensor (``x[0].sum()``) aborts paddle2onnx ("In arrange(),
+    end must be greater than start"): it is the value itself (cast where the reduction
+    changes the dtype, as ``sum`` of an int32 does)."""
+    n = 0
+    for node in list(graph.nodes):
+        name = node.target if node.op == "call_method" else None
+        if node.op == "call_function":
+            fn = node.target
+            name = next((r for r in _REDUCTIONS if getattr(paddle, r, None) is fn), None)
+        if name not in _REDUCTIONS or not node.args or not isinstance(node.args[0], Node):
+            continue
+        x = node.args[0]
+        if x.meta.get("shape") != [] or node.meta.get("shape") != []:
+            continue
+        replacement = x
+        if node.meta.get("dtype") != x.meta.get("dtype") and node.meta.get("dtype"):
+            with graph.inserting_before(node):
+                replacement = graph.call_function(paddle.cast, (x, node.meta["dtype"]))
+            replacement.meta = dict(node.meta)
+        node.replace_all_uses_with(replacement)
+        graph.erase_node(node)
         n += 1
     return n
 
@@ -303,6 +336,28 @@ def _out_of_place_c_ops(graph: Graph) -> int:
     return n
 
 
+def _distinct_outputs(graph: Graph) -> int:
+    """An output held twice (CSE merged ``x.mean()`` and ``x.mean()``, or a frame returns
+    one tensor twice) is one variable to paddle2onnx, which then exports one output
+    where the graph has two: each repeat becomes a copy of its own."""
+    out = graph.nodes[-1]
+    items = out.args[0] if isinstance(out.args[0], (tuple, list)) else (out.args[0],)
+    seen: set = set()
+    fresh = []
+    n = 0
+    for item in items:
+        if isinstance(item, Node) and (item in seen or item.op == "placeholder"):
+            with graph.inserting_before(out):
+                copy = graph.call_function(paddle.assign, (item,))
+            copy.meta = dict(item.meta)
+            item, n = copy, n + 1
+        seen.add(item)
+        fresh.append(item)
+    if n:
+        out.args = (tuple(fresh),)
+    return n
+
+
 def _drop_unused_inputs(graph: Graph) -> int:
     unused = [n for n in graph.nodes if n.op == "placeholder" and not n.users]
     for node in unused:
@@ -314,9 +369,11 @@ def prepare_graph(gm) -> Graph:
     """A copy of ``gm``'s graph with the rewrites above applied."""
     graph = gm.graph.copy()
     _scalar_add_sub(graph)
+    _reduction_of_a_scalar(graph)
     _mean_over_all(graph)
     _adaptive_pool_of_one(gm, graph)
     _activations(gm, graph)
     _out_of_place_c_ops(graph)
+    _distinct_outputs(graph)
     _drop_unused_inputs(graph)
     return graph

@@ -62,19 +62,12 @@ class CallParts:
     args_obj: Optional[VariableTracker] = None
     kwargs_obj: Optional[VariableTracker] = None
 
-    def values(self) -> List[VariableTracker]:
-        out = [self.fn, *self.args, *self.kwargs.values()]
-        return out + [v for v in (self.args_obj, self.kwargs_obj) if v is not None]
-
 
 class BreakKind:
     """How the graph breaks at one kind of instruction: which stack entries it takes,
     where the frame goes on after it, and the code that runs it in CPython between the
     graph before it and the resume functions after it. Opcode handlers choose one of the
     subclasses below when they register (``break_as=``)."""
-
-    #: a short name for the support matrix and the docs
-    label = "break"
 
     def call_parts(self, stack: Sequence[VariableTracker], inst, kw_names) -> Optional[CallParts]:
         """The call an instruction of this kind makes, decoded from ``stack``."""
@@ -96,8 +89,6 @@ class BreakKind:
 class RunsInPython(BreakKind):
     """The instruction runs as it is, on the rebuilt stack: stores and deletes (side
     effects), and GET_ITER (a loop over what the capture cannot unroll)."""
-
-    label = "runs in CPython"
 
     def __init__(self, pops: int, pushes: int = 0):
         self.pops, self.pushes = pops, pushes
@@ -126,8 +117,6 @@ class BreaksAtCall(BreakKind):
     ``decode(stack, inst, kw_names) -> CallParts`` reads the instruction's operands, the
     same function its handler simulates the call with."""
 
-    label = "call"
-
     def __init__(self, decode: Callable[..., CallParts]):
         self.decode = decode
 
@@ -155,8 +144,6 @@ class BreaksAtCall(BreakKind):
 class BreaksAtBranch(BreakKind):
     """A conditional jump on a value the capture cannot know (a tensor's truth): the
     real value decides, and each side goes on in its own resume function."""
-
-    label = "branch"
 
     def __init__(self, jump_if_true: bool, keeps_value: bool = False):
         #: jumps when the value is true; keeps the value on the stack when it jumps

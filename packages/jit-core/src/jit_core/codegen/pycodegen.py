@@ -109,6 +109,15 @@ class PyCodegen:
             self._shared[key] = name
             self.extend(_compat.dup_top() + _compat.store_fast(name))
 
+    def container(self, v, build: Callable[[], None]) -> None:
+        """A list or a dict: one from outside the frame (unchanged, since mutating one
+        breaks the graph) is the same object, from its source; one made in the frame is
+        built (once, ``new_object``)."""
+        if v.source is not None:
+            self.extend(v.source.reconstruct(self.code))
+        else:
+            self.new_object(v, build)
+
     def shared_objects(self) -> List[int]:
         """Collecting: the objects held in more than one place."""
         return [k for k, n in self.uses.items() if n > 1]

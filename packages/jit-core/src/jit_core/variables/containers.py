@@ -168,11 +168,7 @@ class ListVariable(BaseListVariable):
     container_type = list
 
     def reconstruct(self, cg) -> None:
-        if self.source is not None:
-            # a list from outside, unchanged (mutating one breaks): the same object
-            cg.extend(self.source.reconstruct(cg.code))
-        else:
-            cg.new_object(self, lambda: self._build(cg))
+        cg.container(self, lambda: self._build(cg))
 
     def _mutable(self, what: str, tx=None) -> None:
         if self.source is not None:
@@ -287,11 +283,7 @@ class DictVariable(VariableTracker):
         return self.dict_type
 
     def reconstruct(self, cg) -> None:
-        if self.source is not None:
-            # a dict from outside, unchanged (mutating one breaks): the same object
-            cg.extend(self.source.reconstruct(cg.code))
-        else:
-            cg.new_object(self, lambda: self._build(cg))
+        cg.container(self, lambda: self._build(cg))
 
     def _build(self, cg) -> None:
         if self.dict_type is not dict:

@@ -236,6 +236,11 @@ def build_resume_code(
                         f"bytecode and dis disagree at {insts[target].offset}: "
                         f"{item.name} != {insts[target].opname}"
                     )
+                # before the try blocks that begin at the instruction: entered past
+                # their TryBegin, the block would have no stack depth (the bytecode
+                # library leaves it unset, and unwinding an exception there crashes)
+                while pos > 0 and _marks_the_instruction(items[pos - 1]):
+                    pos -= 1
                 items.insert(pos, label)
                 break
     else:
@@ -260,6 +265,10 @@ def build_resume_code(
     if hasattr(bc, "qualname"):
         bc.qualname = bc.name
     return bc.to_code()
+
+
+def _marks_the_instruction(item) -> bool:
+    return type(item).__name__ in ("TryBegin", "SetLineno")
 
 
 def _stack_arg_names(code: types.CodeType, nstack: int) -> List[str]:

@@ -36,7 +36,7 @@ class PyCodegen:
         self.code = code
         self.outputs = outputs
         #: at a graph break, whose code gives the frame's cells what the capture left
-        #: in them first (``breaks.store_cells``): only there can a function made during
+        #: in them first (``store_cells``): only there can a function made during
         #: the capture be made again over them
         self.at_break = at_break
         #: ``capture()``: the graph returns what the function returns, its inputs too

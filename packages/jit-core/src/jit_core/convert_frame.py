@@ -17,7 +17,7 @@ from . import _compat, plugins
 from .codegen import breaks as graph_breaks
 from .codegen import loops
 from .codegen import resume as resume_codes
-from .codegen.frame import build_code, disassemble, graph_outputs
+from .codegen.frame import build_code, collect_return, disassemble
 from .config import Options
 from .errors import INTERNAL, RECONSTRUCT, BackendCompileError, Unsupported
 from .executor.output_graph import OutputGraph, may_share_memory
@@ -55,6 +55,9 @@ class Traced:
     point: Optional[graph_breaks.BreakPoint] = None
     #: the cells of the frame's closure it assigned (``graph_breaks.written_cells``)
     cells: list = field(default_factory=list)
+    #: the objects made in the frame that the replacement code rebuilds in more than one
+    #: place (``PyCodegen.shared_objects``)
+    shared: list = field(default_factory=list)
 
 
 @contextlib.contextmanager
@@ -160,13 +163,16 @@ class FrameCompiler:
                         "the capture did not stop where it broke before", category=INTERNAL
                     )
                 point = graph_breaks.break_point(tx, inst, before_loop)
-                tensors = graph_breaks.tensors_to_rebuild(code, point)
+                rebuilt = graph_breaks.collect_break(code, point)
             else:
                 cells = graph_breaks.written_cells(tx)
-                tensors = graph_outputs(code, ret, inputs_as_outputs, cells)
+                rebuilt = collect_return(code, ret, inputs_as_outputs, cells)
+            tensors = rebuilt.tensors
             self._counter += 1
             n = self._counter
-            traced = Traced(n, output, ret, tensors, point=point, cells=cells)
+            traced = Traced(
+                n, output, ret, tensors, point=point, cells=cells, shared=rebuilt.shared_objects()
+            )
             if tensors:
                 output.set_outputs(tensors)
                 gm = GraphModule(output.root, output.graph, class_name=f"Graph_{code.co_name}_{n}")
@@ -242,7 +248,13 @@ class FrameCompiler:
         resumes: List[types.CodeType] = []
         if stop is None:
             new_code = build_code(
-                code, compiled, traced.sources, traced.tensors, traced.ret, traced.cells
+                code,
+                compiled,
+                traced.sources,
+                traced.tensors,
+                traced.ret,
+                traced.cells,
+                traced.shared,
             )
         else:
             loop_body: List[str] = []
@@ -270,6 +282,7 @@ class FrameCompiler:
                         traced.sources,
                         traced.tensors,
                         traced.point,
+                        traced.shared,
                         self.ctx.hooked_call,
                         make_resume,
                         rearm=rearm,

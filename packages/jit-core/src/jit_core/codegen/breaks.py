@@ -36,6 +36,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 from bytecode import Instr, Label
 
 from .. import _compat, plugins
+from ..executor.translator import parameter_names
 from ..sources import Source
 from ..variables import DictVariable, TensorVariable, TupleVariable, VariableTracker
 from ..variables.base import KnownValueVariable
@@ -278,8 +279,7 @@ def break_point(tx, inst: dis.Instruction, before_loop: bool = False) -> BreakPo
         call.fn, call.args = _method_parts(call.fn, call.args)
     values = [tx.symbolic_locals[n] for n in live]
     point = BreakPoint(inst, stack, live, values, kind, call, before_loop, starts[0])
-    nargs = code.co_argcount + code.co_kwonlyargcount
-    args = code.co_varnames[: nargs + bool(code.co_flags & 0x04) + bool(code.co_flags & 0x08)]
+    args = parameter_names(code)
     point.cells = [(n, tx.cells[n].contents, n in args) for n in code.co_cellvars]
     point.cells += written_cells(tx)
     return point
@@ -294,19 +294,18 @@ def written_cells(tx) -> List[tuple]:
 class BreakBuilder:
     """What a ``BreakKind`` writes its code into: ``value(v)`` rebuilds a value on the
     stack, ``resume(offset, nstack)`` returns what the resume function at ``offset``
-    returns for the top ``nstack`` stack entries, ``out`` takes any other instruction."""
+    returns for the top ``nstack`` stack entries, ``out`` takes any other instruction
+    (it is the codegen's own list, so everything lands in order)."""
 
     def __init__(self, point: BreakPoint, cg: PyCodegen, hooked_call: Callable, resume_call):
         self.point = point
         self.cg = cg
         self.hooked_call = hooked_call
-        self.out: List[Any] = []
+        self.out: List[Any] = cg.instrs
         self._resume_call = resume_call
 
     def value(self, v: VariableTracker) -> None:
-        self.cg.instrs = []
         self.cg(v)
-        self.out.extend(self.cg.instrs)
 
     def resume(self, offset: int, nstack: int) -> None:
         self._resume_call(self, offset, nstack)
@@ -316,9 +315,7 @@ class BreakBuilder:
         the instruction: the frame's cells get what the capture left in them (the
         instruction, the resume function and closures rebuilt here read the very
         cells)."""
-        self.cg.instrs = []
         store_cells(self.cg, self.point.cells)
-        self.out.extend(self.cg.instrs)
 
 
 def _emit(b: BreakBuilder) -> None:
@@ -338,14 +335,12 @@ def _emit(b: BreakBuilder) -> None:
         point.kind.emit(b)
 
 
-def tensors_to_rebuild(code: types.CodeType, point: BreakPoint) -> List[TensorVariable]:
-    """The graph outputs a break needs: the tensors made by the graph that the rebuilt
-    values hold (inputs and parameters are loaded from where they came from), each once,
-    in order."""
-    return _collect(code, point).tensors
+def collect_break(code: types.CodeType, point: BreakPoint) -> PyCodegen:
+    """The break's code, collected: ``.tensors`` are the graph outputs it needs (the
+    tensors made by the graph that the rebuilt values hold; inputs and parameters are
+    loaded from where they came from), ``.shared_objects()`` what ``build_break_code``
+    keeps in locals."""
 
-
-def _collect(code: types.CodeType, point: BreakPoint) -> PyCodegen:
     def emit(cg: PyCodegen) -> None:
         _emit(BreakBuilder(point, cg, _no_call, lambda b, offset, nstack: None))
 
@@ -362,15 +357,16 @@ def build_break_code(
     input_sources: Sequence[Source],
     outputs: Sequence[TensorVariable],
     point: BreakPoint,
+    shared: Sequence[int],
     hooked_call: Callable,
     make_resume: Callable[[int, int, Sequence[str]], Callable],
     rearm: Optional[Callable[[], None]] = None,
 ) -> types.CodeType:
-    """The replacement of ``code`` for a capture that stopped at ``point``.
+    """The replacement of ``code`` for a capture that stopped at ``point``; ``shared`` as
+    ``collect_break`` found it.
 
     ``make_resume(offset, nstack, live)`` gives the callable that runs the rest of the frame
     from ``offset``: ``resume(stack_tuple, locals_tuple)``."""
-    shared = _collect(code, point).shared_objects()
     cg = PyCodegen(code, {id(t.node): i for i, t in enumerate(outputs)}, shared, at_break=True)
 
     def resume_call(b: BreakBuilder, offset: int, nstack: int) -> None:
@@ -391,9 +387,8 @@ def build_break_code(
             out.extend(_compat.load_callable_const(rearm) + _compat.call(0) + _compat.pop_top())
         out.extend(_compat.return_value())
 
-    b = BreakBuilder(point, cg, hooked_call, resume_call)
-    _emit(b)
-    return assemble(code, run_graph(code, compiled, input_sources) + b.out)
+    _emit(BreakBuilder(point, cg, hooked_call, resume_call))
+    return assemble(code, run_graph(code, compiled, input_sources) + cg.instrs)
 
 
 __all__ = [
@@ -412,7 +407,7 @@ __all__ = [
     "break_point",
     "build_break_code",
     "can_break_at",
-    "tensors_to_rebuild",
+    "collect_break",
     "where_to_break",
     "written_cells",
 ]

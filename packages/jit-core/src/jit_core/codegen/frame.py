@@ -24,16 +24,17 @@ from .pycodegen import OUT_LOCAL, PyCodegen, collect, store_cells
 _GEN_FLAGS = 0x20 | 0x80 | 0x100 | 0x200
 
 
-def graph_outputs(
+def collect_return(
     code: types.CodeType,
     value: VariableTracker,
     inputs_as_outputs: bool = False,
     cells: Sequence[tuple] = (),
-) -> List[TensorVariable]:
-    """The graph-made tensors a returned value (and what goes into ``cells``) holds, in
-    order, each once: the graph's outputs (inputs and parameters are loaded from where
-    they came from, unless ``inputs_as_outputs``)."""
-    return collect(code, lambda cg: _emit_return(cg, value, cells), inputs_as_outputs).tensors
+) -> PyCodegen:
+    """The return's code, collected: ``.tensors`` are the graph-made tensors a returned
+    value (and what goes into ``cells``) holds, in order, each once: the graph's outputs
+    (inputs and parameters are loaded from where they came from, unless
+    ``inputs_as_outputs``); ``.shared_objects()`` what ``build_code`` keeps in locals."""
+    return collect(code, lambda cg: _emit_return(cg, value, cells), inputs_as_outputs)
 
 
 def _emit_return(cg: PyCodegen, value: VariableTracker, cells: Sequence[tuple]) -> None:
@@ -83,12 +84,13 @@ def build_code(
     input_sources: Sequence[Source],
     outputs: Sequence[TensorVariable],
     return_value: VariableTracker,
-    cells: Sequence[tuple] = (),
+    cells: Sequence[tuple],
+    shared: Sequence[int],
 ) -> types.CodeType:
     """The replacement for ``code``: run ``compiled`` on the inputs, store what the
     capture assigned into the cells of the frame's closure (``cells``, as
-    ``pycodegen.store_cells`` takes them) and return the result."""
-    shared = collect(code, lambda cg: _emit_return(cg, return_value, cells)).shared_objects()
+    ``pycodegen.store_cells`` takes them) and return the result; ``shared`` as
+    ``collect_return`` found it."""
     cg = PyCodegen(code, {id(t.node): i for i, t in enumerate(outputs)}, shared)
     instrs = run_graph(code, compiled, input_sources)
     _emit_return(cg, return_value, cells)

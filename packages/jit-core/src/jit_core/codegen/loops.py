@@ -290,9 +290,7 @@ def build_body_code(code: types.CodeType, plan: LoopPlan) -> types.CodeType:
     # it here (the body only ever pops it, on its way out)
     # (a loop nested in an outlined loop is outlined from the outer body, which has an
     # item argument of its own among its locals)
-    item_arg = ITEM_ARG
-    while item_arg in names or item_arg in code.co_cellvars or item_arg in code.co_freevars:
-        item_arg += "_"
+    item_arg = resume.fresh_name(code, ITEM_ARG)
     prefix += _compat.load_const(None) + _compat.load_fast(item_arg)
     prefix += _compat.jump_forward(body_label)
     for ins in prefix + stubs:

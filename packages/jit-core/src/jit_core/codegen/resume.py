@@ -271,15 +271,20 @@ def _marks_the_instruction(item) -> bool:
     return type(item).__name__ in ("TryBegin", "SetLineno")
 
 
-def _stack_arg_names(code: types.CodeType, nstack: int) -> List[str]:
-    """Names for the stack values a resume function of ``code`` takes. ``code`` may be a
-    resume function (or a loop body made from one) whose own stack arguments are still
-    among its locals: a name it already has would make two arguments one local."""
+def fresh_name(code: types.CodeType, name: str) -> str:
+    """``name``, or ``name`` with underscores added, so that ``code`` has no local, cell or
+    free variable of that name. Code entered in the middle (a resume function, a loop
+    body) may be made from code that is itself such a function, whose own arguments are
+    still among its locals: a name it already has would make two arguments one local."""
     taken = set(code.co_varnames) | set(code.co_cellvars) | set(code.co_freevars)
-    pattern = STACK_ARG
-    while any(pattern.format(j) in taken for j in range(nstack)):
-        pattern = pattern.replace("{}", "_{}")
-    return [pattern.format(j) for j in range(nstack)]
+    while name in taken:
+        name += "_"
+    return name
+
+
+def _stack_arg_names(code: types.CodeType, nstack: int) -> List[str]:
+    """Names for the stack values a resume function of ``code`` takes."""
+    return [fresh_name(code, STACK_ARG.format(j)) for j in range(nstack)]
 
 
 def describe_resume(code: types.CodeType) -> Tuple[str, str]:
@@ -297,6 +302,7 @@ __all__ = [
     "cells_become_free",
     "cells_not_shareable",
     "describe_resume",
+    "fresh_name",
     "live_locals",
     "loop_head",
     "next_offset",

@@ -12,7 +12,7 @@ import builtins
 import dis
 import operator
 import types
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .. import _compat, plugins
 from ..errors import (
@@ -694,19 +694,25 @@ def bind_arguments(code, defaults, kwdefaults, args, kwargs) -> Dict[str, Variab
     return bound
 
 
+def parameter_names(code: types.CodeType) -> Tuple[str, ...]:
+    """The names a call binds: positional and keyword-only parameters, ``*args``,
+    ``**kwargs``."""
+    n = code.co_argcount + code.co_kwonlyargcount
+    n += bool(code.co_flags & 0x04) + bool(code.co_flags & 0x08)
+    return code.co_varnames[:n]
+
+
 def root_locals(
     code, f_locals: Dict[str, Any], tx: Translator, real_cells: Optional[tuple] = None
 ) -> None:
     """Fill the root translator's locals from the real frame, each with its source;
     ``real_cells``: the frame's closure, when known."""
-    nargs = code.co_argcount + code.co_kwonlyargcount
-    nargs += bool(code.co_flags & 0x04) + bool(code.co_flags & 0x08)
     # wrapped when first read (cells at once: their contents are read through the cell)
     bound = {
         name: wrap(tx, f_locals[name], LocalSource(name))
         if name in code.co_cellvars
         else LazyVariable(f_locals[name], LocalSource(name))
-        for name in code.co_varnames[:nargs]
+        for name in parameter_names(code)
         if name in f_locals
     }
     closure = [
@@ -724,7 +730,14 @@ def root_locals(
         tx.root_cells[id(real)] = tx.cells[name]
 
 
-__all__ = ["Translator", "bind_arguments", "root_locals", "ListVariable", "TupleVariable"]
+__all__ = [
+    "Translator",
+    "bind_arguments",
+    "parameter_names",
+    "root_locals",
+    "ListVariable",
+    "TupleVariable",
+]
 
 
 def _plain_index(key: VariableTracker) -> bool:

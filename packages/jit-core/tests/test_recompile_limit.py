@@ -88,7 +88,7 @@ def test_entries_kept_after_the_limit_still_serve_their_calls(counting):
     def f(x):
         return paddle.nn.functional.relu(x) * 2 + 1
 
-    of = jit_core.optimize(f, backend="counting", recompile_limit=2)
+    of = jit_core.optimize(f, backend="counting", recompile_limit=2, dynamic=False)
     xs = [paddle.randn([n, 3]) for n in (1, 2, 3, 4)]
     close(of(xs[0]), f(xs[0]))
     close(of(xs[1]), f(xs[1]))
@@ -135,7 +135,7 @@ class Tower(paddle.nn.Layer):
 def test_past_the_limit_the_callees_are_not_captured():
     paddle.seed(0)
     net = Tower()
-    fast = jit_core.optimize(net, recompile_limit=2)
+    fast = jit_core.optimize(net, recompile_limit=2, dynamic=False)
     xs = [paddle.randn([1, n, 8]) for n in range(1, 6)]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -180,7 +180,7 @@ class Outer(paddle.nn.Layer):
 def test_past_the_limit_callees_with_caches_of_their_own_keep_them(counting, capsys):
     paddle.seed(1)
     net = Outer()
-    fast = jit_core.optimize(net, backend="counting", recompile_limit=2)
+    fast = jit_core.optimize(net, backend="counting", recompile_limit=2, dynamic=False)
     x = paddle.randn([4, 8])
     close(fast(x, 1), net(x, 1))
     close(fast(x, 2), net(x, 2))
@@ -370,7 +370,7 @@ def helper_of_many_shapes(x):
 
 def test_explain_lists_the_frames_past_the_limit():
     xs = [paddle.randn([n]) for n in (1, 2, 3, 4)]
-    fast = jit_core.optimize(shapes_one_by_one, recompile_limit=2)
+    fast = jit_core.optimize(shapes_one_by_one, recompile_limit=2, dynamic=False)
     with pytest.warns(RuntimeWarning):
         report = jit_core.explain(fast, *xs)
     for got, x in zip(report.result, xs):

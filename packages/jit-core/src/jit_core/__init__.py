@@ -22,6 +22,7 @@ from .hookspecs import hookimpl
 from .logs import set_logs
 from .passes import GraphPass, graph_pass, replace_pattern
 from .plugins import backends, graph_passes, list_plugins
+from .shapes import mark_dynamic, mark_static
 
 __version__ = "0.1.0"
 
@@ -29,6 +30,8 @@ __all__ = [
     "optimize",
     "explain",
     "capture",
+    "mark_dynamic",
+    "mark_static",
     "replace_pattern",
     "graph_pass",
     "GraphPass",

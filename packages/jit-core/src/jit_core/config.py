@@ -35,6 +35,9 @@ class Options:
     freeze: bool = False
     #: lint the graph after every pass (None: the JIT_DEBUG environment variable decides)
     debug: Optional[bool] = None
+    #: dynamic shapes (``jit_core.shapes``): None makes a dimension dynamic when its size
+    #: changing causes a recompile, True every dimension from the start, False none
+    dynamic: Optional[bool] = None
 
     @classmethod
     def from_kwargs(cls, backend: str, full_graph: bool, options: Dict[str, Any]) -> Options:
@@ -56,6 +59,9 @@ class Options:
         if not isinstance(freeze, bool):
             raise TypeError(f"freeze must be True or False, got {freeze!r}")
         debug = opts.pop("debug", None)
+        dynamic = opts.pop("dynamic", None)
+        if dynamic not in (None, True, False):
+            raise TypeError(f"dynamic must be None, True or False, got {dynamic!r}")
         return cls(
             backend=backend,
             full_graph=full_graph,
@@ -66,4 +72,5 @@ class Options:
             disable_passes=tuple(disable),
             freeze=freeze,
             debug=debug,
+            dynamic=dynamic,
         )

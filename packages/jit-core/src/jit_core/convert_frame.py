@@ -25,10 +25,12 @@ from .executor.translator import Translator, root_locals
 from .frame_cache import CacheEntry, FrameResult, pinned_locals
 from .frame_calls import LoopCall, ResumeCall, empty_closure
 from .fx import GraphModule
-from .logs import breaks_log, bytecode_log, graphs_log, guards_log
+from .logs import breaks_log, bytecode_log, graphs_log, guards_log, recompiles_log
 from .passes.effects import is_random, target_name
 from .passes.manager import PassContext, PassManager, PassRecord
 from .passes.manager import op_count as op_count_of
+from .shape_dispatch import PerShape
+from .shapes import ShapePolicy, SpecializeShapes, describe_dims
 
 if TYPE_CHECKING:  # pragma: no cover
     from .eval_frame import CompileContext
@@ -85,6 +87,10 @@ def _needs_training_backend(gm, traced: Traced, grad_on: bool) -> Optional[str]:
             return f"layer {node.target} is in training mode"
         if node.op in ("call_function", "call_method") and is_random(node):
             return f"{target_name(node)} draws random numbers"
+    for i, t in enumerate(traced.tensors):
+        if 0 in t.example.shape:
+            # exported models leave such outputs out (paddle2onnx)
+            return f"graph output {i} has no elements (shape {list(t.example.shape)})"
     return _aliased_output(gm, traced)
 
 
@@ -107,6 +113,20 @@ def _aliased_output(gm, traced: Traced) -> Optional[str]:
             if may_share_memory(out, outs[j]):
                 return f"graph outputs {j} and {i} share memory (one is a view of the other)"
     return None
+
+
+def _shape_notes(output: OutputGraph, policy: ShapePolicy) -> List[str]:
+    """What ``explain()`` says about this entry's shapes."""
+    notes = []
+    for src, node, _ in output.inputs:
+        dims = node.meta.get("dynamic_dims")
+        if dims:
+            notes.append(f"{src.name()}: dimension(s) {describe_dims(frozenset(dims))} dynamic")
+    for name, dim, why in policy.specialized:
+        notes.append(f"{name}: dimension {dim} static ({why})")
+    if policy.static_reason is not None:
+        notes.append(f"every dimension static: {policy.static_reason}")
+    return list(dict.fromkeys(notes))
 
 
 class FrameCompiler:
@@ -134,6 +154,7 @@ class FrameCompiler:
         stop: Optional[Unsupported] = None,
         where: Optional[graph_breaks.Where] = None,
         inputs_as_outputs: bool = False,
+        policy: Optional[ShapePolicy] = None,
     ) -> Traced:
         """Run the symbolic executor over ``frame`` and the graph passes over its graph.
 
@@ -142,7 +163,7 @@ class FrameCompiler:
         instruction where that happened, or before the loop around it (``where``): the
         graph of a frame that breaks there. ``inputs_as_outputs`` (``capture()``): the
         graph returns every tensor the frame returns, its inputs too."""
-        output = OutputGraph()
+        output = OutputGraph(policy)
         f_globals = frame.f_globals
         with _preserve_rng():
             tx = Translator(code, f_globals, output, f_globals)
@@ -198,12 +219,26 @@ class FrameCompiler:
             facts.add("no_grad")
         return facts
 
-    def capture(self, frame, code: types.CodeType) -> CacheEntry:
+    def capture(
+        self, frame, code: types.CodeType, policy: Optional[ShapePolicy] = None
+    ) -> CacheEntry:
         """The cache entry for ``frame``: its graph compiled, its guard, and the code that
-        replaces it (raises ``Unsupported`` when it runs eagerly)."""
+        replaces it (raises ``Unsupported`` when it runs eagerly). ``policy`` says which
+        input dimensions are dynamic; where the capture needs a size it cannot guard, the
+        frame is captured again with static shapes (``policy.static_reason`` says why)."""
+        if policy is None:
+            policy = ShapePolicy(self.options.dynamic)
+        try:
+            return self._capture(frame, code, policy)
+        except SpecializeShapes as e:
+            policy.static_reason = e.reason
+            recompiles_log.info("%s: static shapes: %s", code.co_name, e.reason)
+            return self._capture(frame, code, policy)
+
+    def _capture(self, frame, code: types.CodeType, policy: ShapePolicy) -> CacheEntry:
         stop = None
         try:
-            traced = self.trace(frame, code)
+            traced = self.trace(frame, code, policy=policy)
         except Unsupported as e:
             where = self._where_to_break(code, e)
             if not isinstance(where, graph_breaks.Where):
@@ -212,7 +247,7 @@ class FrameCompiler:
                 raise
             stop = e
             try:
-                traced = self.trace(frame, code, stop=e, where=where)
+                traced = self.trace(frame, code, stop=e, where=where, policy=policy)
             except Unsupported as again:
                 raise e.could_not_break(again.reason) from None
             if where.before_loop is not None and traced.graph_module is None:
@@ -236,7 +271,10 @@ class FrameCompiler:
                 backend, backend_note = self._inference_backend(gm, traced)
             options = self.options.backend_options if backend is self.backend else {}
             try:
-                compiled = backend.compile(gm, traced.examples, **options)
+                if traced.output.dynamic_inputs and not backend.dynamic_shapes:
+                    compiled = PerShape(backend, gm, traced.examples, options)
+                else:
+                    compiled = backend.compile(gm, traced.examples, **options)
             except Unsupported:
                 raise
             except Exception as e:
@@ -332,6 +370,7 @@ class FrameCompiler:
             graph_break=stop,
             resumes=resumes,
             owner=owner,
+            shapes=_shape_notes(traced.output, policy),
         )
 
     def _where_to_break(self, code: types.CodeType, e: Unsupported):

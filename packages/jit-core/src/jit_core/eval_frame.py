@@ -47,6 +47,7 @@ from .frame_cache import (
 )
 from .frame_calls import HookedCall, Rearm
 from .logs import breaks_log, recompiles_log
+from .shapes import ShapePolicy
 from .skipfiles import is_skipped_file
 
 set_eval_frame = _core.set_eval_frame
@@ -252,9 +253,13 @@ class CompileContext:
                     code.co_firstlineno,
                     failed,
                 )
+                if self.options.dynamic is None:
+                    for note in cache.mark_changed_sizes(L, G):
+                        recompiles_log.info("%s: %s", code.co_name, note)
             location = _location(code)
+            policy = ShapePolicy(self.options.dynamic, cache.dynamic_dims, cache.static_reason)
             try:
-                entry = self.compiler.capture(frame, code)
+                entry = self.compiler.capture(frame, code, policy)
             except Unsupported as e:
                 reason = e.describe()
                 if self.options.full_graph:
@@ -293,6 +298,8 @@ class CompileContext:
                     stacklevel=2,
                 )
                 return RUN_ORIGINAL
+            if policy.static_reason is not None and cache.static_reason is None:
+                cache.static_reason = policy.static_reason
             cache.add(entry)
             root = self._resume_roots.get(code, code)
             if root not in self.targets:

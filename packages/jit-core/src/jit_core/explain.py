@@ -64,6 +64,8 @@ class GraphInfo:
     passes: List[str] = field(default_factory=list)
     #: the backend that compiled it, with the reason when it is not the one asked for
     backend: Optional[str] = None
+    #: which input dimensions are dynamic, and which stay static and why
+    shapes: List[str] = field(default_factory=list)
 
 
 @dataclass
@@ -146,6 +148,9 @@ class ExplainOutput:
             out.append(f"Graph {i}: {g.frame} ({g.location}), {g.op_count} ops")
             if g.backend:
                 out.append(f"  Backend: {g.backend}")
+            if g.shapes:
+                out.append("  Shapes:")
+                out.extend("    " + line for line in g.shapes)
             if g.passes:
                 out.append("  Passes:")
                 out.extend("    " + p for p in g.passes)
@@ -190,6 +195,7 @@ def explain(fn: Callable, *args, backend: Optional[str] = None, **kwargs) -> Exp
                     transformed_bytecode=disassemble(entry.code),
                     passes=[str(r) for r in entry.pass_records],
                     backend=_backend_line(entry),
+                    shapes=list(entry.shapes),
                 )
             )
         else:
@@ -210,7 +216,11 @@ def explain(fn: Callable, *args, backend: Optional[str] = None, **kwargs) -> Exp
 def _backend_line(entry) -> Optional[str]:
     if entry.backend is None:
         return None
-    return f"{entry.backend} ({entry.backend_note})" if entry.backend_note else entry.backend
+    line = f"{entry.backend} ({entry.backend_note})" if entry.backend_note else entry.backend
+    describe = getattr(entry.compiled, "describe", None)
+    if describe is not None:
+        line = f"{line}; {describe()}"
+    return line
 
 
 __all__ = ["explain", "ExplainOutput", "BreakInfo", "GraphInfo", "RecompileLimitInfo"]

@@ -88,6 +88,8 @@ class CacheEntry:
     #: see ``pinned_locals``); the recompile limit counts this entry only for calls
     #: where each is the same object. Empty: it counts for every call
     owner: tuple = ()
+    #: which input dimensions are dynamic, which are static and why (``jit_core.shapes``)
+    shapes: List[str] = field(default_factory=list)
 
 
 class CodeCache:
@@ -101,6 +103,9 @@ class CodeCache:
         "limit_reason",
         "limits_hit",
         "_per_owner",
+        "dynamic_dims",
+        "dynamic_notes",
+        "static_reason",
     )
 
     def __init__(self):
@@ -118,6 +123,31 @@ class CodeCache:
         #: ``((name, id), ...)`` of an entry's ``owner`` -> how many entries have it; the
         #: objects live as long as the entries that hold them, so their ids stay theirs
         self._per_owner: Dict[tuple, int] = {}
+        self._reset_shapes()
+
+    def _reset_shapes(self) -> None:
+        #: source name -> the dimensions automatic dynamic shapes made dynamic, and why
+        self.dynamic_dims: Dict[str, Set[int]] = {}
+        self.dynamic_notes: List[str] = []
+        #: why this code's captures keep every dimension static (``shapes``)
+        self.static_reason: Optional[str] = None
+
+    def mark_changed_sizes(self, L: dict, G: dict) -> List[str]:
+        """Automatic dynamic shapes: the dimensions of guarded tensors whose size differs
+        in this call from a capture's become dynamic; returns what was marked, in words."""
+        if self.static_reason is not None:
+            return []
+        marked = []
+        for entry in self.entries:
+            for name, dim, was, now in entry.guard.changed_sizes(L, G):
+                dims = self.dynamic_dims.setdefault(name, set())
+                if dim in dims:
+                    continue
+                dims.add(dim)
+                note = f"dimension {dim} of {name} is dynamic: its size changed from {was} to {now}"
+                self.dynamic_notes.append(note)
+                marked.append(note)
+        return marked
 
     def add(self, entry: CacheEntry) -> None:
         self.entries.append(entry)
@@ -156,6 +186,7 @@ class CodeCache:
         self.limit_reason = None
         self.limits_hit = set()
         self._per_owner = {}
+        self._reset_shapes()
 
 
 @dataclass

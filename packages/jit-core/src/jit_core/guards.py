@@ -16,6 +16,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import paddle
 
+from . import shapes
 from .sources import (
     AttrSource,
     CallSource,
@@ -103,10 +104,31 @@ class TensorSpec:
     dtype: Any
     stop_gradient: bool
     place: str
+    #: ``((dim, min, max), ...)``: dimensions whose size is not pinned (dynamic shapes):
+    #: at least 2, and within the bounds given to ``mark_dynamic``
+    dynamic: Tuple[Tuple[int, Optional[int], Optional[int]], ...] = ()
 
     @classmethod
-    def of(cls, t) -> TensorSpec:
-        return cls(type(t), tuple(t.shape), t.dtype, bool(t.stop_gradient), str(t.place))
+    def of(cls, t, dynamic: Optional[Dict[int, tuple]] = None) -> TensorSpec:
+        dyn = tuple((d, lo, hi) for d, (lo, hi) in sorted((dynamic or {}).items()))
+        return cls(type(t), tuple(t.shape), t.dtype, bool(t.stop_gradient), str(t.place), dyn)
+
+    def shape_checks(self, v: str, namer: _Namer) -> List[str]:
+        """The checks of the shape of the tensor ``v`` names."""
+        if not self.dynamic:
+            return [f"{v}.shape == {list(self.shape)!r}"]
+        s = namer.local()
+        checks = [f"len({s} := {v}.shape) == {len(self.shape)}"]
+        dynamic = {d: (lo, hi) for d, lo, hi in self.dynamic}
+        for d, size in enumerate(self.shape):
+            if d not in dynamic:
+                checks.append(f"{s}[{d}] == {size}")
+                continue
+            lo, hi = dynamic[d]
+            checks.append(f"{s}[{d}] >= {max(2, lo or 2)}")
+            if hi is not None:
+                checks.append(f"{s}[{d}] <= {hi}")
+        return checks
 
 
 @dataclass
@@ -178,6 +200,12 @@ class GuardSet:
         self._guards: Dict[Tuple[str, str], Guard] = {}
         #: when not None, the entry is only valid with gradients on (True) or off (False)
         self.grad_enabled: Optional[bool] = None
+        #: relations between dynamic sizes the capture relied on (``shapes`` expressions of
+        #: a comparison) -> whether it held
+        self.relations: Dict[tuple, bool] = {}
+
+    def add_relation(self, relation: tuple, holds: bool) -> None:
+        self.relations.setdefault(relation, holds)
 
     def add(self, source: Optional[Source], kind: str, value: Any = None) -> None:
         if source is None:
@@ -206,6 +234,9 @@ class GuardSet:
 
     def build(self, fn_name: str) -> CompiledGuard:
         namer = _Namer()
+        #: (source name, expression, spec) of each tensor guarded: what automatic dynamic
+        #: shapes compare a later call with
+        tensors: List[Tuple[str, str, TensorSpec]] = []
         # expression of each identity-matched source, replaced by its constant
         pinned: Dict[str, str] = {}
         parts: List[Tuple[str, str]] = []  # (comment, expression)
@@ -280,19 +311,23 @@ class GuardSet:
                 dcheck = _dtype_check(v, spec.dtype, namer)
                 checks = [
                     f"type({v} := {e}) is {tname}",
-                    f"{v}.shape == {list(spec.shape)!r}",
+                    *spec.shape_checks(v, namer),
                     dcheck,
                     f"{v}.stop_gradient is {spec.stop_gradient!r}",
                 ]
                 if PLACE_GUARD:
                     checks.append(f"str({v}.place) == {spec.place!r}")
                 parts.append(("tensor", " and ".join(checks)))
+                tensors.append((g.source.name(), e, spec))
             else:  # pragma: no cover - programming error
                 raise ValueError(g.kind)
+        for relation, holds in self.relations.items():
+            text = shapes.render(relation, expr)
+            parts.append(("size relation", text if holds else f"not {text}"))
         if self.grad_enabled is not None:
             fn = namer.obj(paddle.is_grad_enabled, "f")
             parts.append(("gradient mode", f"{fn}() is {self.grad_enabled!r}"))
-        return CompiledGuard(fn_name, parts, namer.scope)
+        return CompiledGuard(fn_name, parts, namer.scope, tensors)
 
 
 _guard_counter = itertools.count()
@@ -301,8 +336,15 @@ _guard_counter = itertools.count()
 class CompiledGuard:
     """One generated guard function plus its source, for people and for diagnosis."""
 
-    def __init__(self, fn_name: str, parts: List[Tuple[str, str]], scope: Dict[str, Any]):
+    def __init__(
+        self,
+        fn_name: str,
+        parts: List[Tuple[str, str]],
+        scope: Dict[str, Any],
+        tensors: Optional[List[Tuple[str, str, TensorSpec]]] = None,
+    ):
         self.parts = parts
+        self.tensors = tensors or []
         self.scope = scope
         self.fn_name = fn_name
         lines = [f"def {fn_name}(L, G):"]
@@ -326,6 +368,26 @@ class CompiledGuard:
         except Exception:
             # A missing attribute or key means the object is not what we captured.
             return False
+
+    def changed_sizes(self, L, G) -> List[Tuple[str, int, int, int]]:
+        """``(source name, dim, size at capture, size now)`` of every static dimension of
+        a guarded tensor whose size differs in this call while its rank and dtype do not:
+        what automatic dynamic shapes makes dynamic on the next capture."""
+        changed = []
+        for name, e, spec in self.tensors:
+            try:
+                t = eval(e, dict(self.scope), {"L": L, "G": G})
+                shape = list(t.shape)
+                same_kind = type(t) is spec.type and t.dtype == spec.dtype
+            except Exception:  # noqa: BLE001 - gone or another kind of object
+                continue
+            if not same_kind or len(shape) != len(spec.shape):
+                continue
+            dynamic = {d for d, _, _ in spec.dynamic}
+            for d, (was, now) in enumerate(zip(spec.shape, shape)):
+                if d not in dynamic and was != now:
+                    changed.append((name, d, was, now))
+        return changed
 
     def first_failure(self, L, G) -> Optional[str]:
         """The text of the first check that fails for these locals/globals, or None."""

@@ -21,7 +21,8 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 @hookspec
 def jit_register_backends(register):
     """Register backends:
-    ``register(name, compile_fn, description="", inference_only=False, unavailable="")``.
+    ``register(name, compile_fn, description="", inference_only=False, unavailable="",
+    dynamic_shapes=False)``.
 
     ``compile_fn(graph_module, example_inputs, **options) -> callable`` returns a callable
     that takes the graph's inputs positionally and returns the same tuple of tensors as
@@ -33,7 +34,10 @@ def jit_register_backends(register):
     so in ``explain()``, and guards every entry on the gradient mode. A backend that is
     installed but cannot run in this environment (its library has no build for this
     Python, say) registers with ``unavailable="why"``: it is listed, and ``optimize`` with
-    it raises ``BackendUnavailableError`` with that reason.
+    it raises ``BackendUnavailableError`` with that reason. A graph with dynamic dimensions
+    (``node.meta["dynamic_dims"]`` on its placeholders) is handed to a backend registered
+    with ``dynamic_shapes=True`` once, for every size; any other backend gets it once per
+    distinct input shape (the examples have that shape).
     """
 
 

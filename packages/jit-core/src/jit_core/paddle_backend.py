@@ -34,4 +34,10 @@ def compile_graph(
 
 @hookimpl
 def jit_register_backends(register):
-    register("paddle", compile_graph, description="Paddle's own kernels (embedded, the default)")
+    # the generated forward reads dynamic sizes when it runs; to_static traces per shape
+    register(
+        "paddle",
+        compile_graph,
+        description="Paddle's own kernels (embedded, the default)",
+        dynamic_shapes=True,
+    )

@@ -36,6 +36,9 @@ class Backend:
     #: why the backend is installed but cannot run here (e.g. its library has no build
     #: for this Python); empty when it can
     unavailable: str = ""
+    #: what it builds serves every size of a graph's dynamic dimensions; otherwise
+    #: jit-core builds once per input shape (``shape_dispatch.PerShape``)
+    dynamic_shapes: bool = False
 
 
 @dataclass
@@ -88,9 +91,22 @@ def backends() -> Dict[str, Backend]:
         found: Dict[str, Backend] = {}
 
         def make_register(plugin):
-            def register(name, compile_fn, description="", inference_only=False, unavailable=""):
+            def register(
+                name,
+                compile_fn,
+                description="",
+                inference_only=False,
+                unavailable="",
+                dynamic_shapes=False,
+            ):
                 found[name] = Backend(
-                    name, compile_fn, description, plugin, bool(inference_only), unavailable
+                    name,
+                    compile_fn,
+                    description,
+                    plugin,
+                    bool(inference_only),
+                    unavailable,
+                    bool(dynamic_shapes),
                 )
 
             return register

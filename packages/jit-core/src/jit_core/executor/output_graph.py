@@ -11,11 +11,12 @@ end of the capture.
 from __future__ import annotations
 
 import keyword
+import operator
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import paddle
 
-from .. import guards
+from .. import guards, shapes
 from ..errors import (
     CONTEXT_MANAGER,
     DATA_LEAVES_GRAPH,
@@ -26,6 +27,7 @@ from ..errors import (
     Unsupported,
 )
 from ..fx import Graph
+from ..shapes import ShapePolicy
 from ..sources import Source, attr_path
 from ..variables.base import VariableTracker
 from ..variables.constant import ConstantVariable
@@ -36,12 +38,14 @@ from ..variables.containers import (
     SliceVariable,
     TupleVariable,
 )
+from ..variables.symbolic import SymIntVariable
 from ..variables.tensor import TensorVariable, live_tensor_trackers
 
 
 def _as_argument(v: VariableTracker, tensor: Callable[[TensorVariable], Any]) -> Any:
-    """The Python value of an argument, with each tensor replaced by ``tensor(t)``."""
-    if isinstance(v, TensorVariable):
+    """The Python value of an argument, with each tensor (and dynamic size) replaced by
+    ``tensor(t)``."""
+    if isinstance(v, (TensorVariable, SymIntVariable)):
         return tensor(v)
     if isinstance(v, BaseListVariable):
         return v.container_type(_as_argument(i, tensor) for i in v.items)
@@ -97,7 +101,8 @@ def _tensors_in(v: VariableTracker) -> List[TensorVariable]:
     found: List[TensorVariable] = []
 
     def keep(t):
-        found.append(t)
+        if isinstance(t, TensorVariable):
+            found.append(t)
         return None
 
     try:
@@ -117,8 +122,13 @@ def _identifier(hint: str) -> str:
 
 
 class OutputGraph:
-    def __init__(self):
+    def __init__(self, shape_policy: Optional[ShapePolicy] = None):
         self.graph = Graph()
+        #: which input dimensions are dynamic (``jit_core.shapes``)
+        self.shape_policy = shape_policy if shape_policy is not None else ShapePolicy()
+        #: an input with a dynamic dimension was read: sizes of tensors made from then on
+        #: may differ from call to call
+        self.dynamic_inputs = False
         self.guards = guards.GuardSet()
         #: name -> object registered on the GraphModule (layers, parameters, buffers)
         self.root: Dict[str, Any] = {}
@@ -187,7 +197,8 @@ class OutputGraph:
         key = source.name()
         if key in self._input_by_source:
             return self._input_by_source[key]
-        self.guards.add(source, guards.TENSOR_MATCH, guards.TensorSpec.of(tensor))
+        dynamic = self.shape_policy.dims_for(key, tensor)
+        self.guards.add(source, guards.TENSOR_MATCH, guards.TensorSpec.of(tensor, dynamic))
         # placeholders go first, in the order the inputs were met
         first = next(iter(self.graph.nodes), None)
         name = self._unique_placeholder_name(attr_path(source))
@@ -204,6 +215,10 @@ class OutputGraph:
         node.meta["source"] = key
         self._set_meta(node, tensor)
         var = TensorVariable(node, tensor, source)
+        if dynamic:
+            node.meta["dynamic_dims"] = sorted(dynamic)
+            var.dynamic_dims = frozenset(dynamic)
+            self.dynamic_inputs = True
         self.inputs.append((source, node, tensor))
         self._input_by_source[key] = var
         return var
@@ -247,6 +262,62 @@ class OutputGraph:
         var = TensorVariable(node, tensor, source)
         self._attr_vars[id(tensor)] = var
         return var
+
+    # ------------------------------------------------------------ dynamic sizes
+    def size_of(self, t: TensorVariable, dim: int) -> VariableTracker:
+        """``t.shape[dim]``: a constant where the size is pinned (by the guards, or by
+        static inputs), else a symbolic size read when the graph runs."""
+        n = int(t.example.shape[dim])
+        if dim in t.dynamic_dims:
+            expr: Optional[tuple] = ("dim", t.source, dim)
+        elif self.dynamic_inputs and t.source is None:
+            # a tensor the graph made after a dynamic input was read: its size may
+            # depend on that input's (no expression over the inputs says how)
+            expr = None
+        else:
+            return ConstantVariable(n)
+        node = self.graph.call_function(shapes.size, (t.node, dim))
+        return SymIntVariable(self, node, n, expr)
+
+    @staticmethod
+    def _size_parts(v: VariableTracker):
+        """(graph argument, example, expression) of an int or a dynamic size."""
+        if isinstance(v, SymIntVariable):
+            return v.node, v.example, v.expr
+        value = v.as_python_constant()
+        return value, value, shapes.const(value)
+
+    def specialize(self, sym: SymIntVariable, why: str) -> None:
+        """Pin ``sym`` to its value in this capture (a guard), or, when no guard can
+        say it, have the frame captured again with static shapes."""
+        if sym.expr is None:
+            raise shapes.SpecializeShapes(
+                f"{sym.describe()}, a size of a tensor the graph made, is needed as a "
+                f"Python value ({why})"
+            )
+        self.guards.add_relation(("op", operator.eq, sym.expr, shapes.const(sym.example)), True)
+
+    def guard_relation(self, fn, a: VariableTracker, b: VariableTracker, what: str) -> bool:
+        """``fn(a, b)`` for a comparison of sizes: its value in this capture, which a
+        guard on the relation (not on the sizes) makes hold for every call served."""
+        _, ea, xa = self._size_parts(a)
+        _, eb, xb = self._size_parts(b)
+        holds = bool(fn(ea, eb))
+        if xa is None or xb is None:
+            unknown = a if xa is None else b
+            raise shapes.SpecializeShapes(
+                f"{unknown.describe()}, a size of a tensor the graph made, decides {what}"
+            )
+        self.guards.add_relation(("op", fn, xa, xb), holds)
+        return holds
+
+    def size_op(self, fn, a: VariableTracker, b: VariableTracker) -> SymIntVariable:
+        """Arithmetic on sizes, recorded in the graph (``n // 2`` of a dynamic ``n``)."""
+        na, ea, xa = self._size_parts(a)
+        nb, eb, xb = self._size_parts(b)
+        node = self.graph.call_function(fn, (na, nb))
+        expr = None if xa is None or xb is None else ("op", fn, xa, xb)
+        return SymIntVariable(self, node, fn(ea, eb), expr)
 
     # ------------------------------------------------------------ operations
     def _set_meta(self, node, example) -> None:
@@ -450,8 +521,6 @@ class OutputGraph:
         return out
 
     def _wrap_result(self, node, result) -> VariableTracker:
-        import operator
-
         if isinstance(result, paddle.Tensor):
             self._set_meta(node, result)
             return TensorVariable(node, result)

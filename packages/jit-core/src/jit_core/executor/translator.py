@@ -42,6 +42,7 @@ from ..variables import (
     TupleVariable,
     VariableTracker,
     generators,
+    symbolic,
     wrap,
 )
 from ..variables.base import LazyVariable
@@ -49,6 +50,7 @@ from ..variables.constant import FOLDABLE
 from ..variables.containers import BaseListVariable, ListIteratorVariable, SetVariable
 from ..variables.functions import _wrap_folded
 from ..variables.generators import LazyIteratorVariable
+from ..variables.symbolic import SymIntVariable
 from .output_graph import OutputGraph
 
 MAX_INLINE_DEPTH = 32
@@ -331,6 +333,10 @@ class Translator:
             return self.output.call_function(self, fn, [a, b], {})
         if fn in (operator.is_, operator.is_not):
             return self.identity_compare(fn, a, b)
+        if isinstance(a, SymIntVariable) or isinstance(b, SymIntVariable):
+            sized = symbolic.binary(self, fn, a, b)
+            if sized is not None:
+                return sized
         if isinstance(a, BaseListVariable) and isinstance(b, BaseListVariable):
             if fn is operator.add and type(a) is type(b):
                 return type(a)(a.items + b.items)
@@ -371,6 +377,8 @@ class Translator:
             return ConstantVariable(not a.truthy(self))
         if isinstance(a, TensorVariable):
             return self.output.call_function(self, fn, [a], {})
+        if isinstance(a, SymIntVariable) and fn is operator.neg:
+            return self.output.size_op(operator.sub, ConstantVariable(0), a)
         if a.is_python_constant():
             return self._fold(fn, [a])
         raise Unsupported(

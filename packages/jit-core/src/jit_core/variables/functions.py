@@ -22,6 +22,7 @@ from ..errors import (
     UNTRACED_CALL,
     Unsupported,
 )
+from . import symbolic
 from .base import CellVariable, KnownValueVariable, VariableTracker
 from .constant import FOLDABLE, ConstantVariable
 from .containers import (
@@ -35,6 +36,7 @@ from .containers import (
     sort_items,
 )
 from .generators import LazyIteratorVariable, filter_iterator, map_iterator
+from .symbolic import SymIntVariable
 from .tensor import TensorVariable, is_inplace_name
 
 
@@ -131,6 +133,12 @@ class BuiltinVariable(KnownValueVariable):
             out = special(tx, args, kwargs)
             if out is not None:
                 return out
+        if not kwargs:
+            if fn is int and len(args) == 1 and isinstance(args[0], SymIntVariable):
+                return args[0]
+            sized = symbolic.call_builtin(tx, fn, args)
+            if sized is not None:
+                return sized
         if any(isinstance(a, TensorVariable) for a in list(args) + list(kwargs.values())):
             if fn in (abs, pow, operator.neg, operator.pos, operator.invert) or fn in FOLDABLE:
                 if fn is operator.not_:
@@ -189,7 +197,7 @@ def _len(tx, args, kwargs):
     if isinstance(obj, TensorVariable):
         if not obj.example.shape:
             raise Unsupported("len() of a 0-d tensor raises TypeError", category=RAISES)
-        return ConstantVariable(int(obj.example.shape[0]))
+        return tx.output.size_of(obj, 0)
     if isinstance(obj, (BaseListVariable, DictVariable)):
         return ConstantVariable(len(obj.items))
     if obj.is_python_constant():

@@ -88,6 +88,9 @@ def live_tensor_trackers() -> List[TensorVariable]:
 
 
 class TensorVariable(VariableTracker):
+    #: dimensions whose size the guards do not pin (a dynamic input's, ``jit_core.shapes``)
+    dynamic_dims: frozenset = frozenset()
+
     def __init__(self, node, example, source=None):
         super().__init__(source)
         #: the node of the tensor's current value: an in-place update captured in the graph
@@ -114,7 +117,7 @@ class TensorVariable(VariableTracker):
     def var_getattr(self, tx, name: str) -> VariableTracker:
         ex = self.example
         if name == "shape":
-            shape = ListVariable([ConstantVariable(int(d)) for d in ex.shape])
+            shape = ListVariable([tx.output.size_of(self, d) for d in range(len(ex.shape))])
             # Paddle 3.1+ returns paddle.Size, a list subclass: rebuilt values keep it
             shape.container_type = type(ex.shape)
             return shape
@@ -127,6 +130,11 @@ class TensorVariable(VariableTracker):
                     "graph input or parameter requires them (autograd decides it)",
                     category=DYNAMIC_VALUE,
                 )
+        if name == "size":
+            total: VariableTracker = ConstantVariable(1)
+            for d in range(len(ex.shape)):
+                total = tx.binary_op(operator.mul, total, tx.output.size_of(self, d))
+            return total
         if name in _METADATA_ATTRS:
             return ConstantVariable(getattr(ex, name))
         if name == "place":
@@ -213,7 +221,8 @@ class TensorVariable(VariableTracker):
     def unpack_var_sequence(self, tx) -> List[VariableTracker]:
         if not self.example.shape:
             raise Unsupported("iterating over a 0-d tensor", category=RAISES)
-        n = int(self.example.shape[0])
+        # the number of rows decides the number of graph ops: a dynamic one is pinned
+        n = tx.output.size_of(self, 0).as_python_constant()
         if n > 64:
             raise Unsupported(
                 f"iterating over a tensor with {n} rows (unrolling is capped at 64)", category=LIMIT

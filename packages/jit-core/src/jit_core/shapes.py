@@ -1,0 +1,198 @@
+"""Dynamic shapes: which dimensions of a frame's input tensors a capture treats as sizes
+known only at run time, and the small language their guards are written in.
+
+A dimension is *dynamic* when the graph must serve every size of it. Reading it
+(``x.shape[0]``) gives a symbolic size (``variables.symbolic.SymIntVariable``): a graph
+node that reads the size when the graph runs, plus an expression over the frame's inputs
+(``L['x'].shape[0]``) that guards use when Python code needs to know something about the
+size (a branch on ``x.shape[0] > 1`` guards that relation, not the value).
+
+Which dimensions are dynamic (``ShapePolicy``), TorchDynamo's rules:
+
+- ``optimize(dynamic=None)`` (the default): the first capture of a code is static; a
+  recompile caused by a changed size marks the dimensions that changed dynamic;
+- ``dynamic=True``: every dimension of every input tensor from the start;
+- ``dynamic=False``: none (every size is its own capture);
+- ``mark_dynamic(t, dim)`` / ``mark_static(t, dim)`` on a tensor passed in decide for that
+  tensor, over the rules above.
+
+A dimension whose size is 0 or 1 at capture is static all the same: size-1 dimensions
+broadcast and size-0 tensors are empty, so a graph captured there may not hold for other
+sizes (and one captured at other sizes guards ``>= 2``).
+
+When the capture needs the concrete value of a size it cannot guard (a size of a tensor
+the graph made, used where Python needs an int, such as ``range`` or a branch), it raises
+``SpecializeShapes`` and the frame is captured again with every dimension static; the
+code stays static from then on and ``explain()`` says why.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any, Callable, Dict, FrozenSet, Iterable, Optional, Set, Tuple
+
+#: what ``mark_dynamic``/``mark_static`` leave on a tensor
+_DYNAMIC_ATTR = "_jit_core_dynamic_dims"
+_STATIC_ATTR = "_jit_core_static_dims"
+
+
+class SpecializeShapes(Exception):
+    """The capture needs a concrete size it cannot guard: capture the frame again with
+    static shapes. Not an ``Unsupported``: it must not become a graph break."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _dims(t: Any, dim) -> Tuple[int, ...]:
+    ndim = len(t.shape)
+    dims = [dim] if isinstance(dim, int) else list(dim)
+    out = []
+    for d in dims:
+        if not isinstance(d, int) or isinstance(d, bool) or not -ndim <= d < ndim:
+            raise ValueError(f"dimension {d!r} is out of range for a tensor of shape {t.shape}")
+        out.append(d % ndim)
+    return tuple(out)
+
+
+def mark_dynamic(t: Any, dim, min: Optional[int] = None, max: Optional[int] = None) -> None:
+    """Make dimension ``dim`` (an int or several) of tensor ``t`` dynamic when ``t`` is
+    passed to an optimized callable: the capture serves every size of it (between ``min``
+    and ``max`` where given; the guards check the bounds), from the first capture on."""
+    if min is not None and max is not None and min > max:
+        raise ValueError(f"mark_dynamic: min ({min}) is greater than max ({max})")
+    marks: Dict[int, Tuple[Optional[int], Optional[int]]] = dict(getattr(t, _DYNAMIC_ATTR, {}))
+    for d in _dims(t, dim):
+        marks[d] = (min, max)
+    setattr(t, _DYNAMIC_ATTR, marks)
+    static = set(getattr(t, _STATIC_ATTR, ())) - set(marks)
+    setattr(t, _STATIC_ATTR, frozenset(static))
+
+
+def mark_static(t: Any, dim) -> None:
+    """Keep dimension ``dim`` of tensor ``t`` static (each size its own capture), whatever
+    ``optimize(dynamic=...)`` and the recompiles would decide."""
+    dims = _dims(t, dim)
+    setattr(t, _STATIC_ATTR, frozenset(getattr(t, _STATIC_ATTR, frozenset())) | set(dims))
+    marks = dict(getattr(t, _DYNAMIC_ATTR, {}))
+    for d in dims:
+        marks.pop(d, None)
+    setattr(t, _DYNAMIC_ATTR, marks)
+
+
+class ShapePolicy:
+    """Which input dimensions one capture treats as dynamic, and why the rest are not."""
+
+    def __init__(
+        self,
+        dynamic: Optional[bool] = None,
+        automatic: Optional[Dict[str, Set[int]]] = None,
+        static_reason: Optional[str] = None,
+    ):
+        #: ``optimize(dynamic=...)``
+        self.dynamic = dynamic
+        #: source name -> dimensions the recompiles of this code made dynamic
+        self.automatic = automatic or {}
+        #: set when this code must stay static (an earlier capture needed a concrete size)
+        self.static_reason = static_reason
+        #: what the capture decided, for ``explain()``: (source name, dim, why static)
+        self.specialized: list = []
+
+    def dims_for(self, source_name: str, tensor: Any) -> Dict[int, Tuple[Optional[int], ...]]:
+        """dimension -> (min, max) bounds, for the dimensions of ``tensor`` (read from
+        ``source_name``) that this capture treats as dynamic."""
+        if self.static_reason is not None:
+            return {}
+        shape = list(tensor.shape)
+        marked = dict(getattr(tensor, _DYNAMIC_ATTR, {}))
+        static = getattr(tensor, _STATIC_ATTR, frozenset())
+        wanted: Dict[int, Tuple[Optional[int], Optional[int]]] = {}
+        if self.dynamic:
+            wanted = {d: (None, None) for d in range(len(shape))}
+        if self.dynamic is None:
+            for d in self.automatic.get(source_name, ()):
+                if d < len(shape):
+                    wanted.setdefault(d, (None, None))
+        wanted.update((d, b) for d, b in marked.items() if d < len(shape))
+        out = {}
+        for d, bounds in sorted(wanted.items()):
+            if d in static:
+                continue
+            lo, hi = bounds
+            if (lo is not None and shape[d] < lo) or (hi is not None and shape[d] > hi):
+                self.specialized.append(
+                    (source_name, d, f"size {shape[d]} is outside mark_dynamic's bounds")
+                )
+                continue
+            if shape[d] in (0, 1):
+                # broadcasting and emptiness differ at 0 and 1: a graph captured there may
+                # not hold for other sizes
+                self.specialized.append(
+                    (source_name, d, f"size {shape[d]} specialises (0 and 1 are never dynamic)")
+                )
+                continue
+            out[d] = bounds
+        return out
+
+
+# ------------------------------------------------------------------ size expressions
+# An expression is a nested tuple: ("dim", source, d) | ("const", value) |
+# ("op", fn, left, right) | ("neg", operand). Guards render it over the frame's values.
+
+ARITHMETIC: Dict[Callable, str] = {
+    operator.add: "+",
+    operator.sub: "-",
+    operator.mul: "*",
+    operator.floordiv: "//",
+    operator.mod: "%",
+}
+COMPARISONS: Dict[Callable, str] = {
+    operator.lt: "<",
+    operator.le: "<=",
+    operator.gt: ">",
+    operator.ge: ">=",
+    operator.eq: "==",
+    operator.ne: "!=",
+}
+#: builtins over sizes that stay sizes
+FUNCTIONS: Dict[Callable, str] = {max: "max", min: "min"}
+
+
+def const(value: int) -> tuple:
+    return ("const", value)
+
+
+def render(expr: tuple, source_expr: Callable[[Any], str]) -> str:
+    """Python source of ``expr``, with ``source_expr(source)`` for each tensor read."""
+    kind = expr[0]
+    if kind == "dim":
+        return f"{source_expr(expr[1])}.shape[{expr[2]}]"
+    if kind == "const":
+        return repr(expr[1])
+    if kind == "neg":
+        return f"(-{render(expr[1], source_expr)})"
+    fn, left, right = expr[1], render(expr[2], source_expr), render(expr[3], source_expr)
+    if fn in FUNCTIONS:
+        return f"{FUNCTIONS[fn]}({left}, {right})"
+    sym = ARITHMETIC.get(fn) or COMPARISONS[fn]
+    return f"({left} {sym} {right})"
+
+
+def sources_of(expr: tuple) -> Iterable[Any]:
+    if expr[0] == "dim":
+        yield expr[1]
+    elif expr[0] == "neg":
+        yield from sources_of(expr[1])
+    elif expr[0] == "op":
+        yield from sources_of(expr[2])
+        yield from sources_of(expr[3])
+
+
+def size(t: Any, dim: int) -> int:
+    """The size of dimension ``dim`` of ``t`` when the graph runs (a graph node)."""
+    return t.shape[dim]
+
+
+def describe_dims(dims: FrozenSet[int]) -> str:
+    return ", ".join(str(d) for d in sorted(dims))

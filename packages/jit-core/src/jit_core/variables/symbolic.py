@@ -1,0 +1,78 @@
+"""Sizes known only at run time (dynamic shapes, see ``jit_core.shapes``)."""
+
+from __future__ import annotations
+
+import operator
+from typing import Any, Optional
+
+from .. import _compat, shapes
+from .base import VariableTracker
+from .constant import ConstantVariable
+
+
+class SymIntVariable(VariableTracker):
+    """A size of a dynamic dimension, or an int computed from such sizes.
+
+    ``node`` computes it when the graph runs (so ``x.reshape([x.shape[0], -1])`` serves
+    every size); ``example`` is its value in this capture; ``expr`` says how to compute it
+    from the frame's inputs (``shapes`` expressions), None for sizes of tensors the graph
+    made. Used where Python needs its value (``range(n)``, a dict key, ``int(n)``), it is
+    specialised: a guard pins the value (``expr``), or, without ``expr``, the frame is
+    captured again with static shapes (``shapes.SpecializeShapes``).
+    """
+
+    def __init__(self, output, node, example: int, expr: Optional[tuple]):
+        super().__init__(None)
+        self.output = output
+        self.node = node
+        self.example = int(example)
+        self.expr = expr
+
+    def python_type(self) -> type:
+        return int
+
+    def describe(self) -> str:
+        return f"dynamic size {self.node.name} (= {self.example} here)"
+
+    # Wherever a constant is accepted, a size is one: reading it as one specialises it.
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self) -> Any:
+        self.output.specialize(self, "its value is used as a Python int")
+        return self.example
+
+    def truthy(self, tx) -> bool:
+        return self.output.guard_relation(operator.ne, self, ConstantVariable(0), "a branch")
+
+    def reconstruct(self, cg) -> None:
+        cg.extend(_compat.load_const(self.as_python_constant()))
+
+
+def is_int_like(v: VariableTracker) -> bool:
+    if isinstance(v, SymIntVariable):
+        return True
+    if isinstance(v, ConstantVariable):
+        value = v.value
+        return isinstance(value, int) and not isinstance(value, bool)
+    return False
+
+
+def binary(tx, fn, a: VariableTracker, b: VariableTracker) -> Optional[VariableTracker]:
+    """``fn(a, b)`` where one of them is a dynamic size; None when that is not a size
+    operation (the caller goes on as with constants, which specialises)."""
+    if not (is_int_like(a) and is_int_like(b)):
+        return None
+    if fn in shapes.COMPARISONS:
+        return ConstantVariable(tx.output.guard_relation(fn, a, b, "a comparison"))
+    if fn in shapes.ARITHMETIC:
+        return tx.output.size_op(fn, a, b)
+    return None
+
+
+def call_builtin(tx, fn, args) -> Optional[VariableTracker]:
+    """``max``/``min`` of two sizes, or None."""
+    if fn in shapes.FUNCTIONS and len(args) == 2 and all(is_int_like(a) for a in args):
+        if any(isinstance(a, SymIntVariable) for a in args):
+            return tx.output.size_op(fn, args[0], args[1])
+    return None

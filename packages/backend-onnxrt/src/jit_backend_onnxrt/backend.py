@@ -13,7 +13,7 @@ import numpy as np
 import paddle
 
 from jit_core.compile_cache import DiskCache, graph_key, machine_fingerprint
-from jit_core.errors import JitError
+from jit_core.errors import JitError, StaticShapesOnly
 from jit_core.onnx import (
     DEFAULT_OPSET,
     EXPORT_REVISION,
@@ -25,6 +25,7 @@ from jit_core.onnx import (
     require,
     run_on_paddle,
 )
+from jit_core.shape_dispatch import dynamic_dims, other_sizes
 
 log = logging.getLogger("jit_core.onnxrt")
 
@@ -119,12 +120,19 @@ def compile_graph(
                 options.optimized_model_filepath = optimized
                 compiled = OrtGraph(_session(ort, model, options, providers), gm, live)
                 validate(compiled, gm, example_inputs)
+                if dynamic_dims(gm):
+                    _validate_other_size(compiled, gm, example_inputs)
                 # only a model that passed the check is kept (and only if ORT wrote it in
                 # one file: huge models get external data files)
                 if key is not None and os.listdir(folder) == ["optimized.onnx"]:
                     with open(optimized, "rb") as f:
                         _CACHE.put(key, f.read())
     except (OnnxExportError, OnnxRuntimeError) as e:
+        if dynamic_dims(gm):
+            # what fails with dynamic dimensions may work for one shape at a time
+            raise StaticShapesOnly(
+                f"its export with dynamic dimensions failed: {type(e).__name__}: {str(e)[:300]}"
+            ) from e
         if not fallback:
             raise
         stats["fallbacks"] += 1
@@ -251,6 +259,28 @@ def _reshaped(a: np.ndarray, shape: Optional[List[int]]) -> np.ndarray:
     if a.size == int(np.prod(shape, dtype=np.int64)):
         return a.reshape(shape)
     return a
+
+
+def _validate_other_size(compiled: OrtGraph, gm, example_inputs) -> None:
+    """A model exported with dynamic dimensions must also agree with Paddle at a size it
+    was not exported at; where it does not, jit-core exports the graph per shape."""
+    checked = 0
+    for inputs in other_sizes(example_inputs, gm):
+        try:
+            with paddle.no_grad():
+                gm.forward(*inputs)
+        except Exception:  # noqa: BLE001 - not inputs Paddle takes (dims that go together)
+            continue
+        try:
+            validate(compiled, gm, inputs)
+        except Exception as e:  # noqa: BLE001 - any failure: this model serves one size
+            raise StaticShapesOnly(
+                f"its model exported with dynamic dimensions fails at another size: "
+                f"{type(e).__name__}: {str(e)[:300]}"
+            ) from e
+        checked += 1
+    if not checked:
+        raise StaticShapesOnly("no other input size to check its dynamic model at")
 
 
 def validate(compiled: OrtGraph, gm, example_inputs) -> None:

@@ -14,4 +14,6 @@ def jit_register_backends(register):
         compile_graph,
         description="ONNX Runtime (CPU by default), exported with paddle2onnx",
         inference_only=True,
+        # the exported model keeps the graph's dynamic dimensions (jit_core.onnx.export)
+        dynamic_shapes=True,
     )

@@ -129,6 +129,12 @@ def _unpack(blob: bytes) -> Optional[bytes]:
     return payload
 
 
+def _dynamic_dims(gm):
+    from .shape_dispatch import dynamic_dims
+
+    return dynamic_dims(gm)
+
+
 def graph_key(
     gm,
     example_inputs: Iterable[Any],
@@ -156,6 +162,8 @@ def graph_key(
             h.update(b"\0")
 
     add("jit_core graph", paddle.__version__, paddle.version.commit, gm.code)
+    # a build for every size of some dimensions is not one for the example's shape
+    add("dynamic", sorted(_dynamic_dims(gm).items()))
     for name, value in sorted(gm.code_globals().items()):
         add(name, _describe(value))
     # the code names a called layer only by attribute (``self.act(x)``): what it computes

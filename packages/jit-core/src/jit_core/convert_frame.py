@@ -19,7 +19,7 @@ from .codegen import loops
 from .codegen import resume as resume_codes
 from .codegen.frame import build_code, collect_return, disassemble
 from .config import Options
-from .errors import INTERNAL, RECONSTRUCT, BackendCompileError, Unsupported
+from .errors import INTERNAL, RECONSTRUCT, BackendCompileError, StaticShapesOnly, Unsupported
 from .executor.output_graph import OutputGraph, may_share_memory
 from .executor.translator import Translator, root_locals
 from .frame_cache import CacheEntry, FrameResult, pinned_locals
@@ -271,10 +271,7 @@ class FrameCompiler:
                 backend, backend_note = self._inference_backend(gm, traced)
             options = self.options.backend_options if backend is self.backend else {}
             try:
-                if traced.output.dynamic_inputs and not backend.dynamic_shapes:
-                    compiled = PerShape(backend, gm, traced.examples, options)
-                else:
-                    compiled = backend.compile(gm, traced.examples, **options)
+                compiled = self._compile(backend, gm, traced, options)
             except Unsupported:
                 raise
             except Exception as e:
@@ -372,6 +369,19 @@ class FrameCompiler:
             owner=owner,
             shapes=_shape_notes(traced.output, policy),
         )
+
+    def _compile(self, backend, gm, traced: Traced, options) -> Callable:
+        """The backend's build of ``gm``; once per input shape (``PerShape``) where the
+        graph has dynamic dimensions the backend cannot serve."""
+        if not traced.output.dynamic_inputs:
+            return backend.compile(gm, traced.examples, **options)
+        if not backend.dynamic_shapes:
+            return PerShape(backend, gm, traced.examples, options)
+        try:
+            return backend.compile(gm, traced.examples, **options)
+        except StaticShapesOnly as e:
+            recompiles_log.info("%s: one build per input shape: %s", type(gm).__name__, e)
+            return PerShape(backend, gm, traced.examples, options, why=str(e))
 
     def _where_to_break(self, code: types.CodeType, e: Unsupported):
         """A ``graph_breaks.Where`` when the graph can break for ``e`` in ``code``; else

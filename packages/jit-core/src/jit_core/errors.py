@@ -21,6 +21,12 @@ class BackendCompileError(JitError):
     """A backend failed to compile a captured graph."""
 
 
+class StaticShapesOnly(JitError):
+    """A backend that serves dynamic shapes cannot serve this graph's (it reads sizes
+    that an exported program would fix, or its build differs from Paddle at another
+    size): jit-core then builds it once per input shape."""
+
+
 def describe_instruction(inst) -> str:
     """``OPNAME argrepr``, as explain() shows the instruction of a break."""
     arg = f" {inst.argrepr}" if inst.argrepr else ""

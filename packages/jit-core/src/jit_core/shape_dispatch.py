@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Dict, List, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Sequence, Tuple
 
 from .fx import GraphModule
 from .passes.shape_prop import propagate_shapes
@@ -26,8 +26,10 @@ class PerShape:
         examples: Sequence[Any],
         options: Dict[str, Any],
         limit: int = DEFAULT_SHAPE_LIMIT,
+        why: str = "",
     ):
         self.backend = backend
+        self.why = why
         self.gm = gm
         self.options = options
         self.limit = limit
@@ -54,7 +56,11 @@ class PerShape:
             fn = self.builds[key] = self.gm.forward
             return fn
         # a copy whose shapes are this call's: backends rewrite graphs by their shapes
-        copy = GraphModule(self.gm, self.gm.graph.copy(), class_name=type(self.gm).__name__)
+        graph = self.gm.graph.copy()
+        for node in graph.nodes:
+            # this build is for this shape alone
+            node.meta.pop("dynamic_dims", None)
+        copy = GraphModule(self.gm, graph, class_name=type(self.gm).__name__)
         copy.meta = dict(self.gm.meta)
         examples: List[Any] = list(args)
         propagate_shapes(copy, examples)
@@ -70,7 +76,49 @@ class PerShape:
 
     def describe(self) -> str:
         extra = f", {self.over_limit} more on Paddle's kernels" if self.over_limit else ""
+        why = self.why or "it builds for fixed shapes"
         return (
-            f"backend {self.backend.name!r} builds for fixed shapes: one build per input "
-            f"shape ({self.built} so far{extra})"
+            f"one build per input shape ({self.built} so far{extra}): backend "
+            f"{self.backend.name!r} {why}"
         )
+
+
+def reads_sizes(gm: GraphModule) -> bool:
+    """Whether the graph's code reads a tensor size (``shapes.size``) when it runs."""
+    from .shapes import size
+
+    return any(n.op == "call_function" and n.target is size for n in gm.graph.nodes)
+
+
+def dynamic_dims(gm: GraphModule) -> Dict[str, List[int]]:
+    """placeholder name -> its dynamic dimensions, for the inputs that have some."""
+    return {
+        n.name: list(n.meta["dynamic_dims"])
+        for n in gm.graph.nodes
+        if n.op == "placeholder" and n.meta.get("dynamic_dims")
+    }
+
+
+def _grown(examples: Sequence[Any], names: List[str], which) -> List[Any]:
+    import paddle
+
+    out = []
+    for name, x in zip(names, examples):
+        for d in which.get(name, ()):
+            # the first slice repeated: integer inputs such as token ids stay valid
+            x = paddle.concat([x, paddle.slice(x, [d], [0], [1])], axis=d)
+        out.append(x)
+    return out
+
+
+def other_sizes(examples: Sequence[Any], gm: GraphModule) -> Iterator[List[Any]]:
+    """Example inputs of other sizes, to check that a build serves more than the size it
+    was made at: every dynamic dimension one longer, then each one alone (dimensions
+    that must agree, such as a batch shared by two inputs, only grow together)."""
+    dims = dynamic_dims(gm)
+    names = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+    yield _grown(examples, names, dims)
+    singles = [(name, d) for name, ds in dims.items() for d in ds]
+    if len(singles) > 1:
+        for name, d in singles:
+            yield _grown(examples, names, {name: [d]})

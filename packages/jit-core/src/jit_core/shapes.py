@@ -189,9 +189,30 @@ def sources_of(expr: tuple) -> Iterable[Any]:
         yield from sources_of(expr[3])
 
 
-def size(t: Any, dim: int) -> int:
-    """The size of dimension ``dim`` of ``t`` when the graph runs (a graph node)."""
-    return t.shape[dim]
+def _size(t: Any, dim: int) -> Any:
+    """The size of dimension ``dim`` of ``t`` when the graph runs (a graph node). In a
+    static program (an export) the size of a dynamic dimension is not known: there it is
+    a 0-D tensor that the program computes, which Paddle's shape arguments accept."""
+    import paddle
+
+    if paddle.in_dynamic_mode():
+        return t.shape[dim]
+    n = t.shape[dim]
+    if n is not None and n >= 0:
+        return n
+    return paddle.shape(t)[dim]
+
+
+def _plain(fn: Callable) -> Callable:
+    # run as it is inside an export: to_static would turn its ``if`` into a cond op
+    import paddle
+
+    not_to_static = getattr(paddle.jit, "not_to_static", None)
+    return not_to_static(fn) if not_to_static is not None else fn
+
+
+size = _plain(_size)
+size.__name__ = size.__qualname__ = "size"
 
 
 def describe_dims(dims: FrozenSet[int]) -> str:

@@ -5,8 +5,9 @@ inputs' shapes and dtypes -> ``paddle.jit.save`` into a temporary folder -> padd
 (opset ``DEFAULT_OPSET``, ``optimize_tool="None"``), run in a worker process -> an
 ``onnx.ModelProto`` whose inputs are named like the graph's placeholders.
 
-Shapes are static: a cache entry's guard fixes every input shape, so each shape is its own
-graph and its own model.
+Shapes are those of the example inputs, except the dynamic dimensions of a graph's inputs
+(``meta["dynamic_dims"]``), which the model serves at every size (sizes the graph reads
+become shape operators of the program: ``shapes.size``).
 """
 
 from __future__ import annotations
@@ -103,12 +104,22 @@ def save_static(gm, example_inputs: Sequence[Any], prefix: str) -> None:
     import paddle
 
     from ..fx import GraphModule
+    from ..shape_dispatch import dynamic_dims
     from .prepare import prepare_graph
 
     example = {n.name: x for n, x in zip(_placeholders(gm.graph), example_inputs)}
-    graph = prepare_graph(gm)
+    dynamic = dynamic_dims(gm)
+    graph = prepare_graph(gm, dynamic=bool(dynamic))
+
+    def spec_shape(name: str) -> list:
+        # None: a dimension the exported model serves at every size
+        shape: list = list(example[name].shape)
+        for d in dynamic.get(name, ()):
+            shape[d] = None
+        return shape
+
     specs = [
-        paddle.static.InputSpec(list(example[p.name].shape), example[p.name].dtype, name=p.name)
+        paddle.static.InputSpec(spec_shape(p.name), example[p.name].dtype, name=p.name)
         for p in _placeholders(graph)
     ]
     # a copy that shares the parameters and layers (their modes untouched): to_static

@@ -365,13 +365,16 @@ def _drop_unused_inputs(graph: Graph) -> int:
     return len(unused)
 
 
-def prepare_graph(gm) -> Graph:
-    """A copy of ``gm``'s graph with the rewrites above applied."""
+def prepare_graph(gm, dynamic: bool = False) -> Graph:
+    """A copy of ``gm``'s graph with the rewrites above applied. ``dynamic``: the model
+    serves every size of some dimensions, so no rewrite may rely on the example's sizes
+    (ranks do not change)."""
     graph = gm.graph.copy()
     _scalar_add_sub(graph)
     _reduction_of_a_scalar(graph)
     _mean_over_all(graph)
-    _adaptive_pool_of_one(gm, graph)
+    if not dynamic:
+        _adaptive_pool_of_one(gm, graph)
     _activations(gm, graph)
     _out_of_place_c_ops(graph)
     _distinct_outputs(graph)

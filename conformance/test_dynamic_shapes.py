@@ -40,6 +40,8 @@ def test_mlp_every_batch_size_captures_twice(backend):
     # batch 1 (static), then batch 2 makes dimension 0 dynamic: sizes 2..64 share it
     assert stats.captures == 2, stats
     assert stats.eager_frames == {}, stats
+    notes = stats.dynamic_shapes[jit_core.api.frame_key(MLP.forward)]
+    assert notes == ["dimension 0 of L['x'] is dynamic: its size changed from 1 to 2"]
 
 
 class Encoder(paddle.nn.Layer):
@@ -194,6 +196,8 @@ def test_a_size_of_a_made_tensor_in_python_makes_the_frame_static(backend):
     for b in (2, 3, 3):
         _check(fast, made_size, paddle.randn([b, 2]))
     assert fast.jit_stats.captures == 2, fast.jit_stats
+    assert "every dimension static" in str(fast.jit_stats.dynamic_shapes)
+    assert "every dimension static" in str(fast.jit_stats.dynamic_shapes)
     out = jit_core.explain(
         jit_core.optimize(made_size, backend=backend, dynamic=True), paddle.ones([2, 2])
     )

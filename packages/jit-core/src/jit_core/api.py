@@ -5,8 +5,8 @@ from __future__ import annotations
 import functools
 import inspect
 import types
-from dataclasses import dataclass
-from typing import Any, Callable, Dict, Optional, Set
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Set
 
 import paddle
 
@@ -57,6 +57,9 @@ class JitStats:
     eager_frames: Dict[str, str]
     #: cache entries per frame
     entries: Dict[str, int]
+    #: per frame, the dimensions automatic dynamic shapes made dynamic and why, and why
+    #: its shapes stay static where they do (``jit_core.shapes``)
+    dynamic_shapes: Dict[str, List[str]] = field(default_factory=dict)
 
 
 def _stats(ctx: CompileContext) -> JitStats:
@@ -68,8 +71,14 @@ def _stats(ctx: CompileContext) -> JitStats:
     keys = frame_keys(code for code, _ in caches)
     eager: Dict[str, str] = {}
     entries: Dict[str, int] = {}
+    shapes: Dict[str, List[str]] = {}
     for code, c in caches:
         key = keys[code]
+        notes = list(c.dynamic_notes)
+        if c.static_reason:
+            notes.append(f"every dimension static: {c.static_reason}")
+        if notes:
+            shapes[key] = notes
         reason = c.eager_reason or c.limit_reason
         if reason:
             eager[key] = reason
@@ -77,7 +86,7 @@ def _stats(ctx: CompileContext) -> JitStats:
             entries[key] = len(c.entries)
     compiled = sum(1 for e in ctx.events if e.compiled)
     captures = sum(1 for e in ctx.events if not e.graph_break and not e.recompile_limit)
-    return JitStats(captures, compiled, eager, entries)
+    return JitStats(captures, compiled, eager, entries, shapes)
 
 
 _MISS = object()
@@ -258,8 +267,10 @@ def optimize(
     ``freeze=True`` promises that parameters and buffers do not change, which lets the
     inference passes (BatchNorm folding, constant folding) run on graphs captured under
     ``paddle.no_grad()`` (call ``reset()`` after changing the parameters of a frozen
-    model); ``debug=True`` lints the graph after every pass. Every other keyword goes to
-    the backend.
+    model); ``debug=True`` lints the graph after every pass. ``dynamic`` (dynamic shapes,
+    see ``jit_core.shapes``): ``None`` makes a dimension dynamic once a change of its size
+    causes a recompile, ``True`` makes every dimension dynamic from the start, ``False``
+    none. Every other keyword goes to the backend.
     """
     opts = Options.from_kwargs(backend, full_graph, options)
     if fn_or_layer is None:

@@ -87,11 +87,14 @@ def _needs_training_backend(gm, traced: Traced, grad_on: bool) -> Optional[str]:
             return f"layer {node.target} is in training mode"
         if node.op in ("call_function", "call_method") and is_random(node):
             return f"{target_name(node)} draws random numbers"
+    aliased = _aliased_output(gm, traced)
+    if aliased is not None:
+        return aliased
     for i, t in enumerate(traced.tensors):
         if 0 in t.example.shape:
             # exported models leave such outputs out (paddle2onnx)
             return f"graph output {i} has no elements (shape {list(t.example.shape)})"
-    return _aliased_output(gm, traced)
+    return None
 
 
 def _aliased_output(gm, traced: Traced) -> Optional[str]:

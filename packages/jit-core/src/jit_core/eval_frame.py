@@ -373,6 +373,10 @@ class CompileContext:
                 f"recompile limit ({limit}) reached{whose}; the guard that kept failing: "
                 f"{failed}; calls that match none of its {mine} entries run eagerly"
             )
+            if cache.static_reason:
+                reason += f" (its shapes stay static: {cache.static_reason})"
+            elif cache.dynamic_notes:
+                reason += f" (dynamic shapes: {'; '.join(cache.dynamic_notes)})"
         cache.limits_hit.add(kind)
         cache.limit_reason = reason
         key = frame_key(code)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import warnings
 from typing import Any, Callable, Dict, Iterator, List, Sequence, Tuple
 
 from .fx import GraphModule
@@ -35,8 +36,9 @@ class PerShape:
         self.limit = limit
         self.builds: Dict[Tuple, Callable] = {}
         self.built = 0
-        #: shapes served by the paddle backend past the limit
+        #: shapes served by the paddle backend past the limit, and because a build failed
         self.over_limit = 0
+        self.failed = 0
         self._build(self._key(examples), examples)
 
     @staticmethod
@@ -63,8 +65,24 @@ class PerShape:
         copy = GraphModule(self.gm, graph, class_name=type(self.gm).__name__)
         copy.meta = dict(self.gm.meta)
         examples: List[Any] = list(args)
-        propagate_shapes(copy, examples)
-        fn = self.builds[key] = self.backend.compile(copy, examples, **self.options)
+        if not self.builds:
+            # the first build is the capture's: its errors are the capture's to report
+            fn = self.backend.compile(copy, examples, **self.options)
+        else:
+            try:
+                propagate_shapes(copy, examples)
+                fn = self.backend.compile(copy, examples, **self.options)
+            except Exception as e:  # noqa: BLE001 - this shape runs on Paddle's kernels
+                self.failed += 1
+                warnings.warn(
+                    f"jit_core: backend {self.backend.name!r} could not build "
+                    f"{type(self.gm).__name__} for input shapes {list(key)} "
+                    f"({type(e).__name__}: {str(e)[:300]}); they run on Paddle's kernels",
+                    RuntimeWarning,
+                    stacklevel=3,
+                )
+                fn = self.gm.forward
+        self.builds[key] = fn
         self.built += 1
         return fn
 
@@ -75,7 +93,8 @@ class PerShape:
         return fn(*args)
 
     def describe(self) -> str:
-        extra = f", {self.over_limit} more on Paddle's kernels" if self.over_limit else ""
+        paddle_kernels = self.over_limit + self.failed
+        extra = f", {paddle_kernels} on Paddle's kernels" if paddle_kernels else ""
         why = self.why or "it builds for fixed shapes"
         return (
             f"one build per input shape ({self.built} so far{extra}): backend "

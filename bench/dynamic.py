@@ -1,0 +1,119 @@
+"""Dynamic shapes, in one run: the cost of a call at a size never seen before, and the
+steady state over mixed sizes, for eager Paddle, Paddle's SOT
+(`paddle.jit.to_static(net, full_graph=False)`) and jit_core's `optimize(net)` with
+automatic dynamic shapes, against a static compile (`dynamic=False`) of one size.
+
+    python bench/dynamic.py [--repeat N] [--backends paddle,onnxrt]
+
+Per model and backend:
+- "new size": milliseconds of the first call at each of several sizes never seen before
+  (median), after the model was called at two sizes (automatic dynamic shapes made the
+  changing dimensions dynamic on the second); "captures" counts every capture made;
+- "mixed": microseconds per call over a cycle of sizes already seen;
+- "static": microseconds per call of a `dynamic=False` compile called at one size, the
+  figure the mixed-size steady state should be within 1.1x of.
+`eval()`, under `paddle.no_grad()`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+import warnings
+
+warnings.filterwarnings("ignore")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import paddle  # noqa: E402
+from _timing import per_call_us  # noqa: E402
+
+import jit_core  # noqa: E402
+from conformance.test_dynamic_shapes import MLP, Encoder  # noqa: E402
+
+
+def _mlp_inputs(b: int, _s: int):
+    return (paddle.randn([b, 8]),)
+
+
+def _encoder_inputs(b: int, s: int):
+    return (paddle.randint(0, 50, [b, s]), paddle.ones([b, s], "int64"))
+
+
+#: (name, make, make inputs for (batch, length), warm-up sizes, new sizes, mixed sizes)
+MODELS = [
+    (
+        "MLP, batch",
+        MLP,
+        _mlp_inputs,
+        [(4, 0), (6, 0)],
+        [(b, 0) for b in (9, 13, 21, 33, 47)],
+        [(b, 0) for b in (4, 6, 9, 13)],
+    ),
+    (
+        "encoder, batch x length",
+        Encoder,
+        _encoder_inputs,
+        [(2, 5), (3, 7)],
+        [(4, 9), (5, 11), (6, 6), (7, 13), (3, 15)],
+        [(2, 5), (3, 7), (4, 9), (5, 11)],
+    ),
+]
+
+
+def _ms(fn, x) -> float:
+    start = time.perf_counter()
+    fn(*x)
+    return (time.perf_counter() - start) * 1e3
+
+
+def _mixed_us(fn, inputs, repeat: int) -> float:
+    """Per call over a cycle of the sizes in ``inputs``."""
+
+    def cycle():
+        for x in inputs:
+            fn(*x)
+
+    return per_call_us([cycle], (), repeat, rounds=5, warmup=3)[0] / len(inputs)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--backends", default="paddle,onnxrt")
+    args = parser.parse_args()
+    backends = [b for b in args.backends.split(",") if b in jit_core.backends()]
+    py = "{}.{}".format(*sys.version_info[:2])
+    print(f"Python {py}, paddle {paddle.__version__}, eval(), no_grad")
+    print()
+    print(
+        "| model | runs on | new size (ms) | captures | mixed sizes (us/call) | static, one size (us/call) |"
+    )
+    print("|---|---|---|---|---|---|")
+    with paddle.no_grad():
+        for name, make, inputs, warm, new, mixed in MODELS:
+            paddle.seed(0)
+            net = make()
+            net.eval()
+            runners = [("eager", net), ("Paddle SOT", paddle.jit.to_static(net, full_graph=False))]
+            runners += [(f"jit_core {b}", jit_core.optimize(net, backend=b)) for b in backends]
+            for label, fn in runners:
+                for size in warm:
+                    fn(*inputs(*size))
+                new_ms = statistics.median(_ms(fn, inputs(*size)) for size in new)
+                mixed_us = _mixed_us(fn, [inputs(*s) for s in mixed], args.repeat)
+                captures = getattr(fn, "jit_stats", None)
+                static = "-"
+                if label.startswith("jit_core"):
+                    one = jit_core.optimize(net, backend=label.split()[1], dynamic=False)
+                    static = f"{per_call_us([one], inputs(*mixed[-1]), args.repeat * 4, rounds=5)[0]:.0f}"
+                print(
+                    f"| {name} | {label} | {new_ms:.1f} | "
+                    f"{captures.captures if captures is not None else '-'} | {mixed_us:.0f} | {static} |"
+                )
+
+
+if __name__ == "__main__":
+    main()

@@ -204,6 +204,33 @@ def test_a_size_of_a_made_tensor_in_python_makes_the_frame_static(backend):
     assert "every dimension static" in str(out) and "a size of a tensor the graph made" in str(out)
 
 
+class ScaledAttention(paddle.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.q = paddle.nn.Linear(8, 8)
+        self.k = paddle.nn.Linear(8, 8)
+
+    def forward(self, x):
+        q, k = self.q(x), self.k(x)
+        scale = q.shape[-1] ** -0.5  # 8 at every batch and length
+        att = paddle.matmul(q, k, transpose_y=True) * scale
+        for i in range(q.shape[-1] // 4):
+            att = att + i
+        return paddle.nn.functional.softmax(att, -1)
+
+
+def test_a_fixed_size_of_a_made_tensor_is_a_constant(backend):
+    """``q.shape[-1]`` of a tensor the graph made is known at every size (Paddle's shape
+    inference says so): a constant without a guard, and the shapes stay dynamic."""
+    paddle.seed(0)
+    net = ScaledAttention()
+    fast = jit_core.optimize(net, backend=backend)
+    for b, s in [(2, 3), (3, 5), (4, 6), (2, 7), (5, 2)]:
+        _check(fast, net, paddle.randn([b, s, 8]))
+    assert fast.jit_stats.captures == 2, fast.jit_stats
+    assert "static" not in str(fast.jit_stats.dynamic_shapes)
+
+
 @pytest.mark.autograd
 def test_gradients_through_a_dynamic_graph_equal_eager():
     paddle.seed(0)

@@ -114,12 +114,16 @@ def specs(draw) -> Spec:
     dim = st.integers(1, 5)
     first = tuple(draw(dim) for _ in range(rank))
     other = tuple(draw(dim) for _ in range(rank))
+    # a third shape: calls on a dimension that changed (dynamic since the second
+    # shape: ``jit_core.shapes``) run the dynamic entry at a size it was not captured at
+    third = tuple(draw(dim) for _ in range(rank))
     if layer:  # a Linear fixes the last dimension
         other = other[:-1] + first[-1:]
+        third = third[:-1] + first[-1:]
     return Spec(
         layer=layer,
         rank=rank,
-        shapes=(first, other),
+        shapes=(first, other, third),
         seed=draw(st.integers(0, 2**16)),
         m_values=(draw(st.integers(0, 4)), draw(st.integers(0, 4))),
         stmts=tuple(draw(st.lists(_stmt(2), min_size=1, max_size=10))),
@@ -866,7 +870,7 @@ def render(spec: Spec) -> str:
 
 def example_inputs(spec: Spec) -> List[Tuple[Optional[object], ...]]:
     """NumPy inputs of each call: the first twice (a cache hit), new values, a new shape
-    and ``m``."""
+    and ``m``, then each further shape."""
     import numpy as np
 
     rng = np.random.RandomState(spec.seed)
@@ -878,9 +882,11 @@ def example_inputs(spec: Spec) -> List[Tuple[Optional[object], ...]]:
 
     first = one(spec.shapes[0])
     m0, m1 = spec.m_values
-    return [
+    calls = [
         (*first, m0),
         (*first, m0),
         (*one(spec.shapes[0]), m0),
         (*one(spec.shapes[1]), m1),
     ]
+    calls += [(*one(shape), m1) for shape in spec.shapes[2:]]
+    return calls

@@ -181,3 +181,37 @@ def test_an_error_unwinding_in_a_resume_function(backend):
         _error_in_a_with_after_a_caught_one(x)
     with pytest.raises(NameError):
         jit_core.optimize(_error_in_a_with_after_a_caught_one, backend=backend)(x)
+
+
+class _Box:
+    pass
+
+
+def _accumulate(x, obj):
+    obj.total = getattr(obj, "total", 0.0) + x.mean()
+    return x
+
+
+def test_getattr_default_guards_that_the_attribute_is_missing(backend):
+    # was: the first call's entry (attribute missing: the default) served the second
+    # call, which has the attribute: total 2.0 instead of 4.0
+    fast = jit_core.optimize(_accumulate, backend=backend)
+    box, eager_box = _Box(), _Box()
+    x = paddle.ones([2]) * 2
+    for _ in range(2):
+        fast(x, box)
+        _accumulate(x, eager_box)
+    assert_same(box.total, eager_box.total)
+
+
+def _reshape_like(x, y):
+    return x.reshape(y.shape) + 1
+
+
+def test_a_shape_with_dynamic_sizes_is_passed_as_a_list(backend):
+    # was: paddle.Size() refused the graph nodes of dynamic sizes (internal error, eager)
+    fast = jit_core.optimize(_reshape_like, backend=backend, dynamic=True)
+    for n in (2, 3):
+        x, y = paddle.randn([n * 2]), paddle.randn([n, 2])
+        assert_same(fast(x, y), _reshape_like(x, y))
+    assert fast.jit_stats.eager_frames == {}, fast.jit_stats

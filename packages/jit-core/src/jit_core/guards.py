@@ -37,6 +37,9 @@ CONSTANT_MATCH = "CONSTANT_MATCH"
 TENSOR_MATCH = "TENSOR_MATCH"
 LEN_MATCH = "LEN_MATCH"
 DICT_KEYS = "DICT_KEYS"
+#: whether an object has an attribute (``getattr(obj, name, default)``, ``hasattr``): the
+#: guard's source is ``AttrSource(obj, name)``, its value the answer at capture
+HASATTR = "HASATTR"
 
 # Ordered so that an object's identity is checked before anything read through it.
 _KIND_ORDER = {
@@ -44,6 +47,7 @@ _KIND_ORDER = {
     FUNCTION_MATCH: 0,
     TYPE_MATCH: 1,
     LEN_MATCH: 2,
+    HASATTR: 2,
     DICT_KEYS: 3,
     CONSTANT_MATCH: 4,
     TENSOR_MATCH: 5,
@@ -296,6 +300,9 @@ class GuardSet:
                     tname = namer.obj(type(v), "t")
                     check = f"type({e}) is {tname} and {e} == {_constant_literal(v, namer)}"
                 parts.append(("constant", check))
+            elif g.kind == HASATTR:
+                check = f"hasattr({expr(g.source.base)}, {g.source.attr!r}) is {bool(g.value)!r}"
+                parts.append(("attribute presence", check))
             elif g.kind == LEN_MATCH:
                 tname = namer.obj(type(g.value), "t")
                 parts.append(("container", f"type({e}) is {tname} and len({e}) == {len(g.value)}"))

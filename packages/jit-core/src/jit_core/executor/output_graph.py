@@ -16,7 +16,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import paddle
 
-from .. import guards, shapes
+from .. import guards, shape_infer, shapes
 from ..errors import (
     CONTEXT_MANAGER,
     DATA_LEAVES_GRAPH,
@@ -48,7 +48,12 @@ def _as_argument(v: VariableTracker, tensor: Callable[[TensorVariable], Any]) ->
     if isinstance(v, (TensorVariable, SymIntVariable)):
         return tensor(v)
     if isinstance(v, BaseListVariable):
-        return v.container_type(_as_argument(i, tensor) for i in v.items)
+        items = [_as_argument(i, tensor) for i in v.items]
+        try:
+            return v.container_type(items)
+        except TypeError:
+            # paddle.Size holds ints only: a shape with dynamic sizes is a plain list
+            return list(items)
     if isinstance(v, DictVariable):
         return {k: _as_argument(i, tensor) for k, i in v.items.items()}
     if isinstance(v, SliceVariable):
@@ -129,6 +134,9 @@ class OutputGraph:
         #: an input with a dynamic dimension was read: sizes of tensors made from then on
         #: may differ from call to call
         self.dynamic_inputs = False
+        #: tensor node -> its shape as Paddle infers it for every dynamic size
+        #: (``shape_infer``), filled when a capture first needs one
+        self.static_shapes: Dict[Any, Optional[List[int]]] = {}
         self.guards = guards.GuardSet()
         #: name -> object registered on the GraphModule (layers, parameters, buffers)
         self.root: Dict[str, Any] = {}
@@ -277,7 +285,7 @@ class OutputGraph:
         else:
             return ConstantVariable(n)
         node = self.graph.call_function(shapes.size, (t.node, dim))
-        return SymIntVariable(self, node, n, expr)
+        return SymIntVariable(self, node, n, expr, dim_of=None if expr else (t.node, dim))
 
     @staticmethod
     def _size_parts(v: VariableTracker):
@@ -287,28 +295,51 @@ class OutputGraph:
         value = v.as_python_constant()
         return value, value, shapes.const(value)
 
+    def expr_of(self, v: VariableTracker) -> Optional[tuple]:
+        """The expression of an int or a size over the frame's inputs, or None where no
+        expression holds at every size. A size of a tensor the graph made gets one where
+        Paddle's shape inference says it is fixed (``shape_infer``)."""
+        if not isinstance(v, SymIntVariable):
+            return shapes.const(v.as_python_constant())
+        if v.expr is None and v.operands is not None:
+            fn, a, b = v.operands
+            xa, xb = self.expr_of(a), self.expr_of(b)
+            if xa is not None and xb is not None:
+                v.expr = ("op", fn, xa, xb)
+        elif v.expr is None and v.dim_of is not None:
+            node, dim = v.dim_of
+            shape = shape_infer.static_shapes(self, node)
+            if shape is not None and shape[dim] == v.example:
+                # the same at every size the guards admit: no guard needed
+                v.expr = shapes.const(v.example)
+        return v.expr
+
     def specialize(self, sym: SymIntVariable, why: str) -> None:
         """Pin ``sym`` to its value in this capture (a guard), or, when no guard can
         say it, have the frame captured again with static shapes."""
-        if sym.expr is None:
+        expr = self.expr_of(sym)
+        if expr is None:
             raise shapes.SpecializeShapes(
                 f"{sym.describe()}, a size of a tensor the graph made, is needed as a "
                 f"Python value ({why})"
             )
-        self.guards.add_relation(("op", operator.eq, sym.expr, shapes.const(sym.example)), True)
+        if expr[0] != "const":
+            self.guards.add_relation(("op", operator.eq, expr, shapes.const(sym.example)), True)
 
     def guard_relation(self, fn, a: VariableTracker, b: VariableTracker, what: str) -> bool:
         """``fn(a, b)`` for a comparison of sizes: its value in this capture, which a
         guard on the relation (not on the sizes) makes hold for every call served."""
-        _, ea, xa = self._size_parts(a)
-        _, eb, xb = self._size_parts(b)
+        _, ea, _ = self._size_parts(a)
+        _, eb, _ = self._size_parts(b)
         holds = bool(fn(ea, eb))
+        xa, xb = self.expr_of(a), self.expr_of(b)
         if xa is None or xb is None:
             unknown = a if xa is None else b
             raise shapes.SpecializeShapes(
                 f"{unknown.describe()}, a size of a tensor the graph made, decides {what}"
             )
-        self.guards.add_relation(("op", fn, xa, xb), holds)
+        if not (xa[0] == "const" and xb[0] == "const"):
+            self.guards.add_relation(("op", fn, xa, xb), holds)
         return holds
 
     def size_op(self, fn, a: VariableTracker, b: VariableTracker) -> SymIntVariable:
@@ -316,8 +347,9 @@ class OutputGraph:
         na, ea, xa = self._size_parts(a)
         nb, eb, xb = self._size_parts(b)
         node = self.graph.call_function(fn, (na, nb))
-        expr = None if xa is None or xb is None else ("op", fn, xa, xb)
-        return SymIntVariable(self, node, fn(ea, eb), expr)
+        if xa is not None and xb is not None:
+            return SymIntVariable(self, node, fn(ea, eb), ("op", fn, xa, xb))
+        return SymIntVariable(self, node, fn(ea, eb), None, operands=(fn, a, b))
 
     # ------------------------------------------------------------ operations
     def _set_meta(self, node, example) -> None:

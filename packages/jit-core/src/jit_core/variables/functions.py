@@ -334,7 +334,15 @@ def _getattr(tx, args, kwargs):
 def _hasattr_value(tx, obj, name) -> Optional[bool]:
     real = getattr(obj, "value", None)
     if real is not None and not isinstance(obj, (ConstantVariable, TensorVariable)):
-        return hasattr(real, name)
+        found = hasattr(real, name)
+        if obj.source is not None:
+            # the answer holds for the calls the entry serves: an attribute set later
+            # (``obj.total = getattr(obj, "total", 0) + x``) is another entry
+            from ..guards import HASATTR
+            from ..sources import AttrSource
+
+            tx.output.guards.add(AttrSource(obj.source, name), HASATTR, found)
+        return found
     if isinstance(obj, TensorVariable):
         return hasattr(obj.example, name)
     if isinstance(obj, ConstantVariable):

@@ -21,12 +21,24 @@ class SymIntVariable(VariableTracker):
     captured again with static shapes (``shapes.SpecializeShapes``).
     """
 
-    def __init__(self, output, node, example: int, expr: Optional[tuple]):
+    def __init__(
+        self,
+        output,
+        node,
+        example: int,
+        expr: Optional[tuple],
+        dim_of: Optional[tuple] = None,
+        operands: Optional[tuple] = None,
+    ):
         super().__init__(None)
         self.output = output
         self.node = node
         self.example = int(example)
         self.expr = expr
+        #: without ``expr``: ``(tensor node, dim)`` of a size read, or ``(fn, a, b)`` of
+        #: arithmetic on sizes; what ``OutputGraph.expr_of`` resolves it from later
+        self.dim_of = dim_of
+        self.operands = operands
 
     def python_type(self) -> type:
         return int

@@ -40,7 +40,7 @@ DOCS = ["sphinx==9.1.1", "furo==2025.12.19"]
 PADDLE = {"3.8": "paddlepaddle==3.0.0"}
 PADDLE_DEFAULT = "paddlepaddle==3.3.1"
 
-nox.options.sessions = ["lint", "docs", "tests"]
+nox.options.sessions = ["lint", "docs", "tests", "wheels"]
 nox.options.reuse_existing_virtualenvs = True
 # the stdlib venv of each interpreter: recent virtualenv releases cannot seed Python 3.8
 nox.options.default_venv_backend = "venv"
@@ -80,6 +80,61 @@ def tests(session: nox.Session) -> None:
             *session.posargs,
             env={**env, **backend_env},
         )
+
+
+#: the distributions users install, built from these folders
+DISTRIBUTIONS = ["packages/jit-core", "packages/jit-opcodes", "packages/backend-onnxrt"]
+DISTRIBUTIONS += ["packages/backend-tvm"]
+#: what a user types (README): resolved from the files built here, not from an index
+USER_INSTALL = ["jit-core==0.1.0", "jit-backend-onnxrt==0.1.0"]
+#: checks the installed (not editable) packages after the README's example: where they
+#: came from, and that the backend plugin is found with its version
+INSTALLED_CHECK = """
+import os, sys, jit_core, jit_opcodes, jit_backend_onnxrt
+for m in (jit_core, jit_opcodes, jit_backend_onnxrt):
+    assert m.__file__.startswith(sys.prefix), f"{m.__name__} comes from {m.__file__}"
+plugins = {dist: version for _, dist, version in jit_core.list_plugins() if dist}
+assert plugins.get("jit-backend-onnxrt") == "0.1.0", plugins
+import paddle
+net = paddle.nn.Sequential(paddle.nn.Linear(4, 4), paddle.nn.ReLU())
+net.eval()
+with paddle.no_grad():
+    x = paddle.rand([3, 4])
+    y = jit_core.optimize(net, backend="onnxrt")(x)
+    assert float((y - net(x)).abs().max()) < 1e-5
+print("installed from the built wheels:", plugins)
+"""
+
+
+def _readme_example() -> str:
+    """The README's first Python example, exactly as a user would paste it."""
+    with open("README.md") as f:
+        text = f.read()
+    start = text.index("```python\n") + len("```python\n")
+    return text[start : text.index("```", start)]
+
+
+@nox.session(python="3.12")
+def wheels(session: nox.Session) -> None:
+    """What users install is what we test: the sdist and wheel of every package, built
+    here; ``pip install jit-core jit-backend-onnxrt`` into a fresh venv, resolved from the
+    built files (not editable); the README's first example run there."""
+    session.install("build")
+    dist = os.path.abspath(os.path.join(".nox", "dist"))
+    shutil.rmtree(dist, ignore_errors=True)
+    for pkg in DISTRIBUTIONS:
+        # the wheel is built from the sdist: a file missing from the sdist fails here
+        session.run("python", "-m", "build", "-q", "--outdir", dist, pkg)
+    venv = os.path.join(session.create_tmp(), "user-venv")
+    shutil.rmtree(venv, ignore_errors=True)
+    session.run("python", "-m", "venv", venv)
+    python = os.path.join(venv, "bin", "python")
+    pip = [python, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    # Paddle is the user's choice of build (jit-core names none): the CPU one here
+    session.run(*pip, "--find-links", dist, PADDLE_DEFAULT, *USER_INSTALL, external=True)
+    env = {"GLOG_minloglevel": "2"}
+    session.run(python, "-c", _readme_example(), external=True, env=env)
+    session.run(python, "-c", INSTALLED_CHECK, external=True, env=env)
 
 
 @nox.session(python="3.12")

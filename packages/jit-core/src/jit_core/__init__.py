@@ -7,6 +7,8 @@ plugin. ``explain(fn, *args)`` reports what was captured and why anything was no
 
 from __future__ import annotations
 
+# first: a missing or too old Paddle is one clear error, not a traceback from deep inside
+from . import _paddle  # noqa: F401
 from .api import OptimizedFunction, OptimizedLayer, optimize
 from .capture import capture
 from .errors import (

@@ -223,9 +223,24 @@ class Translator:
         if name not in self.symbolic_locals:
             raise Unsupported(f"local variable {name!r} is read before assignment", category=RAISES)
         value = self.symbolic_locals[name]
-        if isinstance(value, LazyVariable):
+        if isinstance(value, LazyVariable) and not self._only_returned():
             value = self.symbolic_locals[name] = value.realize(self)
         return value
+
+    #: what may stand between a load and the frame's return for the value to be only
+    #: passed through: more loads, and tuples built of them
+    _PASS_THROUGH = frozenset({"LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_CONST", "BUILD_TUPLE"})
+
+    def _only_returned(self) -> bool:
+        """Whether the value loaded now goes straight into the frame's return value: a
+        loop body hands every local back this way (``codegen.loops``). Such a value stays
+        unread (no guard: the code after the graph loads it again from the frame)."""
+        if self.parent is not None:
+            return False  # an inlined function's return goes on in its caller
+        for inst in self.instructions[self.ip :]:
+            if inst.opname not in self._PASS_THROUGH:
+                return inst.opname == "RETURN_VALUE"
+        return False
 
     def store_local(self, name: str, value: VariableTracker) -> None:
         self.symbolic_locals[name] = value

@@ -170,6 +170,8 @@ class FrameCompiler:
         f_globals = frame.f_globals
         with _preserve_rng():
             tx = Translator(code, f_globals, output, f_globals)
+            # capture() makes a graph of what the function returns, its inputs too
+            tx.unread_pass_through = not inputs_as_outputs
             root_locals(code, _compat.frame_locals(frame), tx, getattr(frame, "f_closure", None))
             point = None
             before_loop = where is not None and where.before_loop is not None

@@ -227,6 +227,9 @@ class Translator:
             value = self.symbolic_locals[name] = value.realize(self)
         return value
 
+    #: False where every value returned must be a graph input (``jit_core.capture``)
+    unread_pass_through = True
+
     #: what may stand between a load and the frame's return for the value to be only
     #: passed through: more loads, and tuples built of them
     _PASS_THROUGH = frozenset({"LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_CONST", "BUILD_TUPLE"})
@@ -235,7 +238,7 @@ class Translator:
         """Whether the value loaded now goes straight into the frame's return value: a
         loop body hands every local back this way (``codegen.loops``). Such a value stays
         unread (no guard: the code after the graph loads it again from the frame)."""
-        if self.parent is not None:
+        if self.parent is not None or not self.unread_pass_through:
             return False  # an inlined function's return goes on in its caller
         for inst in self.instructions[self.ip :]:
             if inst.opname not in self._PASS_THROUGH:

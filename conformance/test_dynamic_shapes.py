@@ -42,6 +42,8 @@ def test_mlp_every_batch_size_captures_twice(backend):
     assert stats.eager_frames == {}, stats
     notes = stats.dynamic_shapes[jit_core.api.frame_key(MLP.forward)]
     assert notes == ["dimension 0 of L['x'] is dynamic: its size changed from 1 to 2"]
+    # explain() of the optimized layer captures as its next call would: dynamic
+    assert "L['x']: dimension(s) 0 dynamic" in str(jit_core.explain(fast, paddle.randn([5, 8])))
 
 
 class Encoder(paddle.nn.Layer):

@@ -198,6 +198,7 @@ class _Renderer:
         self.made: set = set()  # tensors the program made itself: in-place ops allowed
         self.counter = 0
         self.loops = 0  # loops around the statement being rendered
+        self.counters: set = set()  # counters of the while loops around it
         self.pending: List[Tuple[str, str, bool]] = []
         self.indent = 1 if not spec.layer else 2
 
@@ -219,6 +220,8 @@ class _Renderer:
     def target(self, ty: str, p: int, made: bool = True) -> str:
         """A new name, or (one time in three) an existing one of the same type."""
         names = [n for n in self.names(ty) if ty != "T" or n in self.made or not made]
+        # a while loop's counter assigned in its body could loop for ever
+        names = [n for n in names if n not in self.counters]
         if p % 3 == 2 and names:
             name = names[p % len(names)]
         else:
@@ -345,7 +348,10 @@ class _Renderer:
             self.emit(f"    {var} += 1")
         self.env[var] = "i"
         self.loops += 1
+        if kind == "while":
+            self.counters.add(var)
         self.body(body)
+        self.counters.discard(var)
         self.loops -= 1
         if kind != "while":  # a for loop that never runs leaves its variable unbound
             self.env.pop(var, None)

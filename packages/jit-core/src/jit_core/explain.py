@@ -168,15 +168,27 @@ def explain(fn: Callable, *args, backend: Optional[str] = None, **kwargs) -> Exp
     used). Nothing is kept in the caches of existing optimized objects.
     """
     options = Options(backend=backend or "paddle")
+    learned = None
     if isinstance(fn, OptimizedFunction):
         options = Options(**{**fn._options.__dict__})
+        learned = fn._ctx
         fn = fn._orig_fn
     elif isinstance(fn, OptimizedLayer):
         options = Options(**{**fn._options.__dict__})
+        learned = fn._ctx
         fn = fn._orig_layer
     if backend is not None:
         options.backend = backend
     ctx = CompileContext(options, _target_codes(fn))
+    if learned is not None:
+        # what the object's recompiles learned about shapes: explain() captures as its
+        # next call would
+        for code, cache in list(learned.cache.items()):
+            if code in ctx.targets and (cache.dynamic_dims or cache.static_reason):
+                mine = ctx.cache_for(code)
+                mine.dynamic_dims = {k: set(v) for k, v in cache.dynamic_dims.items()}
+                mine.dynamic_notes = list(cache.dynamic_notes)
+                mine.static_reason = cache.static_reason
     result = ctx.run(fn, args, kwargs)
     out = ExplainOutput(result=result)
     for ev in ctx.events:

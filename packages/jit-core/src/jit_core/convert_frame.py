@@ -292,6 +292,10 @@ class FrameCompiler:
             except Unsupported as again:
                 raise stop.could_not_break(again.reason) from None
             stop.move_to_root()
+            # the entry keeps the break for explain(): not the frames of the capture that
+            # its traceback holds (the translator, the example inputs: the first call's
+            # tensors would live as long as the entry)
+            stop.__traceback__ = stop.__context__ = stop.__cause__ = None
             if traced.point.before_loop and loop_body:
                 stop.reason = (
                     f"{stop.reason} (in a loop: the loop runs in Python and its body is "

@@ -238,6 +238,15 @@ class CompileContext:
         return cache if cache is not None else self._new_cache(code)
 
     def _new_cache(self, code: types.CodeType) -> CodeCache:
+        with self._lock:
+            # threads meeting a code for the first time at once must share one cache:
+            # else one's entry lands in a cache the other replaced, and is captured again
+            cache = self.cache.get(code)
+            if cache is not None:
+                return cache
+            return self._make_cache(code)
+
+    def _make_cache(self, code: types.CodeType) -> CodeCache:
         _keep_hooking(code)
         cache = CodeCache()
         if code not in self.targets and (

@@ -23,6 +23,8 @@ from jit_core.fx import GraphModule
 from jit_core.guards import CompiledGuard
 
 ROUNDS = 200
+#: rounds that make a new layer each (Paddle's own layer construction is the slow part)
+DROP_ROUNDS = 100
 
 #: the JIT's own objects: after the optimized object is dropped none may be left
 JIT_TYPES = (CompileContext, GraphModule, CompiledGuard)
@@ -182,15 +184,15 @@ def _growth(step, rounds: int) -> collections.Counter:
 
 def test_rounds_of_optimize_and_drop_keep_nothing_but_a_hook_each():
     kept = live(JIT_TYPES + (Breaking,))
-    eager = _growth(lambda: _eager_and_drop(8), ROUNDS)
-    jit = _growth(lambda: _optimize_and_drop(8), ROUNDS)
+    eager = _growth(lambda: _eager_and_drop(8), DROP_ROUNDS)
+    jit = _growth(lambda: _optimize_and_drop(8), DROP_ROUNDS)
     # what eager Paddle keeps per layer it makes, the JIT may keep too; past that only
     # the hook object (and its weak reference) that Paddle's set_eval_frame never lets go
     extra = jit - eager
     extra.pop("_WeakHook", None)
-    extra.pop("ReferenceType", None)
-    assert sum(extra.values()) < ROUNDS // 10, extra.most_common(8)
-    assert jit["_WeakHook"] <= ROUNDS
+    extra.pop(weakref.ReferenceType.__name__, None)
+    assert sum(extra.values()) < DROP_ROUNDS // 10, extra.most_common(8)
+    assert jit["_WeakHook"] <= DROP_ROUNDS
     assert not live(JIT_TYPES + (Breaking,)) - kept
 
 
@@ -201,7 +203,7 @@ def _rss() -> int:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/statm")
 def test_rss_does_not_grow_over_optimize_and_drop_rounds():
-    # 1024x1024 float32 weights, two per layer: 8 MiB a round if layers leaked. (Blocks
+    # 1024x1024 float32 weights, two per layer: 8 MiB a round, 160 MiB in all, if layers leaked. (Blocks
     # this large are mapped and unmapped whole, so the allocator's high-water mark of
     # small blocks does not show as growth.)
     width = 1024
@@ -209,7 +211,7 @@ def test_rss_does_not_grow_over_optimize_and_drop_rounds():
         _optimize_and_drop(width)
     settle()
     before = _rss()
-    for _ in range(30):
+    for _ in range(20):
         _optimize_and_drop(width)
     settle()
     assert _rss() - before < 16 * 2**20

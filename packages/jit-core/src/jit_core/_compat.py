@@ -119,6 +119,17 @@ def instruction_line(inst: dis.Instruction):
     return getattr(inst, "starts_line", None)
 
 
+def line_of(code: types.CodeType, offset: int) -> int:
+    """The source line of the instruction at ``offset`` of ``code``."""
+    line = code.co_firstlineno
+    for start, lineno in dis.findlinestarts(code):
+        if start > offset:
+            break
+        if lineno is not None:  # (3.13: instructions with no line)
+            line = lineno
+    return line
+
+
 def frame_locals(frame) -> dict:
     """The frame's locals as a dict: arguments, cell contents and free variables by name.
 

@@ -354,17 +354,21 @@ def jump_forward(label) -> List[Instr]:
     return [Instr("JUMP_FORWARD", label)]
 
 
-def exec_source(source: str, filename: str, name: str, namespace: Dict[str, Any]) -> Any:
+def exec_source(
+    source: str, filename: str, name: str, namespace: Dict[str, Any], shown: str = ""
+) -> Any:
     """Run generated ``source`` (registered in ``linecache`` under ``filename``, so that
     tracebacks show its lines and ``inspect``/``paddle.jit.to_static`` can read it) in
-    ``namespace`` and return the object it defines as ``name``.
+    ``namespace`` and return the object it defines as ``name``. ``shown``, the text
+    registered instead, has the same lines with comments added.
 
     The ``linecache`` entry lives as long as that object: every capture, recompile and
     ``reset()`` generates new guards and graphs, and entries that outlived them would grow
     the process without bound."""
     import linecache
 
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    text = shown or source
+    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
     exec(compile(source, filename, "exec"), namespace)
     obj = namespace[name]
     weakref.finalize(obj, linecache.cache.pop, filename, None)

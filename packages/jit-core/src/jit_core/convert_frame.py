@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import types
 import warnings
+import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Set
 
@@ -107,6 +108,71 @@ def _aliased_output(gm, traced: Traced) -> Optional[str]:
             if may_share_memory(out, outs[j]):
                 return f"graph outputs {j} and {i} share memory (one is a view of the other)"
     return None
+
+
+def wrong_outputs(outs: Any, expected: List[tuple]) -> Optional[str]:
+    """How ``outs``, what a compiled graph returned, differs from the ``(shape, dtype)``
+    of each output the graph computes; None when it does not."""
+    if not isinstance(outs, (tuple, list)):
+        return f"it returned {type(outs).__name__}, not a tuple of tensors"
+    if len(outs) != len(expected):
+        return f"it returned {len(outs)} outputs where the graph has {len(expected)}"
+    for i, (out, (shape, dtype)) in enumerate(zip(outs, expected)):
+        got = (list(getattr(out, "shape", [])), getattr(out, "dtype", None))
+        if not isinstance(out, paddle.Tensor) or got != (shape, dtype):
+            return (
+                f"its output {i} is {type(out).__name__} {got[0]} {got[1]}, where the "
+                f"graph computes Tensor {shape} {dtype}"
+            )
+    return None
+
+
+class CheckedFirstRun:
+    """What an outside backend compiled, checked on its first run: when that run raises,
+    or returns other outputs than the graph's (their number, shapes, dtypes), the graph
+    runs on the paddle backend from then on, that call included, with a warning. A
+    backend that returns wrong shapes would otherwise make every result wrong.
+
+    (Checked on the first real call rather than on an extra run at capture: a backend's
+    runs are its own to count, and an extra run costs a whole model's time.) It is a
+    constant of generated code, which the gc cannot see into: it holds its cache entry,
+    to note the fallback for ``explain()``, only weakly."""
+
+    __slots__ = ("run", "_graph", "_expected", "_frame", "_backend", "checked", "entry")
+
+    def __init__(self, run: Callable, gm: GraphModule, traced: Traced, frame: str, backend: str):
+        self.run = run
+        self._graph = gm
+        self._expected = [(list(t.example.shape), t.example.dtype) for t in traced.tensors]
+        self._frame = frame
+        self._backend = backend
+        self.checked = False
+        self.entry: Optional[Callable[[], Optional[CacheEntry]]] = None
+
+    def __call__(self, *args):
+        if self.checked:
+            return self.run(*args)
+        try:
+            outs = self.run(*args)
+        except Exception as e:  # noqa: BLE001 - the graph runs on paddle, which says it
+            why = f"its first run raised {type(e).__name__}: {e}"
+        else:
+            why = wrong_outputs(outs, self._expected)
+            if why is None:
+                self.checked = True
+                return outs
+        self._fall_back(why)
+        return self.run(*args)
+
+    def _fall_back(self, why: str) -> None:
+        note = f"runs on the paddle backend: backend {self._backend!r} is wrong for it: {why}"
+        self.run = plugins.get_backend("paddle").compile(self._graph, [])
+        self.checked = True
+        entry = self.entry() if self.entry is not None else None
+        if entry is not None:
+            entry.backend, entry.backend_note = "paddle", note
+        breaks_log.info("graph of %s %s", self._frame, note)
+        warnings.warn(f"jit_core: the graph of {self._frame} {note}", RuntimeWarning, stacklevel=3)
 
 
 class FrameCompiler:
@@ -244,6 +310,8 @@ class FrameCompiler:
                     f"backend {backend.name!r} failed to compile the graph of "
                     f"{code.co_name}: {type(e).__name__}: {e}"
                 ) from e
+            if backend.name != "paddle":
+                compiled = CheckedFirstRun(compiled, gm, traced, code.co_name, backend.name)
             graphs_log.info("graph of %s:\n%s", code.co_name, gm.code)
         resumes: List[types.CodeType] = []
         if stop is None:
@@ -322,7 +390,7 @@ class FrameCompiler:
                 disassemble(code),
                 disassemble(new_code),
             )
-        return CacheEntry(
+        entry = CacheEntry(
             guard=guard,
             code=new_code,
             graph_module=gm,
@@ -337,6 +405,9 @@ class FrameCompiler:
             resumes=resumes,
             owner=owner,
         )
+        if isinstance(compiled, CheckedFirstRun):
+            compiled.entry = weakref.ref(entry)
+        return entry
 
     def _where_to_break(self, code: types.CodeType, e: Unsupported):
         """A ``graph_breaks.Where`` when the graph can break for ``e`` in ``code``; else

@@ -70,8 +70,8 @@ class _WeakHook:
     Paddle's ``set_eval_frame`` (3.0 and 3.3) keeps one reference to every callback it
     hands back as the previous one and never drops it: a hook that held its context would
     keep the context, its cache, its graphs and the optimized layer alive for good after
-    the first call. What stays now is this object (two slots) per ``optimize()``; once
-    the context is gone it lets every frame run as it is."""
+    the first call. What stays now is this small object per ``optimize()``; once the
+    context is gone it lets every frame run as it is."""
 
     __slots__ = ("_ctx", "_method")
 
@@ -84,6 +84,32 @@ class _WeakHook:
         if ctx is None:
             return RUN_ORIGINAL
         return self._method(ctx, frame)
+
+
+class _Hook(_WeakHook):
+    """``_WeakHook`` for ``CompileContext._callback``, answering the commonest frame itself
+    in one call: one whose code runs as it is (Paddle's, Python's own), which a layer's
+    call under the hook meets by the hundred. It reads the context's cache dict, which
+    it lets go when the context dies (``_release``)."""
+
+    __slots__ = ("_cache",)
+
+    def __init__(self, ctx: CompileContext):
+        super().__init__(ctx, CompileContext._callback)
+        self._cache = ctx.cache
+        weakref.finalize(ctx, _Hook._release, self)
+
+    def _release(self) -> None:
+        self._cache = {}
+
+    def __call__(self, frame) -> FrameResult:
+        cache = self._cache.get(frame.f_code)
+        if cache is not None and cache.hot is None:
+            return RUN_ORIGINAL
+        ctx = self._ctx()
+        if ctx is None:
+            return RUN_ORIGINAL
+        return ctx._callback(frame)
 
 
 def _keep_hooking(code: types.CodeType) -> None:
@@ -156,7 +182,7 @@ class CompileContext:
         self.events: List[CaptureEvent] = []
         self._lock = threading.RLock()
         #: what ``set_eval_frame`` gets (``_WeakHook``: Paddle never lets it go)
-        self.callback = _WeakHook(self, CompileContext._callback)
+        self.callback = _Hook(self)
         #: targets that ``run`` enters itself (all but generators, which must start
         #: through CPython's own call to become generator objects)
         self.direct_codes = {c for c in self.targets if not c.co_flags & _GENERATOR_FLAGS}

@@ -24,7 +24,7 @@ from jit_core.guards import CompiledGuard
 
 ROUNDS = 200
 #: rounds that make a new layer each (Paddle's own layer construction is the slow part)
-DROP_ROUNDS = 100
+DROP_ROUNDS = 60
 
 #: the JIT's own objects: after the optimized object is dropped none may be left
 JIT_TYPES = (CompileContext, GraphModule, CompiledGuard)

@@ -119,6 +119,17 @@ def instruction_line(inst: dis.Instruction):
     return getattr(inst, "starts_line", None)
 
 
+def line_of(code: types.CodeType, offset: int) -> int:
+    """The source line of the instruction at ``offset`` of ``code``."""
+    line = code.co_firstlineno
+    for start, lineno in dis.findlinestarts(code):
+        if start > offset:
+            break
+        if lineno is not None:  # (3.13: instructions with no line)
+            line = lineno
+    return line
+
+
 def frame_locals(frame) -> dict:
     """The frame's locals as a dict: arguments, cell contents and free variables by name.
 
@@ -341,3 +352,24 @@ def pop_top() -> List[Instr]:
 
 def jump_forward(label) -> List[Instr]:
     return [Instr("JUMP_FORWARD", label)]
+
+
+def exec_source(
+    source: str, filename: str, name: str, namespace: Dict[str, Any], shown: str = ""
+) -> Any:
+    """Run generated ``source`` (registered in ``linecache`` under ``filename``, so that
+    tracebacks show its lines and ``inspect``/``paddle.jit.to_static`` can read it) in
+    ``namespace`` and return the object it defines as ``name``. ``shown``, the text
+    registered instead, has the same lines with comments added.
+
+    The ``linecache`` entry lives as long as that object: every capture, recompile and
+    ``reset()`` generates new guards and graphs, and entries that outlived them would grow
+    the process without bound."""
+    import linecache
+
+    text = shown or source
+    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+    exec(compile(source, filename, "exec"), namespace)
+    obj = namespace[name]
+    weakref.finalize(obj, linecache.cache.pop, filename, None)
+    return obj

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import types
 import warnings
+import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Set
 
@@ -130,6 +131,86 @@ def _shape_notes(output: OutputGraph, policy: ShapePolicy) -> List[str]:
     if policy.static_reason is not None:
         notes.append(f"every dimension static: {policy.static_reason}")
     return list(dict.fromkeys(notes))
+
+
+def wrong_outputs(outs: Any, expected: List[tuple]) -> Optional[str]:
+    """How ``outs``, what a compiled graph returned, differs from the ``(shape, dtype)``
+    of each output the graph computes (a shape of None: its rank only, the graph has
+    dynamic dimensions); None when it does not."""
+    if not isinstance(outs, (tuple, list)):
+        return f"it returned {type(outs).__name__}, not a tuple of tensors"
+    if len(outs) != len(expected):
+        return f"it returned {len(outs)} outputs where the graph has {len(expected)}"
+    for i, (out, (shape, dtype)) in enumerate(zip(outs, expected)):
+        got = (list(getattr(out, "shape", [])), getattr(out, "dtype", None))
+        if isinstance(shape, int):  # a rank
+            same = len(got[0]) == shape and got[1] == dtype
+        else:
+            same = got == (shape, dtype)
+        if not isinstance(out, paddle.Tensor) or not same:
+            return (
+                f"its output {i} is {type(out).__name__} {got[0]} {got[1]}, where the "
+                f"graph computes Tensor {shape} {dtype}"
+            )
+    return None
+
+
+class CheckedFirstRun:
+    """What an outside backend compiled, checked on its first run: when that run raises,
+    or returns other outputs than the graph's (their number, shapes, dtypes), the graph
+    runs on the paddle backend from then on, that call included, with a warning. A
+    backend that returns wrong shapes would otherwise make every result wrong.
+
+    (Checked on the first real call rather than on an extra run at capture: a backend's
+    runs are its own to count, and an extra run costs a whole model's time.) It is a
+    constant of generated code, which the gc cannot see into: it holds its cache entry,
+    to note the fallback for ``explain()``, only weakly."""
+
+    __slots__ = ("run", "_graph", "_expected", "_frame", "_backend", "checked", "entry")
+
+    def __init__(self, run: Callable, gm: GraphModule, traced: Traced, frame: str, backend: str):
+        self.run = run
+        self._graph = gm
+        # with dynamic dimensions the first run may be at another size: ranks only
+        dynamic = traced.output.dynamic_inputs
+        self._expected = [
+            (len(t.example.shape) if dynamic else list(t.example.shape), t.example.dtype)
+            for t in traced.tensors
+        ]
+        self._frame = frame
+        self._backend = backend
+        self.checked = False
+        self.entry: Optional[Callable[[], Optional[CacheEntry]]] = None
+
+    def __call__(self, *args):
+        if self.checked:
+            return self.run(*args)
+        try:
+            outs = self.run(*args)
+        except Exception as e:  # noqa: BLE001 - the graph runs on paddle, which says it
+            why = f"its first run raised {type(e).__name__}: {e}"
+        else:
+            why = wrong_outputs(outs, self._expected)
+            if why is None:
+                self.checked = True
+                return outs
+        self._fall_back(why)
+        return self.run(*args)
+
+    def describe(self) -> Optional[str]:
+        """What the backend's own callable says of itself (``PerShape``), if anything."""
+        describe = getattr(self.run, "describe", None)
+        return describe() if describe is not None else None
+
+    def _fall_back(self, why: str) -> None:
+        note = f"runs on the paddle backend: backend {self._backend!r} is wrong for it: {why}"
+        self.run = plugins.get_backend("paddle").compile(self._graph, [])
+        self.checked = True
+        entry = self.entry() if self.entry is not None else None
+        if entry is not None:
+            entry.backend, entry.backend_note = "paddle", note
+        breaks_log.info("graph of %s %s", self._frame, note)
+        warnings.warn(f"jit_core: the graph of {self._frame} {note}", RuntimeWarning, stacklevel=3)
 
 
 class FrameCompiler:
@@ -284,6 +365,8 @@ class FrameCompiler:
                     f"backend {backend.name!r} failed to compile the graph of "
                     f"{code.co_name}: {type(e).__name__}: {e}"
                 ) from e
+            if backend.name != "paddle":
+                compiled = CheckedFirstRun(compiled, gm, traced, code.co_name, backend.name)
             graphs_log.info("graph of %s:\n%s", code.co_name, gm.code)
         resumes: List[types.CodeType] = []
         if stop is None:
@@ -332,6 +415,10 @@ class FrameCompiler:
             except Unsupported as again:
                 raise stop.could_not_break(again.reason) from None
             stop.move_to_root()
+            # the entry keeps the break for explain(): not the frames of the capture that
+            # its traceback holds (the translator, the example inputs: the first call's
+            # tensors would live as long as the entry)
+            stop.__traceback__ = stop.__context__ = stop.__cause__ = None
             if traced.point.before_loop and loop_body:
                 stop.reason = (
                     f"{stop.reason} (in a loop: the loop runs in Python and its body is "
@@ -358,7 +445,7 @@ class FrameCompiler:
                 disassemble(code),
                 disassemble(new_code),
             )
-        return CacheEntry(
+        entry = CacheEntry(
             guard=guard,
             code=new_code,
             graph_module=gm,
@@ -374,6 +461,9 @@ class FrameCompiler:
             owner=owner,
             shapes=_shape_notes(traced.output, policy),
         )
+        if isinstance(compiled, CheckedFirstRun):
+            compiled.entry = weakref.ref(entry)
+        return entry
 
     def _compile(self, backend, gm, traced: Traced, options) -> Callable:
         """The backend's build of ``gm``; once per input shape (``PerShape``) where the

@@ -64,6 +64,55 @@ _keep_hooking_codes = getattr(_core, "sot_setup_codes_with_graph", None)
 _never_skip_codes = getattr(_core, "eval_frame_no_skip_codes", None)
 
 
+class _WeakHook:
+    """The callable handed to ``set_eval_frame`` for a method of a ``CompileContext``: it
+    reaches the context through a weak reference.
+
+    Paddle's ``set_eval_frame`` (3.0 and 3.3) keeps one reference to every callback it
+    hands back as the previous one and never drops it: a hook that held its context would
+    keep the context, its cache, its graphs and the optimized layer alive for good after
+    the first call. What stays now is this small object per ``optimize()``; once the
+    context is gone it lets every frame run as it is."""
+
+    __slots__ = ("_ctx", "_method")
+
+    def __init__(self, ctx: CompileContext, method: Callable):
+        self._ctx = weakref.ref(ctx)
+        self._method = method
+
+    def __call__(self, frame) -> FrameResult:
+        ctx = self._ctx()
+        if ctx is None:
+            return RUN_ORIGINAL
+        return self._method(ctx, frame)
+
+
+class _Hook(_WeakHook):
+    """``_WeakHook`` for ``CompileContext._callback``, answering the commonest frame itself
+    in one call: one whose code runs as it is (Paddle's, Python's own), which a layer's
+    call under the hook meets by the hundred. It reads the context's cache dict, which
+    it lets go when the context dies (``_release``)."""
+
+    __slots__ = ("_cache",)
+
+    def __init__(self, ctx: CompileContext):
+        super().__init__(ctx, CompileContext._callback)
+        self._cache = ctx.cache
+        weakref.finalize(ctx, _Hook._release, self)
+
+    def _release(self) -> None:
+        self._cache = {}
+
+    def __call__(self, frame) -> FrameResult:
+        cache = self._cache.get(frame.f_code)
+        if cache is not None and cache.hot is None:
+            return RUN_ORIGINAL
+        ctx = self._ctx()
+        if ctx is None:
+            return RUN_ORIGINAL
+        return ctx._callback(frame)
+
+
 def _keep_hooking(code: types.CodeType) -> None:
     if _keep_hooking_codes is not None:
         _keep_hooking_codes((code,))
@@ -133,7 +182,8 @@ class CompileContext:
         self.cache: Dict[types.CodeType, CodeCache] = {}
         self.events: List[CaptureEvent] = []
         self._lock = threading.RLock()
-        self.callback = self._callback  # bound once: a new bound method each call costs
+        #: what ``set_eval_frame`` gets (``_WeakHook``: Paddle never lets it go)
+        self.callback = _Hook(self)
         #: targets that ``run`` enters itself (all but generators, which must start
         #: through CPython's own call to become generator objects)
         self.direct_codes = {c for c in self.targets if not c.co_flags & _GENERATOR_FLAGS}
@@ -155,7 +205,7 @@ class CompileContext:
         self._callee_roots: Set[types.CodeType] = set()
         #: no limit can be reached with fewer entries than this
         self._limit_floor = min(options.recompile_limit, options.accumulated_recompile_limit)
-        self.limit_callback = self._limit_callback
+        self.limit_callback = _WeakHook(self, CompileContext._limit_callback)
         self.compiler = FrameCompiler(self, options)
 
     def adopt(self, code: types.CodeType, parent: types.CodeType) -> None:
@@ -215,6 +265,15 @@ class CompileContext:
         return cache if cache is not None else self._new_cache(code)
 
     def _new_cache(self, code: types.CodeType) -> CodeCache:
+        with self._lock:
+            # threads meeting a code for the first time at once must share one cache:
+            # else one's entry lands in a cache the other replaced, and is captured again
+            cache = self.cache.get(code)
+            if cache is not None:
+                return cache
+            return self._make_cache(code)
+
+    def _make_cache(self, code: types.CodeType) -> CodeCache:
         _keep_hooking(code)
         cache = CodeCache()
         if code not in self.targets and (

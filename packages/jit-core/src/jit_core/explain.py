@@ -230,9 +230,8 @@ def _backend_line(entry) -> Optional[str]:
         return None
     line = f"{entry.backend} ({entry.backend_note})" if entry.backend_note else entry.backend
     describe = getattr(entry.compiled, "describe", None)
-    if describe is not None:
-        line = f"{line}; {describe()}"
-    return line
+    said = describe() if describe is not None else None
+    return f"{line}; {said}" if said else line
 
 
 __all__ = ["explain", "ExplainOutput", "BreakInfo", "GraphInfo", "RecompileLimitInfo"]

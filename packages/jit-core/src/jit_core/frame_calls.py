@@ -5,6 +5,7 @@ cache, like a target), and the re-arming of Paddle's hook."""
 from __future__ import annotations
 
 import types
+import weakref
 from typing import TYPE_CHECKING, Dict, Optional
 
 from paddle.framework import core as _core
@@ -18,7 +19,28 @@ if TYPE_CHECKING:  # pragma: no cover
 set_eval_frame = _core.set_eval_frame
 
 
-class Rearm:
+class _WeakContext:
+    """Holds the ``CompileContext`` weakly. These callables are constants of the code
+    objects the cache keeps, and code objects are invisible to the garbage collector: a
+    strong reference back to the context would close a cycle (context -> cache entry ->
+    code -> constant -> context) that is never collected, keeping the cache, its graphs
+    and the optimized layer alive after the user drops them. Code that calls one runs
+    inside a call of the context, which keeps it alive meanwhile."""
+
+    __slots__ = ("_ctx",)
+
+    def __init__(self, ctx: CompileContext):
+        self._ctx = weakref.ref(ctx)
+
+    @property
+    def ctx(self) -> CompileContext:
+        ctx = self._ctx()
+        if ctx is None:  # pragma: no cover - see the class docstring
+            raise RuntimeError("jit_core: the optimized callable of this code is gone")
+        return ctx
+
+
+class Rearm(_WeakContext):
     """Called by the code of a frame that breaks its graph just before it returns, when
     Paddle's shim runs that code (the frame was reached through the hook).
 
@@ -29,23 +51,17 @@ class Rearm:
     (an eager loop over sublayers that break captured only the first). Turning the hook on
     again here reinstalls it; the shim then puts its own callback back over ours."""
 
-    __slots__ = ("ctx",)
-
-    def __init__(self, ctx: CompileContext):
-        self.ctx = ctx
+    __slots__ = ()
 
     def __call__(self) -> None:
         set_eval_frame(self.ctx.callback)
 
 
-class HookedCall:
+class HookedCall(_WeakContext):
     """Runs the call that broke a graph with the frame hook on, so that the callee (a
     sublayer whose forward breaks, a helper that prints) is captured on its own."""
 
-    __slots__ = ("ctx",)
-
-    def __init__(self, ctx: CompileContext):
-        self.ctx = ctx
+    __slots__ = ()
 
     def __call__(self, fn, args, kwargs):
         prev = set_eval_frame(self.ctx.callback)
@@ -55,13 +71,13 @@ class HookedCall:
             set_eval_frame(prev)
 
 
-class ResumeCall:
+class ResumeCall(_WeakContext):
     """Runs a resume function through the cache, like a target called by the user."""
 
-    __slots__ = ("ctx", "fn")
+    __slots__ = ("fn",)
 
     def __init__(self, ctx: CompileContext, fn: types.FunctionType):
-        self.ctx = ctx
+        super().__init__(ctx)
         self.fn = fn
 
     def __call__(self, stack: tuple, local_values: tuple, closure: Optional[tuple] = None):
@@ -76,15 +92,15 @@ def empty_closure(code: types.CodeType) -> Optional[tuple]:
     return tuple(types.CellType() for _ in code.co_freevars) if code.co_freevars else None
 
 
-class LoopCall:
+class LoopCall(_WeakContext):
     """Runs a ``for`` loop whose body breaks the graph: the loop in Python, the body as
     its own function through the cache (captured, guarded and broken on its own), and
     the rest of the frame after the loop as a resume function (``codegen.loops``)."""
 
-    __slots__ = ("ctx", "code", "plan", "body", "live", "f_globals", "_after")
+    __slots__ = ("code", "plan", "body", "live", "f_globals", "_after")
 
     def __init__(self, ctx, code, plan, body, live, f_globals):
-        self.ctx = ctx
+        super().__init__(ctx)
         self.code = code
         self.plan = plan
         self.body = body

@@ -10,13 +10,12 @@ walking the whole attribute chain again: ``___o3.training is False`` rather than
 from __future__ import annotations
 
 import itertools
-import linecache
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import paddle
 
-from . import shapes
+from . import _compat, shapes
 from .sources import (
     AttrSource,
     CallSource,
@@ -364,10 +363,9 @@ class CompiledGuard:
             lines.append("    return True")
         self.source = "\n".join(lines) + "\n"
         filename = f"<jit_core guard {next(_guard_counter)}: {fn_name}>"
-        linecache.cache[filename] = (len(self.source), None, self.source.splitlines(True), filename)
-        ns: Dict[str, Any] = dict(scope)
-        exec(compile(self.source, filename, "exec"), ns)
-        self.fn: Callable[[dict, dict], bool] = ns[fn_name]
+        self.fn: Callable[[dict, dict], bool] = _compat.exec_source(
+            self.source, filename, fn_name, dict(scope)
+        )
 
     def __call__(self, L, G) -> bool:
         try:

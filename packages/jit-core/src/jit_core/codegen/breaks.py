@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from bytecode import Instr, Label
+from bytecode.instr import UNSET
 
 from .. import _compat, plugins
 from ..executor.translator import parameter_names
@@ -388,6 +389,12 @@ def build_break_code(
         out.extend(_compat.return_value())
 
     _emit(BreakBuilder(point, cg, hooked_call, resume_call))
+    # what runs at the break (the instruction itself, natively) carries its line: an
+    # error it raises points at the user's line, as in eager, not at the ``def``
+    line = _compat.line_of(code, point.inst.offset)
+    for ins in cg.instrs:
+        if isinstance(ins, Instr) and (ins.lineno is None or ins.lineno is UNSET):
+            ins.lineno = line
     return assemble(code, run_graph(code, compiled, input_sources) + cg.instrs)
 
 

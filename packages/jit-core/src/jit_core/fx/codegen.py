@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import builtins
 import importlib
+import linecache
 import math
 import operator
 from dataclasses import dataclass
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 from .node import Node
 
@@ -41,6 +42,9 @@ _PREFIX = {operator.neg: "-", operator.pos: "+", operator.invert: "~", operator.
 class PythonCode:
     src: str
     globals: Dict[str, Any]
+    #: ``src`` with, after each line, the user's line it was captured from (file, line
+    #: and text, as a comment): what a traceback through the graph shows
+    shown: str = ""
 
 
 def _resolves(path: str, obj: Any) -> bool:
@@ -179,11 +183,14 @@ def generate(graph, root_name: str = "self") -> PythonCode:
     ns = _Namespace()
     params: List[str] = []
     body: List[str] = []
+    #: where each line of ``body`` came from ("file:line"), or None
+    origins: List[Optional[str]] = []
     for node in graph.nodes:
         op = node.op
         if op == "placeholder":
             params.append(node.name)
             continue
+        origins.append(node.meta.get("source_loc"))
         if op == "output":
             body.append(f"return {ns.arg(node.args[0])}")
             continue
@@ -200,8 +207,24 @@ def generate(graph, root_name: str = "self") -> PythonCode:
     if not body or not body[-1].startswith("return"):
         body.append("return None")
     sig = ", ".join([root_name] + params)
-    src = f"def forward({sig}):\n" + "".join(f"    {line}\n" for line in body)
-    return PythonCode(src, ns.globals)
+    head = f"def forward({sig}):\n"
+    src = head + "".join(f"    {line}\n" for line in body)
+    shown = head + "".join(
+        f"    {line}{_origin_comment(origin)}\n"
+        for line, origin in zip(body, origins + [None] * (len(body) - len(origins)))
+    )
+    return PythonCode(src, ns.globals, shown)
+
+
+def _origin_comment(origin: Optional[str]) -> str:
+    """``  # model.py:12: y = paddle.gather(x, i)``: an error raised by the graph at run
+    time (a data-dependent one: an index out of range) names the user's line, as eager
+    Paddle's traceback would."""
+    if not origin:
+        return ""
+    filename, _, line = origin.rpartition(":")
+    text = linecache.getline(filename, int(line)).strip() if line.isdigit() else ""
+    return f"  # {origin}: {text}" if text else f"  # {origin}"
 
 
 def _call_args(ns: _Namespace, args, kwargs) -> str:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import itertools
-import linecache
 from typing import Any, Dict, Union
 
 import paddle
 
+from .. import _compat
 from .graph import Graph
 
 _counter = itertools.count()
@@ -100,10 +100,7 @@ class GraphModule(paddle.nn.Layer):
         self._code = pc.src
         self._code_globals = dict(pc.globals)
         filename = f"<jit_core.fx.{type(self).__name__}_{next(_counter)}>"
-        linecache.cache[filename] = (len(pc.src), None, pc.src.splitlines(True), filename)
-        ns: Dict[str, Any] = dict(pc.globals)
-        exec(compile(pc.src, filename, "exec"), ns)
-        fn = ns["forward"]
+        fn = _compat.exec_source(pc.src, filename, "forward", dict(pc.globals), pc.shown)
         # set on the class so that paddle.jit.to_static finds a normal method
         type(self).forward = fn
 

@@ -335,7 +335,7 @@ class FrameCompiler:
             if traced.point.before_loop and loop_body:
                 stop.reason = (
                     f"{stop.reason} (in a loop: the loop runs in Python and its body is "
-                    f"captured as {loop_body[0]}, once per item)"
+                    f"captured as {loop_body[0]}, once per iteration)"
                 )
             elif traced.point.before_loop and where.kind == "block":
                 stop.reason = (
@@ -398,14 +398,14 @@ class FrameCompiler:
         return graph_breaks.where_to_break(code, e.root_instruction)
 
     def loop_call(self, code, head: int, nstack: int, live, f_globals) -> Optional[LoopCall]:
-        """The driver of the ``for`` loop at ``head`` of ``code`` whose body is captured as
-        a function of its own (``codegen.loops``), or None when the loop cannot be."""
+        """The driver of the loop at ``head`` of ``code`` whose body is captured as a
+        function of its own (``codegen.loops``), or None when the loop cannot be."""
         key = ("loop", code, head, nstack, tuple(live))
         call = self._resumes.get(key)
         if call is not None:
             return call
-        # (values below the loop's iterator, an enclosing loop's, stay with the driver:
-        # plan_loop refuses a body that reaches below its iterator)
+        # (values below the loop's own, an enclosing loop's, stay with the driver:
+        # plan_loop refuses a body that reaches below them)
         plan = loops.plan_loop(code, head)
         if not isinstance(plan, loops.LoopPlan):
             breaks_log.info("the loop at %s:%d runs eagerly: %s", code.co_name, head, plan)

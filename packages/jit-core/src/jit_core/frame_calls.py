@@ -77,9 +77,10 @@ def empty_closure(code: types.CodeType) -> Optional[tuple]:
 
 
 class LoopCall:
-    """Runs a ``for`` loop whose body breaks the graph: the loop in Python, the body as
-    its own function through the cache (captured, guarded and broken on its own), and
-    the rest of the frame after the loop as a resume function (``codegen.loops``)."""
+    """Runs a ``for`` or ``while`` loop whose body breaks the graph: the loop in Python,
+    the body as its own function through the cache (captured, guarded and broken on its
+    own), and the rest of the frame after the loop as a resume function
+    (``codegen.loops``)."""
 
     __slots__ = ("ctx", "code", "plan", "body", "live", "f_globals", "_after")
 
@@ -97,12 +98,16 @@ class LoopCall:
         ctx, plan, body = self.ctx, self.plan, self.body
         if closure is not None:  # the frame's own cells, for a code with free variables
             body = types.FunctionType(body.__code__, body.__globals__, body.__name__, None, closure)
-        below, iterator = stack[:-1], stack[-1]
+        # (values below the loop's own, an enclosing loop's, stay with the driver:
+        # plan_loop refuses a body that reaches below them)
+        below = stack[: len(stack) - plan.stack_at_head]
         known = dict(zip(self.live, local_values))
         values = tuple(known.get(n, loops.UNBOUND) for n in plan.names)
+        if plan.carried:
+            self._maybe_eager_body(known)
         target = plan.exhausted
-        for item in iterator:
-            kind, payload, out = ctx.run_direct(body, (item,) + values, {})
+        for item in loops.iterations(plan, stack):
+            kind, payload, out = ctx.run_direct(body, item + values, {})
             if kind == loops.RETURN:
                 return payload
             values = out
@@ -121,3 +126,16 @@ class LoopCall:
         live = [n for n in after if n in bound]
         rest = ctx.compiler.resume_call(self.code, target, len(below), live, self.f_globals)
         return rest(below, tuple(bound[n] for n in live), closure)
+
+    def _maybe_eager_body(self, known: dict) -> None:
+        """Make the body function of a ``while`` loop that carries a Python number (a
+        counter) run eagerly for good: captured per value, it would cost more than it
+        saves (``loops.changes_per_iteration``). What it calls still goes through the
+        hook; the frame before and after the loop stays compiled."""
+        code = self.body.__code__
+        if self.ctx.cache_for(code).eager_reason is not None:
+            return
+        why = loops.changes_per_iteration(self.plan, known)
+        if why:
+            where, inst = loops.head_where(self.code, self.plan)
+            self.ctx.run_eagerly(code, why, where, inst)

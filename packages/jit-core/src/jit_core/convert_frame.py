@@ -23,7 +23,7 @@ from .errors import INTERNAL, RECONSTRUCT, BackendCompileError, StaticShapesOnly
 from .executor.output_graph import OutputGraph, may_share_memory
 from .executor.translator import Translator, root_locals
 from .frame_cache import CacheEntry, FrameResult, pinned_locals
-from .frame_calls import LoopCall, ResumeCall, empty_closure
+from .frame_calls import LoopCall, LoopExit, ResumeCall, empty_closure
 from .fx import GraphModule
 from .logs import breaks_log, bytecode_log, graphs_log, guards_log, recompiles_log
 from .passes.effects import is_random, target_name
@@ -310,6 +310,9 @@ class FrameCompiler:
                         resumes.append(loop.body.__code__)
                         loop_body.append(loop.body.__code__.co_name)
                         return loop
+                leave = loops.exit_at(code, offset, nstack)
+                if leave is not None and set(leave.names) <= set(live):
+                    return LoopExit(leave, live)
                 call = self.resume_call(code, offset, nstack, live, frame.f_globals)
                 resumes.append(call.fn.__code__)
                 return call

@@ -1,6 +1,6 @@
 """The callables the generated code of a broken frame calls at run time: the call that
 broke the graph (with the hook on), a resume function or a loop's body (through the
-cache, like a target), and the re-arming of Paddle's hook."""
+cache, like a target), a loop body's exit, and the re-arming of Paddle's hook."""
 
 from __future__ import annotations
 
@@ -69,6 +69,24 @@ class ResumeCall:
         if closure is not None:  # the frame's own cells, for a code with free variables
             fn = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, None, closure)
         return self.ctx.run_direct(fn, stack + local_values, {})
+
+
+class LoopExit:
+    """Stands for the resume function of a loop body's break whose way on only leaves the
+    body (``loops.exit_at``): returns the exit's ``(kind, payload, locals)`` at once, the
+    locals picked from the break's live ones (every name of a body is live at its exits)."""
+
+    __slots__ = ("kind", "payload", "order")
+
+    def __init__(self, exit: loops.Exit, live):
+        self.kind = exit.kind
+        self.payload = exit.payload
+        where = {n: i for i, n in enumerate(live)}
+        #: the position in the break's live locals of each name the exit hands back
+        self.order = tuple(where[n] for n in exit.names)
+
+    def __call__(self, stack: tuple, local_values: tuple, closure: Optional[tuple] = None):
+        return self.kind, self.payload, tuple([local_values[i] for i in self.order])
 
 
 def empty_closure(code: types.CodeType) -> Optional[tuple]:

@@ -426,6 +426,66 @@ def build_body_code(code: types.CodeType, plan: LoopPlan) -> types.CodeType:
     return body
 
 
+@dataclass(frozen=True)
+class Exit:
+    """What a loop body returns from an exit stub: ``(kind, payload, names)``, ``names``
+    the locals it hands back, in order."""
+
+    kind: int
+    payload: object
+    names: Tuple[str, ...]
+
+
+#: instructions that only lead on to the next one or jump, on the way to an exit stub
+_ON_THE_WAY = {"NOP"} | _UNCONDITIONAL
+
+
+def exit_at(code: types.CodeType, offset: int, nstack: int) -> Optional[Exit]:
+    """The exit stub of a loop body code (or of a resume function made from one) that the
+    code at ``offset`` goes straight on to with ``nstack`` values on the stack (popped on
+    the way, as the ``continue`` stub pops a ``for`` loop's iterator), or None when the
+    code does anything else first.
+
+    A break whose way on is such an exit (the two sides of a ``while`` loop's test at its
+    bottom on 3.10+, ``if ...: break`` at the end of a body) needs no resume function: the
+    driver takes the exit's tuple at once, without another trip through the cache, its
+    guards and a call of compiled code that would do nothing (``frame_calls.LoopExit``)."""
+    if not is_body(code):
+        return None
+    insts, index = resume._layout(code)
+    i = index.get(offset)
+    seen = set()
+    while i is not None and i < len(insts) and insts[i].opname in _ON_THE_WAY:
+        if i in seen:  # (a jump to itself)
+            return None
+        seen.add(i)
+        inst = insts[i]
+        i = i + 1 if inst.opname == "NOP" else index.get(inst.argval)
+    if i is None:
+        return None
+    for _ in range(nstack):
+        if i >= len(insts) or insts[i].opname != "POP_TOP":
+            return None
+        i += 1
+    # LOAD_CONST kind, LOAD_CONST payload, LOAD_FAST name..., BUILD_TUPLE n,
+    # BUILD_TUPLE 3, RETURN_VALUE (see _exit)
+    ops = insts[i : i + 2]
+    if [inst.opname for inst in ops] != ["LOAD_CONST", "LOAD_CONST"]:
+        return None
+    kind, payload = ops[0].argval, ops[1].argval
+    if kind not in (CONTINUE, BREAK):
+        return None
+    i += 2
+    names: List[str] = []
+    while i < len(insts) and insts[i].opname == "LOAD_FAST":
+        names.append(insts[i].argval)
+        i += 1
+    tail = [(inst.opname, inst.arg) for inst in insts[i : i + 3]]
+    if tail != [("BUILD_TUPLE", len(names)), ("BUILD_TUPLE", 3), ("RETURN_VALUE", None)]:
+        return None
+    return Exit(kind, payload, tuple(names))
+
+
 def _at_line(instrs: List[Instr], like: Instr) -> List[Instr]:
     for ins in instrs:
         ins.lineno = like.lineno
@@ -437,10 +497,12 @@ __all__ = [
     "CONTINUE",
     "RETURN",
     "UNBOUND",
+    "Exit",
     "LoopPlan",
     "body_name",
     "build_body_code",
     "changes_per_iteration",
+    "exit_at",
     "head_where",
     "is_body",
     "iterations",

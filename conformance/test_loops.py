@@ -323,7 +323,8 @@ def test_decode_while_loop_with_a_growing_kv_cache(backend):
 
 
 def test_while_with_a_python_counter_runs_its_body_eagerly(backend):
-    """The body would be captured again for every value of ``i``: it runs eagerly, the
+    """The body would be captured again for every value of ``i``: the whole loop runs
+    eagerly in one call of its loop function (no body function per iteration), the
     graphs before and after the loop stay (before, the whole rest of the frame was
     eager)."""
     x = paddle.rand([3])
@@ -332,6 +333,8 @@ def test_while_with_a_python_counter_runs_its_body_eagerly(backend):
     assert any("resume" in g.frame and g.op_count for g in report.graphs), str(report)
     eager = [b for b in report.breaks if not b.graph_break]
     assert eager and "changes the Python int 'i'" in eager[0].reason, str(report)
+    assert "__loop_at_" in eager[0].frame, str(report)
+    assert not [g for g in report.graphs if "loop_body" in g.frame], str(report)
     fast = jit_core.optimize(count_and_branch, backend=backend)
     for n in (6, 50):
         assert_same(fast(x, n), count_and_branch(x, n))

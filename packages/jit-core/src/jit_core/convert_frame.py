@@ -423,6 +423,19 @@ class FrameCompiler:
         call = self._resumes[key] = LoopCall(self.ctx, code, plan, body, tuple(live), f_globals)
         return call
 
+    def eager_loop(self, code, plan: loops.LoopPlan, f_globals) -> types.FunctionType:
+        """The loop function of the ``while`` loop of ``plan``: the whole loop as one call
+        (``loops.build_body_code(..., whole=True)``), for ``LoopCall`` to run eagerly."""
+        key = ("whole", code, plan.head)
+        fn = self._resumes.get(key)
+        if fn is None:
+            loop_code = loops.build_body_code(code, plan, whole=True)
+            self.ctx.adopt(loop_code, code)
+            fn = self._resumes[key] = types.FunctionType(
+                loop_code, f_globals, loop_code.co_name, None, empty_closure(loop_code)
+            )
+        return fn
+
     def resume_call(self, code, offset: int, nstack: int, live, f_globals) -> ResumeCall:
         key = (code, offset, nstack, tuple(live))
         call = self._resumes.get(key)

@@ -100,7 +100,7 @@ class LoopCall:
     own), and the rest of the frame after the loop as a resume function
     (``codegen.loops``)."""
 
-    __slots__ = ("ctx", "code", "plan", "body", "live", "f_globals", "_after")
+    __slots__ = ("ctx", "code", "plan", "body", "live", "f_globals", "_after", "_whole")
 
     def __init__(self, ctx, code, plan, body, live, f_globals):
         self.ctx = ctx
@@ -111,6 +111,8 @@ class LoopCall:
         self.f_globals = f_globals
         #: where the loop left -> the locals live there (a liveness analysis each)
         self._after: Dict[int, tuple] = {}
+        #: the loop function that runs a counter loop whole, eagerly (made when needed)
+        self._whole: Optional[types.FunctionType] = None
 
     def __call__(self, stack: tuple, local_values: tuple, closure: Optional[tuple] = None):
         ctx, plan, body = self.ctx, self.plan, self.body
@@ -121,17 +123,26 @@ class LoopCall:
         below = stack[: len(stack) - plan.stack_at_head]
         known = dict(zip(self.live, local_values))
         values = tuple(known.get(n, loops.UNBOUND) for n in plan.names)
-        if plan.carried:
-            self._maybe_eager_body(known)
         target = plan.exhausted
-        for item in loops.iterations(plan, stack):
-            kind, payload, out = ctx.run_direct(body, item + values, {})
+        whole = self._eager_loop(known) if plan.carried else None
+        if whole is not None:
+            if closure is not None:
+                whole = types.FunctionType(
+                    whole.__code__, whole.__globals__, whole.__name__, None, closure
+                )
+            kind, payload, out = ctx.run_direct(whole, values, {})
             if kind == loops.RETURN:
                 return payload
-            values = out
-            if kind == loops.BREAK:
-                target = payload
-                break
+            values, target = out, payload  # (it only returns on leaving the loop)
+        else:
+            for item in loops.iterations(plan, stack):
+                kind, payload, out = ctx.run_direct(body, item + values, {})
+                if kind == loops.RETURN:
+                    return payload
+                values = out
+                if kind == loops.BREAK:
+                    target = payload
+                    break
         # a loop nested in another's body: that body reads every name on its way out, the
         # unbound ones as UNBOUND (its resume function must get them all)
         keep_unbound = loops.is_body(self.code)
@@ -145,15 +156,19 @@ class LoopCall:
         rest = ctx.compiler.resume_call(self.code, target, len(below), live, self.f_globals)
         return rest(below, tuple(bound[n] for n in live), closure)
 
-    def _maybe_eager_body(self, known: dict) -> None:
-        """Make the body function of a ``while`` loop that carries a Python number (a
-        counter) run eagerly for good: captured per value, it would cost more than it
-        saves (``loops.changes_per_iteration``). What it calls still goes through the
-        hook; the frame before and after the loop stays compiled."""
-        code = self.body.__code__
-        if self.ctx.cache_for(code).eager_reason is not None:
-            return
+    def _eager_loop(self, known: dict) -> Optional[types.FunctionType]:
+        """The loop function that runs this call's ``while`` loop whole and eagerly when
+        the loop carries a Python number (a counter) from its start ``known``: a body
+        function would be captured again for each value (``loops.changes_per_iteration``).
+        Else None, and the body function runs per iteration."""
         why = loops.changes_per_iteration(self.plan, known)
-        if why:
+        if not why:
+            return None
+        whole = self._whole
+        if whole is None:
+            whole = self._whole = self.ctx.compiler.eager_loop(self.code, self.plan, self.f_globals)
+        code = whole.__code__
+        if self.ctx.cache_for(code).eager_reason is None:  # (again after a reset)
             where, inst = loops.head_where(self.code, self.plan)
             self.ctx.run_eagerly(code, why, where, inst)
+        return whole

@@ -34,9 +34,13 @@ again in every iteration, since the body reads the number and so guards on its v
 with a counter of 50 steps, 8 captures until the recompile limit, a warning, then eager
 iterations behind eight failing guards, slower than eager Paddle. So when the driver
 finds such a number among the loop's carried locals (``LoopPlan.carried``, assigned and
-read in the loop) as the loop starts, the body function runs eagerly for good (its
-callees still through the hook; the frame before and after the loop stay compiled), with
-the reason in ``explain()``. Python booleans (a ``done`` flag) take two values at most
+read in the loop) as the loop starts, it runs the whole loop in one call of a *loop
+function* (``forward__loop_at_26``: the loop itself, its exits rewritten as the body's,
+``build_body_code(..., whole=True)``) that runs eagerly for good, its callees still
+through the hook, with the reason in ``explain()``. That is how the frame ran the loop
+before loops were outlined, without a call through the cache per iteration (an eager
+body function called per iteration cost about 15% more than that), and the frame after
+the loop stays compiled. Python booleans (a ``done`` flag) take two values at most
 and do not count. ``for`` loops keep recompiling per item up to the limit.
 
 Loops this cannot outline keep the older behaviour (the loop and the rest of the frame
@@ -138,6 +142,10 @@ class LoopPlan:
 
 def body_name(code: types.CodeType, head: int) -> str:
     return f"{code.co_name}__loop_body_at_{head}"
+
+
+def eager_loop_name(code: types.CodeType, head: int) -> str:
+    return f"{code.co_name}__loop_at_{head}"
 
 
 def plan_loop(code: types.CodeType, head: int) -> Union[LoopPlan, str]:
@@ -326,9 +334,15 @@ def _exit(kind: int, payload: List[Instr], names) -> List[Instr]:
     )
 
 
-def build_body_code(code: types.CodeType, plan: LoopPlan) -> types.CodeType:
+def build_body_code(code: types.CodeType, plan: LoopPlan, whole: bool = False) -> types.CodeType:
     """The loop body of ``code`` as a function ``body(item, *plan.names)`` (a ``for``
-    loop) or ``body(*plan.names)`` (a ``while`` loop, entered at its head)."""
+    loop) or ``body(*plan.names)`` (a ``while`` loop, entered at its head).
+
+    ``whole`` (a ``while`` loop only): the whole loop instead, its jumps back to the head
+    left as they are, returning only as the body does on a ``break``, the test failing or
+    a ``return`` (``eager_loop_name``): a counter loop runs in it eagerly, in one call."""
+    if whole and plan.kind != "while":
+        raise ValueError("only a while loop runs whole in a loop function")
     insts, index = resume._layout(code)
     head_i, end_i = index[plan.head], index.get(plan.end, len(insts))
     first = index[plan.body_start]
@@ -366,7 +380,9 @@ def build_body_code(code: types.CodeType, plan: LoopPlan) -> types.CodeType:
         if isinstance(item.arg, Label):
             t = label_at[item.arg]
             target = None
-            if t == head_i:
+            if t == head_i and whole:
+                pass  # the loop stays a loop
+            elif t == head_i:
                 target = continue_label
             elif not head_i < t < end_i:
                 target = break_labels[insts[t].offset]
@@ -391,10 +407,12 @@ def build_body_code(code: types.CodeType, plan: LoopPlan) -> types.CodeType:
             out += _at_line(_compat.jump_forward(break_labels[plan.end]), item)
 
     out = resume.cells_become_free(bc, out)
-    stubs: List = [continue_label]
-    if plan.kind == "for":
-        stubs += _compat.pop_top()
-    stubs += _exit(CONTINUE, _compat.load_const(None), names)
+    stubs: List = []
+    if not whole:
+        stubs.append(continue_label)
+        if plan.kind == "for":
+            stubs += _compat.pop_top()
+        stubs += _exit(CONTINUE, _compat.load_const(None), names)
     for target, label in break_labels.items():
         stubs.append(label)
         stubs += _exit(BREAK, _compat.load_const(target), names)
@@ -418,7 +436,7 @@ def build_body_code(code: types.CodeType, plan: LoopPlan) -> types.CodeType:
     bc.posonlyargcount = 0
     bc.kwonlyargcount = 0
     bc.flags = bc.flags & ~(0x04 | 0x08)
-    bc.name = body_name(code, plan.head)
+    bc.name = eager_loop_name(code, plan.head) if whole else body_name(code, plan.head)
     if hasattr(bc, "qualname"):
         bc.qualname = bc.name
     body = bc.to_code()
@@ -502,6 +520,7 @@ __all__ = [
     "body_name",
     "build_body_code",
     "changes_per_iteration",
+    "eager_loop_name",
     "exit_at",
     "head_where",
     "is_body",

@@ -1,6 +1,6 @@
 """`while` loops whose body breaks the graph, per call: eager Paddle and jit_core.
 
-    python bench/while_loops.py [--repeat N] [--backend paddle]
+    python bench/while_loops.py [--repeat N] [--backend paddle] [--cpu] [--max-len N]
 
 Run it once with each tree on PYTHONPATH to compare two versions of jit_core (the
 models are defined here, not imported from the conformance suite, so that any version
@@ -17,6 +17,7 @@ import contextlib
 import io
 import os
 import sys
+import time
 import warnings
 
 warnings.filterwarnings("ignore")
@@ -77,7 +78,7 @@ class Decoder(paddle.nn.Layer):
         return out
 
 
-def _cases():
+def _cases(max_len: int):
     """(name, the function, its inputs)."""
     paddle.seed(0)
     net = Decoder()
@@ -85,7 +86,11 @@ def _cases():
     return [
         ("tensor test, ~20 iterations", tensor_test, (paddle.rand([3]),)),
         ("counter, 20 iterations", counter, (paddle.rand([3]),)),
-        ("decode, KV cache, 8 steps", net, (paddle.to_tensor([[3, 5], [7, 1]], dtype="int64"),)),
+        (
+            f"decode, KV cache, {max_len - 2} steps",
+            net,
+            (paddle.to_tensor([[3, 5], [7, 1]], dtype="int64"), max_len, -1),
+        ),
     ]
 
 
@@ -97,21 +102,28 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=50)
     parser.add_argument("--backend", default="paddle")
+    parser.add_argument(
+        "--cpu", action="store_true", help="CPU time of this process instead of wall time"
+    )
+    parser.add_argument("--max-len", type=int, default=10, help="of the decode loop")
     args = parser.parse_args()
+    clock = time.process_time if args.cpu else time.perf_counter
     py = "{}.{}".format(*sys.version_info[:2])
     where = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(jit_core.__file__))))
     print(f"Python {py}, paddle {paddle.__version__}, jit_core from {where}")
     print("| loop | graphs / breaks | eager | jit_core |")
     print("|---|---|---|---|")
     with paddle.no_grad():
-        for name, fn, x in _cases():
+        for name, fn, x in _cases(args.max_len):
             fast = jit_core.optimize(fn, backend=args.backend)
             with contextlib.redirect_stdout(io.StringIO()):
                 expected = fn(*x)
                 if not _same(fast(*x), expected) or not _same(fast(*x), expected):
                     raise SystemExit(f"{name}: a result differs from eager Paddle")
                 report = jit_core.explain(fn, *x)
-            eager_us, jit_us = per_call_us([fn, fast], x, args.repeat, rounds=9, warmup=10)
+            eager_us, jit_us = per_call_us(
+                [fn, fast], x, args.repeat, rounds=9, warmup=10, clock=clock
+            )
             print(
                 f"| {name} | {report.graph_count} / {report.break_count} | {eager_us:.0f} us "
                 f"| {jit_us:.0f} us ({jit_us / eager_us:.2f}x) |"

@@ -350,3 +350,33 @@ def test_while_with_a_counter_next_to_a_tensor_test(backend):
     want, m = while_loop(x)
     assert_same(got, want)
     assert n == m
+
+
+def count_else_break_return(x, n: int, limit: float):
+    """A counter loop (run whole, eagerly) that leaves by its test (the ``else`` clause),
+    by ``break`` or by ``return``, with a tensor branch in its body."""
+    x = x + 1
+    i = 0
+    while i < n:
+        x = x * 1.5
+        if x.max() > limit:
+            break
+        if x.min() < 0:
+            return x - 7, i
+        i += 1
+    else:
+        x = x - 1000
+    return x + 1, i
+
+
+@pytest.mark.parametrize("args", [(3, 1e9), (50, 20.0), (4, 1e9)], ids=["else", "break", "again"])
+def test_a_counter_loop_leaves_by_else_break_and_return_as_in_eager(args, backend):
+    x = paddle.rand([3])
+    report = _report(count_else_break_return, x, *args)
+    assert any("__loop_at_" in b.frame for b in report.breaks), str(report)
+    fast = jit_core.optimize(count_else_break_return, backend=backend)
+    for inputs in ((x,) + args, (-x - 5,) + args):
+        got, i = fast(*inputs)
+        want, j = count_else_break_return(*inputs)
+        assert_same(got, want)
+        assert i == j

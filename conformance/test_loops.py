@@ -315,7 +315,7 @@ def test_decode_while_loop_with_a_growing_kv_cache(backend):
     net = WhileDecoder()
     net.eval()
     ids = paddle.to_tensor([[3, 5], [7, 1]], dtype="int64")
-    _check_while(net, (ids,), _counts((15, 13), (18, 13)), backend)
+    _check_while(net, (ids,), _counts((15, 13), (17, 13)), backend)
     # another prompt length: the cache grows from another size, results still eager's
     longer = paddle.to_tensor([[3, 5, 2], [7, 1, 4]], dtype="int64")
     fast = jit_core.optimize(net, backend=backend)

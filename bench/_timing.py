@@ -16,10 +16,13 @@ def per_call_us(
     rounds: int = 9,
     warmup: int = 20,
     quiet: bool = False,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> List[float]:
     """Median microseconds per call of each function on ``args``. Rounds interleave the
     functions so that drift of the machine (frequency, other processes) hits all of them
-    alike. ``quiet``: what they print is swallowed (models that print at a break)."""
+    alike. ``quiet``: what they print is swallowed (models that print at a break).
+    ``clock``: ``time.process_time`` counts only this process's CPU time, steadier than
+    wall time while other processes share the cores."""
     sink = io.StringIO()
     with contextlib.redirect_stdout(sink) if quiet else contextlib.nullcontext():
         for fn in fns:
@@ -28,8 +31,8 @@ def per_call_us(
         samples: List[List[float]] = [[] for _ in fns]
         for _ in range(rounds):
             for i, fn in enumerate(fns):
-                start = time.perf_counter()
+                start = clock()
                 for _ in range(repeat):
                     fn(*args)
-                samples[i].append((time.perf_counter() - start) / repeat * 1e6)
+                samples[i].append((clock() - start) / repeat * 1e6)
     return [statistics.median(s) for s in samples]

@@ -7,6 +7,8 @@ of a branch, ``continue``, ``break``, ``return`` inside the loop, the ``else`` c
 
 from __future__ import annotations
 
+import sys
+
 import paddle
 import pytest
 
@@ -108,6 +110,90 @@ def while_loop(x):
     return x, n
 
 
+def grow_until(x):
+    """A tensor decides when the loop stops."""
+    y = x + 1
+    while y.sum() < 100:
+        y = y * 2 + 1
+    return y - 1
+
+
+def count_and_branch(x, n: int = 6):
+    """A Python counter in the test, a tensor branch in the body."""
+    x = x * 3
+    i = 0
+    while i < n:
+        x = x * 1.5
+        if x.mean() > 2:
+            x = x - 1
+        i += 1
+    return x + 1
+
+
+def until_break(x):
+    x = x + 0.5
+    while True:
+        x = x * 2
+        if x.sum() > 50:
+            break
+    return x + 1
+
+
+def refine(x, limit: float = 1000.0):
+    """``while ... else``: the else clause runs only when the test fails, not after a
+    break; a return leaves the function from inside the loop."""
+    x = x + 0.1
+    while x.sum() < 100:
+        x = x * 2
+        if x.max() > limit:
+            break
+        if x.min() < 0:
+            return x - 7
+    else:
+        x = x - 1000
+    return x + 1
+
+
+def nested_for(x):
+    x = x + 1
+    while x.sum() < 100:
+        for j in range(3):
+            x = x + j
+            if x.max() > 20:
+                x = x * 1.1
+        x = x * 2
+    return x
+
+
+class WhileDecoder(paddle.nn.Layer):
+    """Greedy decoding with a KV cache until the end token or ``max_len``."""
+
+    def __init__(self, vocab=11, d=8):
+        super().__init__()
+        self.embed = paddle.nn.Embedding(vocab, d)
+        self.k = paddle.nn.Linear(d, d)
+        self.v = paddle.nn.Linear(d, d)
+        self.q = paddle.nn.Linear(d, d)
+        self.head = paddle.nn.Linear(d, vocab)
+
+    def forward(self, ids, max_len: int = 6, end: int = 0):
+        keys, values = [], []
+        out = ids
+        done = False
+        while not done and out.shape[1] < max_len:
+            h = self.embed(out[:, -1])
+            keys.append(self.k(h))
+            values.append(self.v(h))
+            k, v = paddle.stack(keys, 1), paddle.stack(values, 1)
+            att = paddle.nn.functional.softmax((k @ self.q(h).unsqueeze(-1)).squeeze(-1), -1)
+            logits = self.head((att.unsqueeze(-1) * v).sum(1))
+            nxt = paddle.argmax(logits, -1, keepdim=True)
+            out = paddle.concat([out, nxt], 1)
+            if (nxt == end).all():
+                done = True
+        return out
+
+
 def _report(fn, *args):
     return jit_core.explain(fn, *args)
 
@@ -176,12 +262,121 @@ def test_decode_loop_with_a_kv_cache(backend):
     assert any("loop_body" in b.reason for b in report.breaks), str(report)
 
 
-def test_a_while_loop_still_runs_eagerly_with_the_reason(backend):
+def _counts(py38, py310):
+    """The (graphs, breaks) expected on this Python: 3.8/3.9 test a while loop at its
+    head, 3.10+ once before the loop and again at its bottom (``codegen.loops``). A break
+    whose way on only leaves the body (the test at the bottom, ``if ...: break`` at its
+    end) makes no resume function, so it adds no graph (``loops.exit_at``)."""
+    return py38 if sys.version_info < (3, 10) else py310
+
+
+def _check_while(fn, args, counts, backend, calls=2):
+    report = _report(fn, *args)
+    assert (report.graph_count, report.break_count) == counts, str(report)
+    assert any("loop_body" in g.frame and g.op_count for g in report.graphs), str(report)
+    assert not [b for b in report.breaks if not b.graph_break], str(report)
+    fast = jit_core.optimize(fn, backend=backend)
+    for _ in range(calls):
+        assert_same(fast(*args), fn(*args))
+    assert not fast.jit_stats.eager_frames, fast.jit_stats
+    return fast
+
+
+def test_while_with_a_tensor_test_runs_compiled_bodies(backend):
+    x = paddle.rand([3])
+    fast = _check_while(grow_until, (x,), _counts((4, 2), (4, 3)), backend)
+    captures = fast.jit_stats.captures
+    assert_same(fast(x), grow_until(x))
+    assert fast.jit_stats.captures == captures  # one set of body graphs for every iteration
+
+
+def test_while_true_with_a_tensor_break(backend):
+    _check_while(until_break, (paddle.rand([3]),), _counts((3, 2), (3, 2)), backend)
+
+
+@pytest.mark.parametrize("case", ["else", "break", "return"], ids=["else", "break", "return"])
+def test_while_else_break_and_return_leave_as_in_eager(case, backend):
+    x = paddle.rand([3])
+    args = {"else": (x,), "break": (x, 10.0), "return": (-x - 1,)}[case]
+    counts = {
+        "else": _counts((5, 4), (6, 5)),
+        "break": _counts((5, 4), (6, 5)),
+        "return": _counts((5, 4), (5, 4)),
+    }[case]
+    _check_while(refine, args, counts, backend)
+
+
+def test_nested_for_inside_a_while(backend):
+    _check_while(nested_for, (paddle.rand([3]),), _counts((9, 6), (9, 7)), backend)
+
+
+def test_decode_while_loop_with_a_growing_kv_cache(backend):
+    paddle.seed(23)
+    net = WhileDecoder()
+    net.eval()
+    ids = paddle.to_tensor([[3, 5], [7, 1]], dtype="int64")
+    _check_while(net, (ids,), _counts((15, 13), (17, 13)), backend)
+    # another prompt length: the cache grows from another size, results still eager's
+    longer = paddle.to_tensor([[3, 5, 2], [7, 1, 4]], dtype="int64")
+    fast = jit_core.optimize(net, backend=backend)
+    assert_same(fast(longer), net(longer))
+
+
+def test_while_with_a_python_counter_runs_its_body_eagerly(backend):
+    """The body would be captured again for every value of ``i``: the whole loop runs
+    eagerly in one call of its loop function (no body function per iteration), the
+    graphs before and after the loop stay (before, the whole rest of the frame was
+    eager)."""
+    x = paddle.rand([3])
+    report = _report(count_and_branch, x)
+    assert (report.graph_count, report.break_count) == (2, 2), str(report)
+    assert any("resume" in g.frame and g.op_count for g in report.graphs), str(report)
+    eager = [b for b in report.breaks if not b.graph_break]
+    assert eager and "changes the Python int 'i'" in eager[0].reason, str(report)
+    assert "__loop_at_" in eager[0].frame, str(report)
+    assert not [g for g in report.graphs if "loop_body" in g.frame], str(report)
+    fast = jit_core.optimize(count_and_branch, backend=backend)
+    for n in (6, 50):
+        assert_same(fast(x, n), count_and_branch(x, n))
+    assert fast.jit_stats.captures <= 4, fast.jit_stats
+
+
+def test_while_with_a_counter_next_to_a_tensor_test(backend):
     x = paddle.rand([3])
     report = _report(while_loop, x)
     eager = [b for b in report.breaks if not b.graph_break]
-    assert eager and "while" in eager[0].reason, str(report)
+    assert eager and "changes the Python int 'n'" in eager[0].reason, str(report)
     got, n = jit_core.optimize(while_loop, backend=backend)(x)
     want, m = while_loop(x)
     assert_same(got, want)
     assert n == m
+
+
+def count_else_break_return(x, n: int, limit: float):
+    """A counter loop (run whole, eagerly) that leaves by its test (the ``else`` clause),
+    by ``break`` or by ``return``, with a tensor branch in its body."""
+    x = x + 1
+    i = 0
+    while i < n:
+        x = x * 1.5
+        if x.max() > limit:
+            break
+        if x.min() < 0:
+            return x - 7, i
+        i += 1
+    else:
+        x = x - 1000
+    return x + 1, i
+
+
+@pytest.mark.parametrize("args", [(3, 1e9), (50, 20.0), (4, 1e9)], ids=["else", "break", "again"])
+def test_a_counter_loop_leaves_by_else_break_and_return_as_in_eager(args, backend):
+    x = paddle.rand([3])
+    report = _report(count_else_break_return, x, *args)
+    assert any("__loop_at_" in b.frame for b in report.breaks), str(report)
+    fast = jit_core.optimize(count_else_break_return, backend=backend)
+    for inputs in ((x,) + args, (-x - 5,) + args):
+        got, i = fast(*inputs)
+        want, j = count_else_break_return(*inputs)
+        assert_same(got, want)
+        assert i == j

@@ -24,7 +24,7 @@ from .errors import INTERNAL, RECONSTRUCT, BackendCompileError, StaticShapesOnly
 from .executor.output_graph import OutputGraph, may_share_memory
 from .executor.translator import Translator, root_locals
 from .frame_cache import CacheEntry, FrameResult, pinned_locals
-from .frame_calls import LoopCall, ResumeCall, empty_closure
+from .frame_calls import LoopCall, LoopExit, ResumeCall, empty_closure
 from .fx import GraphModule
 from .logs import breaks_log, bytecode_log, graphs_log, guards_log, recompiles_log
 from .passes.effects import is_random, target_name
@@ -393,6 +393,9 @@ class FrameCompiler:
                         resumes.append(loop.body.__code__)
                         loop_body.append(loop.body.__code__.co_name)
                         return loop
+                leave = loops.exit_at(code, offset, nstack)
+                if leave is not None and set(leave.names) <= set(live):
+                    return LoopExit(leave, live)
                 call = self.resume_call(code, offset, nstack, live, frame.f_globals)
                 resumes.append(call.fn.__code__)
                 return call
@@ -422,7 +425,7 @@ class FrameCompiler:
             if traced.point.before_loop and loop_body:
                 stop.reason = (
                     f"{stop.reason} (in a loop: the loop runs in Python and its body is "
-                    f"captured as {loop_body[0]}, once per item)"
+                    f"captured as {loop_body[0]}, once per iteration)"
                 )
             elif traced.point.before_loop and where.kind == "block":
                 stop.reason = (
@@ -488,14 +491,14 @@ class FrameCompiler:
         return graph_breaks.where_to_break(code, e.root_instruction)
 
     def loop_call(self, code, head: int, nstack: int, live, f_globals) -> Optional[LoopCall]:
-        """The driver of the ``for`` loop at ``head`` of ``code`` whose body is captured as
-        a function of its own (``codegen.loops``), or None when the loop cannot be."""
+        """The driver of the loop at ``head`` of ``code`` whose body is captured as a
+        function of its own (``codegen.loops``), or None when the loop cannot be."""
         key = ("loop", code, head, nstack, tuple(live))
         call = self._resumes.get(key)
         if call is not None:
             return call
-        # (values below the loop's iterator, an enclosing loop's, stay with the driver:
-        # plan_loop refuses a body that reaches below its iterator)
+        # (values below the loop's own, an enclosing loop's, stay with the driver:
+        # plan_loop refuses a body that reaches below them)
         plan = loops.plan_loop(code, head)
         if not isinstance(plan, loops.LoopPlan):
             breaks_log.info("the loop at %s:%d runs eagerly: %s", code.co_name, head, plan)
@@ -509,6 +512,19 @@ class FrameCompiler:
         )
         call = self._resumes[key] = LoopCall(self.ctx, code, plan, body, tuple(live), f_globals)
         return call
+
+    def eager_loop(self, code, plan: loops.LoopPlan, f_globals) -> types.FunctionType:
+        """The loop function of the ``while`` loop of ``plan``: the whole loop as one call
+        (``loops.build_body_code(..., whole=True)``), for ``LoopCall`` to run eagerly."""
+        key = ("whole", code, plan.head)
+        fn = self._resumes.get(key)
+        if fn is None:
+            loop_code = loops.build_body_code(code, plan, whole=True)
+            self.ctx.adopt(loop_code, code)
+            fn = self._resumes[key] = types.FunctionType(
+                loop_code, f_globals, loop_code.co_name, None, empty_closure(loop_code)
+            )
+        return fn
 
     def resume_call(self, code, offset: int, nstack: int, live, f_globals) -> ResumeCall:
         key = (code, offset, nstack, tuple(live))

@@ -510,16 +510,35 @@ class CompileContext:
         return func, lead
 
     def _note_invisible(self, code: types.CodeType, why: str) -> None:
-        cache = self.cache_for(code)
-        if cache.eager_reason is None:
-            reason = (
+        if self.cache_for(code).eager_reason is None:
+            self.run_eagerly(
+                code,
                 "runs eagerly: on Python 3.11+ the frame hook does not see code with an "
-                f"exception table (try, with, inlined comprehension), and {why}"
+                f"exception table (try, with, inlined comprehension), and {why}",
             )
-            cache.run_eagerly(reason)
-            self.events.append(
-                CaptureEvent(code.co_name, _location(code), False, None, reason, category=LIMIT)
+
+    def run_eagerly(
+        self,
+        code: types.CodeType,
+        reason: str,
+        where: Optional[str] = None,
+        instruction: Optional[str] = None,
+    ) -> None:
+        """From now on ``code`` runs as it is (its callees still through the hook), and
+        ``explain()`` says why, at ``where`` (``file:line``) and ``instruction`` if given."""
+        self.cache_for(code).run_eagerly(reason)
+        self.events.append(
+            CaptureEvent(
+                code.co_name,
+                _location(code),
+                False,
+                None,
+                reason,
+                where,
+                instruction,
+                category=LIMIT,
             )
+        )
 
     def run_direct(
         self,

@@ -1,6 +1,6 @@
 """The callables the generated code of a broken frame calls at run time: the call that
 broke the graph (with the hook on), a resume function or a loop's body (through the
-cache, like a target), and the re-arming of Paddle's hook."""
+cache, like a target), a loop body's exit, and the re-arming of Paddle's hook."""
 
 from __future__ import annotations
 
@@ -87,17 +87,36 @@ class ResumeCall(_WeakContext):
         return self.ctx.run_direct(fn, stack + local_values, {})
 
 
+class LoopExit:
+    """Stands for the resume function of a loop body's break whose way on only leaves the
+    body (``loops.exit_at``): returns the exit's ``(kind, payload, locals)`` at once, the
+    locals picked from the break's live ones (every name of a body is live at its exits)."""
+
+    __slots__ = ("kind", "payload", "order")
+
+    def __init__(self, exit: loops.Exit, live):
+        self.kind = exit.kind
+        self.payload = exit.payload
+        where = {n: i for i, n in enumerate(live)}
+        #: the position in the break's live locals of each name the exit hands back
+        self.order = tuple(where[n] for n in exit.names)
+
+    def __call__(self, stack: tuple, local_values: tuple, closure: Optional[tuple] = None):
+        return self.kind, self.payload, tuple([local_values[i] for i in self.order])
+
+
 def empty_closure(code: types.CodeType) -> Optional[tuple]:
     """Cells to make a function of ``code`` with; the calls pass the frame's real ones."""
     return tuple(types.CellType() for _ in code.co_freevars) if code.co_freevars else None
 
 
 class LoopCall(_WeakContext):
-    """Runs a ``for`` loop whose body breaks the graph: the loop in Python, the body as
-    its own function through the cache (captured, guarded and broken on its own), and
-    the rest of the frame after the loop as a resume function (``codegen.loops``)."""
+    """Runs a ``for`` or ``while`` loop whose body breaks the graph: the loop in Python,
+    the body as its own function through the cache (captured, guarded and broken on its
+    own), and the rest of the frame after the loop as a resume function
+    (``codegen.loops``)."""
 
-    __slots__ = ("code", "plan", "body", "live", "f_globals", "_after")
+    __slots__ = ("code", "plan", "body", "live", "f_globals", "_after", "_whole")
 
     def __init__(self, ctx, code, plan, body, live, f_globals):
         super().__init__(ctx)
@@ -108,23 +127,38 @@ class LoopCall(_WeakContext):
         self.f_globals = f_globals
         #: where the loop left -> the locals live there (a liveness analysis each)
         self._after: Dict[int, tuple] = {}
+        #: the loop function that runs a counter loop whole, eagerly (made when needed)
+        self._whole: Optional[types.FunctionType] = None
 
     def __call__(self, stack: tuple, local_values: tuple, closure: Optional[tuple] = None):
         ctx, plan, body = self.ctx, self.plan, self.body
         if closure is not None:  # the frame's own cells, for a code with free variables
             body = types.FunctionType(body.__code__, body.__globals__, body.__name__, None, closure)
-        below, iterator = stack[:-1], stack[-1]
+        # (values below the loop's own, an enclosing loop's, stay with the driver:
+        # plan_loop refuses a body that reaches below them)
+        below = stack[: len(stack) - plan.stack_at_head]
         known = dict(zip(self.live, local_values))
         values = tuple(known.get(n, loops.UNBOUND) for n in plan.names)
         target = plan.exhausted
-        for item in iterator:
-            kind, payload, out = ctx.run_direct(body, (item,) + values, {})
+        whole = self._eager_loop(known) if plan.carried else None
+        if whole is not None:
+            if closure is not None:
+                whole = types.FunctionType(
+                    whole.__code__, whole.__globals__, whole.__name__, None, closure
+                )
+            kind, payload, out = ctx.run_direct(whole, values, {})
             if kind == loops.RETURN:
                 return payload
-            values = out
-            if kind == loops.BREAK:
-                target = payload
-                break
+            values, target = out, payload  # (it only returns on leaving the loop)
+        else:
+            for item in loops.iterations(plan, stack):
+                kind, payload, out = ctx.run_direct(body, item + values, {})
+                if kind == loops.RETURN:
+                    return payload
+                values = out
+                if kind == loops.BREAK:
+                    target = payload
+                    break
         # a loop nested in another's body: that body reads every name on its way out, the
         # unbound ones as UNBOUND (its resume function must get them all)
         keep_unbound = loops.is_body(self.code)
@@ -137,3 +171,20 @@ class LoopCall(_WeakContext):
         live = [n for n in after if n in bound]
         rest = ctx.compiler.resume_call(self.code, target, len(below), live, self.f_globals)
         return rest(below, tuple(bound[n] for n in live), closure)
+
+    def _eager_loop(self, known: dict) -> Optional[types.FunctionType]:
+        """The loop function that runs this call's ``while`` loop whole and eagerly when
+        the loop carries a Python number (a counter) from its start ``known``: a body
+        function would be captured again for each value (``loops.changes_per_iteration``).
+        Else None, and the body function runs per iteration."""
+        why = loops.changes_per_iteration(self.plan, known)
+        if not why:
+            return None
+        whole = self._whole
+        if whole is None:
+            whole = self._whole = self.ctx.compiler.eager_loop(self.code, self.plan, self.f_globals)
+        code = whole.__code__
+        if self.ctx.cache_for(code).eager_reason is None:  # (again after a reset)
+            where, inst = loops.head_where(self.code, self.plan)
+            self.ctx.run_eagerly(code, why, where, inst)
+        return whole

@@ -32,7 +32,7 @@ def on_onnxrt(fn, x):
     with paddle.no_grad():
         out = fast(x)
     (entry,) = [e for c in fast._ctx.cache.values() for e in c.entries]
-    assert isinstance(entry.compiled, OrtGraph), "ran on ONNX Runtime, not on a fallback"
+    assert isinstance(entry.built, OrtGraph), "ran on ONNX Runtime, not on a fallback"
     return out
 
 

@@ -32,7 +32,7 @@ def close(a, b, tol=1e-5):
 
 def compiled_of(fast):
     """The callables the backend returned, one per cache entry."""
-    return [e.compiled for c in fast._ctx.cache.values() for e in c.entries]
+    return [e.built for c in fast._ctx.cache.values() for e in c.entries]
 
 
 class Net(paddle.nn.Layer):

@@ -197,6 +197,11 @@ class CheckedFirstRun:
         self._fall_back(why)
         return self.run(*args)
 
+    @property
+    def built(self) -> Callable:
+        """The backend's own callable (the paddle backend's after a fallback)."""
+        return self.run
+
     def describe(self) -> Optional[str]:
         """What the backend's own callable says of itself (``PerShape``), if anything."""
         describe = getattr(self.run, "describe", None)

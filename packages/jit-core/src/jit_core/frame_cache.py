@@ -91,6 +91,12 @@ class CacheEntry:
     #: which input dimensions are dynamic, which are static and why (``jit_core.shapes``)
     shapes: List[str] = field(default_factory=list)
 
+    @property
+    def built(self) -> Optional[Callable]:
+        """What runs the graph now: the backend's own callable, without the wrapper that
+        checks its first run (``convert_frame.CheckedFirstRun``)."""
+        return getattr(self.compiled, "built", self.compiled)
+
 
 class CodeCache:
     """The cache entries of one code object, and whether it is left alone."""

@@ -256,3 +256,13 @@ def test_the_environment_variable_moves_the_cache(tmp_path, monkeypatch):
     with paddle.no_grad():
         jit_core.optimize(lambda t: paddle.tanh(t) * 3, backend="onnxrt")(paddle.rand([5]))
     assert len(list((elsewhere / "onnxrt").rglob("*"))) >= 2  # a folder and an entry
+
+
+def test_bad_options_are_named():
+    def g(x):
+        return x * 2
+
+    with pytest.raises(TypeError, match="backend 'onnxrt' takes no option 'bogus'; its options: "):
+        jit_core.optimize(g, backend="onnxrt", bogus=1)
+    with paddle.no_grad(), pytest.raises(Exception, match="opset must be an ONNX opset number"):
+        jit_core.optimize(g, backend="onnxrt", opset="x")(paddle.ones([2]))

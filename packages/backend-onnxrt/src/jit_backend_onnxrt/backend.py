@@ -102,6 +102,11 @@ def compile_graph(
 ):
     """The backend's ``compile``: see the package README for the options."""
     ort = require("onnxruntime", "the onnxrt backend", "jit-backend-onnxrt")
+    if not isinstance(opset, int) or isinstance(opset, bool) or opset < 7:
+        raise ValueError(f"opset must be an ONNX opset number (an int, 7 or more), got {opset!r}")
+    for name, flag in (("cache", cache), ("fallback", fallback)):
+        if not isinstance(flag, bool):
+            raise TypeError(f"{name} must be True or False, got {flag!r}")
     threads = (intra_op_num_threads, inter_op_num_threads)
     options = _session_options(ort, *threads, graph_optimization_level)
     providers = _providers(ort, providers)

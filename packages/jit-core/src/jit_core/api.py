@@ -10,7 +10,8 @@ from typing import Any, Callable, Dict, List, Optional, Set
 
 import paddle
 
-from .config import Options
+from . import plugins
+from .config import Options, check_backend_options
 from .eval_frame import (
     CompileContext,
     forward_of,
@@ -273,6 +274,7 @@ def optimize(
     none. Every other keyword goes to the backend.
     """
     opts = Options.from_kwargs(backend, full_graph, options)
+    check_backend_options(plugins.get_backend(opts.backend), opts.backend_options)
     if fn_or_layer is None:
         return lambda f: _wrap(f, opts)
     return _wrap(fn_or_layer, opts)

@@ -15,6 +15,33 @@ def _positive_int(name: str, value: Any) -> int:
     return value
 
 
+def _is_sequence(value: Any) -> bool:
+    return isinstance(value, (list, tuple))
+
+
+def check_backend_options(backend, options: Dict[str, Any]) -> None:
+    """Refuse, at ``optimize()`` time, options the backend's compile function does not
+    take: the error names them and lists those it does (a backend whose function takes
+    ``**options`` checks its own when it compiles)."""
+    import inspect
+
+    try:
+        params = inspect.signature(backend.compile).parameters.values()
+    except (TypeError, ValueError):  # a builtin without a signature: nothing to check
+        return
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return
+    named = [p for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    accepted = [p.name for p in named[2:]]  # after the graph module and its inputs
+    unknown = sorted(set(options) - set(accepted))
+    if unknown:
+        raise TypeError(
+            f"backend {backend.name!r} takes no option {', '.join(map(repr, unknown))}; its "
+            f"options: {', '.join(accepted) or 'none'} (jit_core's own: recompile_limit, "
+            "accumulated_recompile_limit, passes, disable_passes, freeze, debug, dynamic)"
+        )
+
+
 @dataclass
 class Options:
     backend: str = "paddle"
@@ -42,6 +69,10 @@ class Options:
     @classmethod
     def from_kwargs(cls, backend: str, full_graph: bool, options: Dict[str, Any]) -> Options:
         opts = dict(options)
+        if not isinstance(backend, str):
+            raise TypeError(f"backend must be the name of a backend (a str), got {backend!r}")
+        if not isinstance(full_graph, bool):
+            raise TypeError(f"full_graph must be True or False, got {full_graph!r}")
         limit = _positive_int(
             "recompile_limit", opts.pop("recompile_limit", DEFAULT_RECOMPILE_LIMIT)
         )
@@ -52,13 +83,22 @@ class Options:
         passes = opts.pop("passes", None)
         if passes is False:
             passes = ()
+        if passes is not None and (isinstance(passes, str) or not _is_sequence(passes)):
+            raise TypeError(
+                "passes must be None (the default pipeline), False (none) or a list of pass "
+                f"names and GraphPass objects, got {passes!r}"
+            )
         disable = opts.pop("disable_passes", ())
         if isinstance(disable, str):
             disable = (disable,)
+        if not _is_sequence(disable) or not all(isinstance(d, str) for d in disable):
+            raise TypeError(f"disable_passes must be a list of pass names, got {disable!r}")
         freeze = opts.pop("freeze", False)
         if not isinstance(freeze, bool):
             raise TypeError(f"freeze must be True or False, got {freeze!r}")
         debug = opts.pop("debug", None)
+        if debug not in (None, True, False):
+            raise TypeError(f"debug must be None, True or False, got {debug!r}")
         dynamic = opts.pop("dynamic", None)
         if dynamic not in (None, True, False):
             raise TypeError(f"dynamic must be None, True or False, got {dynamic!r}")

@@ -167,6 +167,11 @@ def explain(fn: Callable, *args, backend: Optional[str] = None, **kwargs) -> Exp
     ``fn`` may be a function, a layer, or something ``optimize()`` returned (its backend is
     used). Nothing is kept in the caches of existing optimized objects.
     """
+    if not callable(fn):
+        raise TypeError(
+            "explain() takes a function, a paddle.nn.Layer or what optimize() returned, "
+            f"got {type(fn).__name__}"
+        )
     options = Options(backend=backend or "paddle")
     learned = None
     if isinstance(fn, OptimizedFunction):

@@ -16,13 +16,7 @@ from .hookspecs import hookimpl
 MODES = ("eager", "static")
 
 
-def compile_graph(
-    graph_module, example_inputs: List[Any], mode: str = "eager", **options
-) -> Callable:
-    if options:
-        raise TypeError(
-            f"the paddle backend got unknown options {sorted(options)}; it takes mode={MODES}"
-        )
+def compile_graph(graph_module, example_inputs: List[Any], mode: str = "eager") -> Callable:
     if mode == "eager":
         # the bound generated function: Layer.__call__ would add microseconds per call
         return graph_module.forward

@@ -45,12 +45,20 @@ class SpecializeShapes(Exception):
         self.reason = reason
 
 
-def _dims(t: Any, dim) -> Tuple[int, ...]:
+def _dims(t: Any, dim, what: str) -> Tuple[int, ...]:
+    import paddle
+
+    if not isinstance(t, paddle.Tensor):
+        raise TypeError(f"{what}() takes a paddle.Tensor, got {type(t).__name__}")
     ndim = len(t.shape)
-    dims = [dim] if isinstance(dim, int) else list(dim)
+    dims = [dim] if isinstance(dim, int) else dim
+    if not isinstance(dims, (list, tuple)) or not all(
+        isinstance(d, int) and not isinstance(d, bool) for d in dims
+    ):
+        raise TypeError(f"{what}(): dim must be an int or a list of ints, got {dim!r}")
     out = []
     for d in dims:
-        if not isinstance(d, int) or isinstance(d, bool) or not -ndim <= d < ndim:
+        if not -ndim <= d < ndim:
             raise ValueError(f"dimension {d!r} is out of range for a tensor of shape {t.shape}")
         out.append(d % ndim)
     return tuple(out)
@@ -60,10 +68,14 @@ def mark_dynamic(t: Any, dim, min: Optional[int] = None, max: Optional[int] = No
     """Make dimension ``dim`` (an int or several) of tensor ``t`` dynamic when ``t`` is
     passed to an optimized callable: the capture serves every size of it (between ``min``
     and ``max`` where given; the guards check the bounds), from the first capture on."""
+    for name, bound in (("min", min), ("max", max)):
+        if bound is not None and (not isinstance(bound, int) or isinstance(bound, bool)):
+            raise TypeError(f"mark_dynamic(): {name} must be an int or None, got {bound!r}")
     if min is not None and max is not None and min > max:
         raise ValueError(f"mark_dynamic: min ({min}) is greater than max ({max})")
+    dims = _dims(t, dim, "mark_dynamic")
     marks: Dict[int, Tuple[Optional[int], Optional[int]]] = dict(getattr(t, _DYNAMIC_ATTR, {}))
-    for d in _dims(t, dim):
+    for d in dims:
         marks[d] = (min, max)
     setattr(t, _DYNAMIC_ATTR, marks)
     static = set(getattr(t, _STATIC_ATTR, ())) - set(marks)
@@ -73,7 +85,7 @@ def mark_dynamic(t: Any, dim, min: Optional[int] = None, max: Optional[int] = No
 def mark_static(t: Any, dim) -> None:
     """Keep dimension ``dim`` of tensor ``t`` static (each size its own capture), whatever
     ``optimize(dynamic=...)`` and the recompiles would decide."""
-    dims = _dims(t, dim)
+    dims = _dims(t, dim, "mark_static")
     setattr(t, _STATIC_ATTR, frozenset(getattr(t, _STATIC_ATTR, frozenset())) | set(dims))
     marks = dict(getattr(t, _DYNAMIC_ATTR, {}))
     for d in dims:

@@ -201,6 +201,11 @@ def replace_pattern(
     and can reject it. The graph is changed in place, its code regenerated, and the
     matches that were replaced are returned.
     """
+    if not isinstance(gm, GraphModule):
+        raise TypeError(
+            f"replace_pattern() takes a jit_core GraphModule first (capture() makes one), "
+            f"got {type(gm).__name__}"
+        )
     pat = pattern_graph(pattern, example_inputs)
     rep = pattern_graph(replacement, example_inputs)
     matcher = _Matcher(pat, ignore_literals)

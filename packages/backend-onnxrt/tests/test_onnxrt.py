@@ -266,3 +266,15 @@ def test_bad_options_are_named():
         jit_core.optimize(g, backend="onnxrt", bogus=1)
     with paddle.no_grad(), pytest.raises(Exception, match="opset must be an ONNX opset number"):
         jit_core.optimize(g, backend="onnxrt", opset="x")(paddle.ones([2]))
+
+
+def test_a_dynamic_model_onnx_runtime_cannot_load_is_exported_per_shape(tmp_path):
+    # ONNX Runtime 1.19 dies of SIGFPE loading VGG11 with a dynamic batch: such models
+    # are loaded in a child process first, and one that fails there is handed back
+    from jit_backend_onnxrt.backend import _probe_session
+
+    from jit_core.errors import StaticShapesOnly
+
+    with pytest.raises(StaticShapesOnly, match="could not load its model with dynamic dimensions"):
+        _probe_session(b"not a model", str(tmp_path), "all", ["CPUExecutionProvider"])
+    assert list(tmp_path.iterdir()) == []

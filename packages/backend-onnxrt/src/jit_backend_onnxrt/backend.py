@@ -121,6 +121,8 @@ def compile_graph(
             compiled = OrtGraph(_session(ort, model, warm, providers), gm, live)
         else:
             with tempfile.TemporaryDirectory(prefix="jit_onnxrt_") as folder:
+                if dynamic_dims(gm):
+                    _probe_session(model, folder, graph_optimization_level, providers)
                 optimized = os.path.join(folder, "optimized.onnx")
                 options.optimized_model_filepath = optimized
                 compiled = OrtGraph(_session(ort, model, options, providers), gm, live)
@@ -264,6 +266,46 @@ def _reshaped(a: np.ndarray, shape: Optional[List[int]]) -> np.ndarray:
     if a.size == int(np.prod(shape, dtype=np.int64)):
         return a.reshape(shape)
     return a
+
+
+_PROBE = """
+import sys
+import onnxruntime as ort
+options = ort.SessionOptions()
+options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, sys.argv[2])
+options.log_severity_level = 3
+ort.InferenceSession(sys.argv[1], options, providers=sys.argv[3].split(","))
+"""
+
+
+def _probe_session(model: bytes, folder: str, level: str, providers: List[str]) -> None:
+    """Load a model with dynamic dimensions in a child process first. ONNX Runtime's
+    graph optimizer can die of a signal on one (1.19 on VGG11 with a dynamic batch:
+    SIGFPE), which in this process would end the user's program; where the child dies,
+    the graph is exported per shape instead."""
+    import subprocess
+    import sys
+
+    path = os.path.join(folder, "probe.onnx")
+    with open(path, "wb") as f:
+        f.write(model)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", _PROBE, path, LEVELS[level], ",".join(providers)],
+            capture_output=True,
+            timeout=300,
+        )
+    except subprocess.TimeoutExpired as e:
+        raise StaticShapesOnly("ONNX Runtime took over 300 s to load its dynamic model") from e
+    finally:
+        os.remove(path)
+    if done.returncode != 0:
+        how = f"signal {-done.returncode}" if done.returncode < 0 else f"exit {done.returncode}"
+        detail = done.stderr.decode(errors="replace").strip()[-300:]
+        raise StaticShapesOnly(
+            f"ONNX Runtime could not load its model with dynamic dimensions ({how}"
+            f"{': ' + detail if detail else ''})"
+        )
 
 
 def _validate_other_size(compiled: OrtGraph, gm, example_inputs) -> None:

@@ -358,6 +358,33 @@ def _distinct_outputs(graph: Graph) -> int:
     return n
 
 
+def _sizes_to_constants(graph: Graph, dynamic: bool) -> int:
+    """A size the graph reads (``shapes.size``) that the exported model fixes is the
+    constant it has: every size where the export is static, those of static dimensions of
+    the inputs where it is dynamic. An input whose sizes were all it was read for is then
+    unused (a static program refuses inputs nothing depends on)."""
+    from ..shapes import size
+
+    n = 0
+    for node in list(graph.nodes):
+        if node.op != "call_function" or node.target is not size:
+            continue
+        tensor, dim = node.args
+        shape = tensor.meta.get("shape") if isinstance(tensor, Node) else None
+        if shape is None:
+            continue
+        if dynamic and not (
+            tensor.op == "placeholder"
+            and dim % len(shape) not in tensor.meta.get("dynamic_dims", ())
+        ):
+            continue
+        for user in list(node.users):
+            user.replace_input_with(node, int(shape[dim]))
+        graph.erase_node(node)
+        n += 1
+    return n
+
+
 def _drop_unused_inputs(graph: Graph) -> int:
     unused = [n for n in graph.nodes if n.op == "placeholder" and not n.users]
     for node in unused:
@@ -370,6 +397,7 @@ def prepare_graph(gm, dynamic: bool = False) -> Graph:
     serves every size of some dimensions, so no rewrite may rely on the example's sizes
     (ranks do not change)."""
     graph = gm.graph.copy()
+    _sizes_to_constants(graph, dynamic)
     _scalar_add_sub(graph)
     _reduction_of_a_scalar(graph)
     _mean_over_all(graph)

@@ -10,8 +10,10 @@ Per model and backend:
   (median), after the model was called at two sizes (automatic dynamic shapes made the
   changing dimensions dynamic on the second); "captures" counts every capture made;
 - "mixed": microseconds per call over a cycle of sizes already seen;
-- "static": microseconds per call of a `dynamic=False` compile called at one size, the
-  figure the mixed-size steady state should be within 1.1x of.
+- "one size": microseconds per call at one of those sizes of the dynamic compile and of
+  a `dynamic=False` compile of that size, measured together: the dynamic one should be
+  within 1.1x of the static one.
+Runners are measured interleaved, so that drift of the machine hits them alike.
 `eval()`, under `paddle.no_grad()`.
 """
 
@@ -69,14 +71,12 @@ def _ms(fn, x) -> float:
     return (time.perf_counter() - start) * 1e3
 
 
-def _mixed_us(fn, inputs, repeat: int) -> float:
-    """Per call over a cycle of the sizes in ``inputs``."""
-
-    def cycle():
+def _cycle(fn, inputs):
+    def run():
         for x in inputs:
             fn(*x)
 
-    return per_call_us([cycle], (), repeat, rounds=5, warmup=3)[0] / len(inputs)
+    return run
 
 
 def main() -> None:
@@ -89,7 +89,8 @@ def main() -> None:
     print(f"Python {py}, paddle {paddle.__version__}, eval(), no_grad")
     print()
     print(
-        "| model | runs on | new size (ms) | captures | mixed sizes (us/call) | static, one size (us/call) |"
+        "| model | runs on | new size (ms) | captures | mixed sizes (us/call) "
+        "| one size: dynamic / static compile (us/call) |"
     )
     print("|---|---|---|---|---|---|")
     with paddle.no_grad():
@@ -99,19 +100,27 @@ def main() -> None:
             net.eval()
             runners = [("eager", net), ("Paddle SOT", paddle.jit.to_static(net, full_graph=False))]
             runners += [(f"jit_core {b}", jit_core.optimize(net, backend=b)) for b in backends]
+            new_ms = {}
             for label, fn in runners:
                 for size in warm:
                     fn(*inputs(*size))
-                new_ms = statistics.median(_ms(fn, inputs(*size)) for size in new)
-                mixed_us = _mixed_us(fn, [inputs(*s) for s in mixed], args.repeat)
+                new_ms[label] = statistics.median(_ms(fn, inputs(*size)) for size in new)
+            mixed_inputs = [inputs(*s) for s in mixed]
+            # every runner in one interleaved measurement: drift hits them alike
+            cycles = [_cycle(fn, mixed_inputs) for _, fn in runners]
+            mixed_us = per_call_us(cycles, (), args.repeat, rounds=7, warmup=3)
+            one = inputs(*mixed[-1])
+            for (label, fn), cycle_us in zip(runners, mixed_us):
                 captures = getattr(fn, "jit_stats", None)
-                static = "-"
-                if label.startswith("jit_core"):
-                    one = jit_core.optimize(net, backend=label.split()[1], dynamic=False)
-                    static = f"{per_call_us([one], inputs(*mixed[-1]), args.repeat * 4, rounds=5)[0]:.0f}"
+                compare = "-"
+                if captures is not None:
+                    static = jit_core.optimize(net, backend=label.split()[1], dynamic=False)
+                    dyn_us, static_us = per_call_us([fn, static], one, args.repeat * 4, rounds=7)
+                    compare = f"{dyn_us:.0f} / {static_us:.0f} ({dyn_us / static_us:.2f}x)"
                 print(
-                    f"| {name} | {label} | {new_ms:.1f} | "
-                    f"{captures.captures if captures is not None else '-'} | {mixed_us:.0f} | {static} |"
+                    f"| {name} | {label} | {new_ms[label]:.1f} | "
+                    f"{captures.captures if captures is not None else '-'} | "
+                    f"{cycle_us / len(mixed_inputs):.0f} | {compare} |"
                 )
 
 

@@ -22,11 +22,13 @@ import warnings
 
 warnings.filterwarnings("ignore")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import paddle  # noqa: E402
 from _timing import per_call_us  # noqa: E402
 
 import jit_core  # noqa: E402
+from conformance.test_loops import WhileDecoder as Decoder  # noqa: E402
 
 
 def tensor_test(x):
@@ -47,35 +49,6 @@ def counter(x, n: int = 20):
             x = x - 0.01
         i += 1
     return x + 1
-
-
-class Decoder(paddle.nn.Layer):
-    """Greedy decoding with a KV cache until the end token or ``max_len``."""
-
-    def __init__(self, vocab=11, d=8):
-        super().__init__()
-        self.embed = paddle.nn.Embedding(vocab, d)
-        self.k = paddle.nn.Linear(d, d)
-        self.v = paddle.nn.Linear(d, d)
-        self.q = paddle.nn.Linear(d, d)
-        self.head = paddle.nn.Linear(d, vocab)
-
-    def forward(self, ids, max_len: int = 10, end: int = 0):
-        keys, values = [], []
-        out = ids
-        done = False
-        while not done and out.shape[1] < max_len:
-            h = self.embed(out[:, -1])
-            keys.append(self.k(h))
-            values.append(self.v(h))
-            k, v = paddle.stack(keys, 1), paddle.stack(values, 1)
-            att = paddle.nn.functional.softmax((k @ self.q(h).unsqueeze(-1)).squeeze(-1), -1)
-            logits = self.head((att.unsqueeze(-1) * v).sum(1))
-            nxt = paddle.argmax(logits, -1, keepdim=True)
-            out = paddle.concat([out, nxt], 1)
-            if (nxt == end).all():
-                done = True
-        return out
 
 
 def _cases(max_len: int):

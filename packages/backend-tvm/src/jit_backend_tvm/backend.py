@@ -16,6 +16,7 @@ import os
 import re
 import sys
 import tempfile
+import threading
 import time
 import warnings
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
@@ -576,6 +577,9 @@ class TvmGraph:
         self._live = live
         self.vm = relax.VirtualMachine(executable, tvm.cpu())
         self._main = self.vm["main"]
+        # a Relax VM is not reentrant: two threads in one VM at once corrupt its register
+        # file ("Check failed: reg < frame->register_file.size()")
+        self._lock = threading.Lock()
         out = gm.graph.nodes[-1].args[0]
         out = out if isinstance(out, (tuple, list)) else (out,)
         self._dtypes = [getattr(n, "meta", {}).get("dtype") for n in out]
@@ -591,12 +595,13 @@ class TvmGraph:
             args.append(a)
             start = a.data_ptr()
             spans.append((start, start + int(t.numel()) * t.element_size()))
-        out = self._main(*args)
-        outs = list(out) if not hasattr(out, "shape") else [out]
-        return tuple(
-            _to_paddle(o, s, d, _inside(o, spans))
-            for o, s, d in zip(outs, self._shapes, self._dtypes)
-        )
+        with self._lock:
+            out = self._main(*args)
+            outs = list(out) if not hasattr(out, "shape") else [out]
+            return tuple(
+                _to_paddle(o, s, d, _inside(o, spans))
+                for o, s, d in zip(outs, self._shapes, self._dtypes)
+            )
 
     @classmethod
     def load(cls, library: bytes, inputs, gm, live) -> TvmGraph:

@@ -31,6 +31,8 @@ from __future__ import annotations
 import operator
 from typing import Any, Callable, Dict, FrozenSet, Iterable, Optional, Set, Tuple
 
+from .fx.codegen import _INFIX
+
 #: what ``mark_dynamic``/``mark_static`` leave on a tensor
 _DYNAMIC_ATTR = "_jit_core_dynamic_dims"
 _STATIC_ATTR = "_jit_core_static_dims"
@@ -152,20 +154,14 @@ class ShapePolicy:
 # An expression is a nested tuple: ("dim", source, d) | ("const", value) |
 # ("op", fn, left, right) | ("neg", operand). Guards render it over the frame's values.
 
+# the symbols are the graph code's own (fx.codegen), so guards and graphs read alike
 ARITHMETIC: Dict[Callable, str] = {
-    operator.add: "+",
-    operator.sub: "-",
-    operator.mul: "*",
-    operator.floordiv: "//",
-    operator.mod: "%",
+    fn: _INFIX[fn]
+    for fn in (operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod)
 }
 COMPARISONS: Dict[Callable, str] = {
-    operator.lt: "<",
-    operator.le: "<=",
-    operator.gt: ">",
-    operator.ge: ">=",
-    operator.eq: "==",
-    operator.ne: "!=",
+    fn: _INFIX[fn]
+    for fn in (operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne)
 }
 #: builtins over sizes that stay sizes
 FUNCTIONS: Dict[Callable, str] = {max: "max", min: "min"}

@@ -21,6 +21,7 @@ from .codegen import resume as resume_codes
 from .codegen.frame import build_code, collect_return, disassemble
 from .config import Options
 from .errors import INTERNAL, RECONSTRUCT, BackendCompileError, StaticShapesOnly, Unsupported
+from .executor import side_effects
 from .executor.output_graph import OutputGraph, may_share_memory
 from .executor.translator import Translator, root_locals
 from .frame_cache import CacheEntry, FrameResult, pinned_locals
@@ -58,6 +59,8 @@ class Traced:
     point: Optional[graph_breaks.BreakPoint] = None
     #: the cells of the frame's closure it assigned (``graph_breaks.written_cells``)
     cells: list = field(default_factory=list)
+    #: the lists and dicts from outside the frame it mutated (``executor.side_effects``)
+    containers: list = field(default_factory=list)
     #: the objects made in the frame that the replacement code rebuilds in more than one
     #: place (``PyCodegen.shared_objects``)
     shared: list = field(default_factory=list)
@@ -268,6 +271,7 @@ class FrameCompiler:
             ret = tx.run()
             tensors: list = []
             cells: list = []
+            containers: list = []
             if tx.stopped:
                 inst = tx.instructions[tx.ip]
                 if not before_loop and inst.offset != stop.root_instruction.offset:
@@ -278,12 +282,20 @@ class FrameCompiler:
                 rebuilt = graph_breaks.collect_break(code, point)
             else:
                 cells = graph_breaks.written_cells(tx)
-                rebuilt = collect_return(code, ret, inputs_as_outputs, cells)
+                containers = list(output.side_effects.mutated)
+                rebuilt = collect_return(code, ret, inputs_as_outputs, cells, containers)
             tensors = rebuilt.tensors
             self._counter += 1
             n = self._counter
             traced = Traced(
-                n, output, ret, tensors, point=point, cells=cells, shared=rebuilt.shared_objects()
+                n,
+                output,
+                ret,
+                tensors,
+                point=point,
+                cells=cells,
+                containers=containers,
+                shared=rebuilt.shared_objects(),
             )
             if tensors:
                 output.set_outputs(tensors)
@@ -383,6 +395,7 @@ class FrameCompiler:
                 traced.ret,
                 traced.cells,
                 traced.shared,
+                traced.containers,
             )
         else:
             loop_body: List[str] = []
@@ -468,6 +481,10 @@ class FrameCompiler:
             resumes=resumes,
             owner=owner,
             shapes=_shape_notes(traced.output, policy),
+            written_back=[
+                side_effects.describe(c)
+                for c in (traced.point.containers if traced.point else traced.containers)
+            ],
         )
         if isinstance(compiled, CheckedFirstRun):
             compiled.entry = weakref.ref(entry)

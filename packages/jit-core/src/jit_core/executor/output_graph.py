@@ -40,6 +40,7 @@ from ..variables.containers import (
 )
 from ..variables.symbolic import SymIntVariable
 from ..variables.tensor import TensorVariable, live_tensor_trackers
+from .side_effects import SideEffects
 
 
 def _as_argument(v: VariableTracker, tensor: Callable[[TensorVariable], Any]) -> Any:
@@ -138,6 +139,9 @@ class OutputGraph:
         #: (``shape_infer``), filled when a capture first needs one
         self.static_shapes: Dict[Any, Optional[List[int]]] = {}
         self.guards = guards.GuardSet()
+        #: lists and dicts from outside the frame: one tracker per object, and those the
+        #: captured code mutates (written back after the graph)
+        self.side_effects = SideEffects(self.guards)
         #: name -> object registered on the GraphModule (layers, parameters, buffers)
         self.root: Dict[str, Any] = {}
         self._root_ids: Dict[int, str] = {}

@@ -504,3 +504,105 @@ def test_cpu_tensors_say_to_set_the_device_and_fallback_runs_paddle(monkeypatch)
         run = backend.compile_graph(gm, [x], fallback=True)
     assert backend.stats["fallbacks"] == before + 1
     np.testing.assert_array_equal(run(x)[0].numpy(), f(x).numpy())
+
+
+# ------------------------------------------------------------------ running an engine
+
+
+@pytest.fixture
+def bound_on_cpu(monkeypatch):
+    """TrtGraph's binding on CPU tensors: the stand-in engine reads and writes the
+    addresses it is given, as TensorRT does on the GPU; the stream handle is a marker."""
+    from jit_backend_tensorrt import runtime
+
+    monkeypatch.setattr(runtime, "not_on_gpu", lambda *a, **k: None)
+    monkeypatch.setattr(runtime, "current_stream_handle", lambda: 1234)
+
+
+def linear_engine(trt, w_name: str, b_name: str):
+    def compute(a):
+        return {"out": np.maximum(a["x"] @ a[w_name] + a[b_name], 0) * 2.0}
+
+    float32 = trt.DataType.FLOAT
+    inputs = [(b_name, float32), ("x", float32), (w_name, float32)]
+    return trt_stand_in.Engine(inputs, [("out", float32)], compute, trt.calls)
+
+
+def test_inputs_and_live_parameters_are_bound_by_address(bound_on_cpu):
+    from jit_backend_tensorrt.runtime import TrtGraph
+
+    gm, x, f = linear_graph(dynamic=True)
+    live = jit_core.onnx.live_tensors(gm)
+    w_name, b_name = list(live)
+    trt = trt_stand_in.make_module()
+    profile = backend.input_profile(gm, [x], live)
+    compiled = TrtGraph(trt, None, linear_engine(trt, w_name, b_name), gm, live, profile)
+    for batch in (4, 7):
+        x = paddle.rand([batch, 3])
+        (out,) = compiled(x)
+        np.testing.assert_allclose(out.numpy(), f(x).numpy(), rtol=1e-5, atol=1e-6)
+    # parameters are read on every call: an update is seen without a rebuild
+    with paddle.no_grad():
+        live[b_name].set_value(live[b_name] + 1.0)
+    np.testing.assert_allclose(compiled(x)[0].numpy(), f(x).numpy(), rtol=1e-5, atol=1e-6)
+    shapes = [a for n, a in trt.calls if n == "set_input_shape"]
+    assert sorted(shapes[:3]) == sorted([("x", (4, 3)), (w_name, (3, 5)), (b_name, (5,))])
+    assert ("execute_async_v3", 1234) in trt.calls
+
+
+def test_a_call_outside_the_profile_runs_on_paddle_with_one_warning(bound_on_cpu):
+    from jit_backend_tensorrt.runtime import TrtGraph
+
+    gm, x, f = linear_graph(dynamic=True)
+    live = jit_core.onnx.live_tensors(gm)
+    trt = trt_stand_in.make_module()
+    profile = backend.input_profile(gm, [x], live)
+    compiled = TrtGraph(trt, None, linear_engine(trt, *live), gm, live, profile)
+    big = paddle.rand([17, 3])
+    with pytest.warns(RuntimeWarning, match="is 17, the engine serves 2 to 16.*max="):
+        np.testing.assert_allclose(compiled(big)[0].numpy(), f(big).numpy(), rtol=1e-5, atol=1e-6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        compiled(big)
+    assert "execute_async_v3" not in trt_stand_in.names(trt)
+
+
+def test_results_get_paddle_shape_and_engine_outputs_must_match_the_graph(bound_on_cpu):
+    from jit_backend_tensorrt.runtime import TrtGraph
+
+    def total(x):
+        return paddle.sum(x * 2.0)
+
+    x = paddle.rand([3, 2])
+    gm = jit_core.capture(total, x)
+    trt = trt_stand_in.make_module()
+    float32 = trt.DataType.FLOAT
+
+    def compute(a):  # paddle2onnx gives a 0-D result the shape [1]
+        return {"y": np.sum(a["x"] * 2.0).reshape([1])}
+
+    engine = trt_stand_in.Engine([("x", float32)], [("y", float32)], compute, trt.calls)
+    compiled = TrtGraph(trt, None, engine, gm, {}, {"x": ((3, 2),) * 3})
+    (y,) = compiled(x)
+    assert y.shape == [] and y.dtype == paddle.float32
+    np.testing.assert_allclose(y.numpy(), total(x).numpy(), rtol=1e-5, atol=1e-6)
+    two = trt_stand_in.Engine(
+        [("x", float32)], [("y", float32), ("z", float32)], compute, trt.calls
+    )
+    with pytest.raises(TensorRTError, match="the engine has 2 outputs, the graph 1"):
+        TrtGraph(trt, None, two, gm, {}, {})
+    stray = trt_stand_in.Engine([("x", float32), ("w", float32)], [("y", float32)], compute, [])
+    with pytest.raises(TensorRTError, match=r"inputs \['w'\] the graph lacks"):
+        TrtGraph(trt, None, stray, gm, {}, {})
+
+
+def test_cpu_tensors_at_run_time_say_to_set_the_device():
+    from jit_backend_tensorrt.runtime import TrtGraph
+
+    gm, x, _ = linear_graph()
+    live = jit_core.onnx.live_tensors(gm)
+    trt = trt_stand_in.make_module()
+    profile = backend.input_profile(gm, [x], live)
+    compiled = TrtGraph(trt, None, linear_engine(trt, *live), gm, live, profile)
+    with pytest.raises(NotOnGpuError, match=r'set_device\("gpu"\)'):
+        compiled(x)

@@ -67,6 +67,97 @@ class ParserError:
         return self._node
 
 
+class DataType(enum.Enum):
+    FLOAT = 0
+    HALF = 1
+    INT8 = 2
+    INT32 = 3
+    BOOL = 4
+    UINT8 = 5
+    BF16 = 7
+    INT64 = 8
+
+
+_NUMPY = {DataType.FLOAT: "float32", DataType.INT64: "int64", DataType.INT32: "int32"}
+
+
+class Engine:
+    """An "engine" that computes ``compute`` (NumPy arrays by name -> arrays by name) on
+    the memory bound to it by address, as TensorRT reads and writes device memory; on CPU
+    tensors here. ``inputs``/``outputs``: (name, DataType) in TensorRT's order."""
+
+    def __init__(self, inputs, outputs, compute, calls: List[Tuple[str, Any]]):
+        self.inputs, self.outputs, self.compute, self.calls = inputs, outputs, compute, calls
+
+    @property
+    def num_io_tensors(self) -> int:
+        return len(self.inputs) + len(self.outputs)
+
+    def _io(self):
+        return [(n, d, TensorIOMode.INPUT) for n, d in self.inputs] + [
+            (n, d, TensorIOMode.OUTPUT) for n, d in self.outputs
+        ]
+
+    def get_tensor_name(self, i: int) -> str:
+        return self._io()[i][0]
+
+    def get_tensor_mode(self, name: str) -> TensorIOMode:
+        return {n: m for n, _, m in self._io()}[name]
+
+    def get_tensor_dtype(self, name: str) -> DataType:
+        return {n: d for n, d, _ in self._io()}[name]
+
+    def create_execution_context(self) -> Context:
+        return Context(self)
+
+
+class Context:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.shapes: dict = {}
+        self.addresses: dict = {}
+
+    def set_input_shape(self, name: str, shape) -> bool:
+        self.engine.calls.append(("set_input_shape", (name, tuple(shape))))
+        self.shapes[name] = tuple(shape)
+        return True
+
+    def set_tensor_address(self, name: str, address: int) -> bool:
+        self.engine.calls.append(("set_tensor_address", name))
+        self.addresses[name] = address
+        return True
+
+    def _inputs(self):
+        import ctypes
+
+        import numpy as np
+
+        arrays = {}
+        for name, dtype in self.engine.inputs:
+            shape = self.shapes[name]
+            kind = np.dtype(_NUMPY[dtype])
+            size = int(np.prod(shape, dtype=np.int64)) * kind.itemsize
+            raw = (ctypes.c_char * size).from_address(self.addresses[name])
+            arrays[name] = np.frombuffer(raw, dtype=kind).reshape(shape).copy()
+        return arrays
+
+    def get_tensor_shape(self, name: str):
+        zeros = {n: a * 0 for n, a in self._inputs().items()}
+        return self.engine.compute(zeros)[name].shape
+
+    def execute_async_v3(self, stream: int) -> bool:
+        import ctypes
+
+        import numpy as np
+
+        self.engine.calls.append(("execute_async_v3", stream))
+        results = self.engine.compute(self._inputs())
+        for name, dtype in self.engine.outputs:
+            data = np.ascontiguousarray(results[name], dtype=_NUMPY[dtype]).tobytes()
+            ctypes.memmove(self.addresses[name], data, len(data))
+        return True
+
+
 class _Input:
     def __init__(self, name: str, shape: Tuple[int, ...]):
         self.name = name
@@ -89,6 +180,7 @@ def make_module(
     trt.BuilderFlag = BuilderFlag
     trt.MemoryPoolType = MemoryPoolType
     trt.TensorIOMode = TensorIOMode
+    trt.DataType = DataType
 
     class Network:
         def __init__(self) -> None:

@@ -96,13 +96,13 @@ class TrtGraph:
     def __call__(self, *tensors):
         bound = [(name, tensors[i]) for name, i in self._feeds]
         bound += [(name, t.detach()) for name, t in self._live]
-        why = not_on_gpu([t for _, t in bound])
-        if why:
-            raise NotOnGpuError(why)
         for name, t in bound:
             reason = outside(self._profile, name, t.shape)
             if reason is not None:
                 return self._outside_profile(reason, tensors)
+        why = not_on_gpu([t for _, t in bound])
+        if why:
+            raise NotOnGpuError(why)
         with self._lock:
             return self._run(bound)
 
@@ -121,7 +121,7 @@ class TrtGraph:
             out = paddle.empty(shape, dtype=dtype)
             self.context.set_tensor_address(name, out.data_ptr())
             results.append(out)
-        stream = paddle.device.cuda.current_stream().cuda_stream
+        stream = current_stream_handle()
         # Paddle's allocator orders frees on this same stream: ``keep`` and the outputs
         # stay valid until the engine has read and written them
         if not self.context.execute_async_v3(stream):
@@ -140,6 +140,12 @@ class TrtGraph:
             )
         with paddle.no_grad():
             return self._graph.forward(*tensors)
+
+
+def current_stream_handle() -> int:
+    """The raw ``cudaStream_t`` of Paddle's current stream on the current device
+    (``paddle.device.cuda.current_stream`` is deprecated since Paddle 2.5)."""
+    return int(paddle.device.current_stream().stream_base.cuda_stream)
 
 
 def _restored(t: paddle.Tensor, shape, dtype) -> paddle.Tensor:

@@ -30,6 +30,10 @@ PACKAGES = [
 #: column is n/a wherever TensorRT or a CUDA device is missing (all of CI): skipped at
 #: collection with the reason, a few seconds per Python.
 CONFORMANCE_BACKENDS = {"onnxrt": {}, "tvm": {"JIT_TVM_TUNE": "off"}, "tensorrt": {}}
+#: pytest-xdist workers of a backend's conformance run, where not JIT_TEST_WORKERS: tensorrt
+#: runs in one process (one GPU; and where it is n/a, skipping every test takes a few
+#: seconds, while starting two workers that import Paddle took about 20 s on 2 cores)
+CONFORMANCE_WORKERS = {"tensorrt": "0"}
 #: the compile cache tvm's conformance runs share across the Pythons of one ``./dev test``
 #: (TVM compiles the same graphs alike on every Python, and the entries do not depend on the
 #: process: 3.11 and 3.12 load what 3.10 built, 40 s instead of 4 minutes each on 2 cores).
@@ -78,7 +82,7 @@ def tests(session: nox.Session) -> None:
         session.run(
             "pytest",
             "-n",
-            workers,
+            CONFORMANCE_WORKERS.get(backend, workers),
             "conformance",
             "--backend",
             backend,

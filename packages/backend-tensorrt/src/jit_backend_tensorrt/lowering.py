@@ -9,7 +9,7 @@ checked there only against a stand-in module that records the calls (tests/fake_
 from __future__ import annotations
 
 import logging
-from typing import Any, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from jit_core.errors import JitError
 
@@ -23,6 +23,19 @@ class TensorRTError(JitError):
     """TensorRT cannot parse, build, load or run a graph; the message says where."""
 
 
+#: one logger per ``tensorrt`` module: TensorRT keeps the logger of the first builder or
+#: runtime of a process for all later ones, and holds it by pointer, so it must live on
+_LOGGERS: Dict[int, Any] = {}
+
+
+def shared_logger(trt) -> Any:
+    """This process's logger for ``trt`` (made once)."""
+    logger = _LOGGERS.get(id(trt))
+    if logger is None:
+        logger = _LOGGERS[id(trt)] = make_logger(trt)
+    return logger
+
+
 def make_logger(trt) -> Any:
     """A ``trt.ILogger`` that sends TensorRT's messages to ``logging`` and keeps its errors
     for the exception that reports a failed build."""
@@ -30,11 +43,13 @@ def make_logger(trt) -> Any:
     class _Logger(trt.ILogger):
         def __init__(self) -> None:
             trt.ILogger.__init__(self)
-            self.errors: List[str] = []
+            #: where a build collects the errors logged while it runs (None: none does)
+            self.errors: Optional[List[str]] = None
 
         def log(self, severity, msg) -> None:
             if severity in (trt.ILogger.INTERNAL_ERROR, trt.ILogger.ERROR):
-                self.errors.append(str(msg))
+                if self.errors is not None:
+                    self.errors.append(str(msg))
                 log.error("TensorRT: %s", msg)
             elif severity == trt.ILogger.WARNING:
                 log.warning("TensorRT: %s", msg)
@@ -76,7 +91,16 @@ def build_engine(
     timing_cache: Optional[bytes] = None,
 ) -> Tuple[bytes, Optional[bytes]]:
     """(the serialized engine, the timing cache after the build or None)."""
-    logger = make_logger(trt)
+    logger = shared_logger(trt)
+    errors: List[str] = []
+    logger.errors = errors
+    try:
+        return _build(trt, logger, errors, onnx_model, settings, profile, timing_cache)
+    finally:
+        logger.errors = None
+
+
+def _build(trt, logger, errors, onnx_model, settings, profile, timing_cache):
     builder = trt.Builder(logger)
     # TensorRT 10: every network has an explicit batch dimension; 0 is the only flag needed
     network = builder.create_network(0)
@@ -114,7 +138,7 @@ def build_engine(
     if serialized is None:
         raise TensorRTError(
             f"TensorRT {trt.__version__} could not build an engine for the graph: "
-            + ("; ".join(logger.errors[-5:]) or "no error recorded")
+            + ("; ".join(errors[-5:]) or "no error recorded")
         )
     timings = bytes(config.get_timing_cache().serialize()) if cache is not None else None
     return bytes(serialized), timings
@@ -123,7 +147,7 @@ def build_engine(
 def load_engine(trt, engine: bytes) -> Tuple[Any, Any]:
     """(the runtime, the deserialized engine); the engine is None where TensorRT refuses
     the bytes (another version's or GPU's, or damaged)."""
-    runtime = trt.Runtime(make_logger(trt))
+    runtime = trt.Runtime(shared_logger(trt))
     try:
         loaded = runtime.deserialize_cuda_engine(engine)
     except Exception as e:  # noqa: BLE001 - refused: the caller rebuilds

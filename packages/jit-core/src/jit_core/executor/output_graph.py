@@ -229,6 +229,9 @@ class OutputGraph:
         var = TensorVariable(node, tensor, source)
         if dynamic:
             node.meta["dynamic_dims"] = sorted(dynamic)
+            # (min, max) of each, from mark_dynamic (None: unbounded); the guards hold
+            # every call to them, and a backend may size what it builds by them
+            node.meta["dynamic_bounds"] = {d: tuple(b) for d, b in sorted(dynamic.items())}
             var.dynamic_dims = frozenset(dynamic)
             self.dynamic_inputs = True
         self.inputs.append((source, node, tensor))

@@ -169,7 +169,17 @@ class CheckedFirstRun:
     constant of generated code, which the gc cannot see into: it holds its cache entry,
     to note the fallback for ``explain()``, only weakly."""
 
-    __slots__ = ("run", "_graph", "_expected", "_frame", "_backend", "checked", "entry")
+    __slots__ = (
+        "run",
+        "_graph",
+        "_expected",
+        "_frame",
+        "_backend",
+        "checked",
+        "entry",
+        "_on_paddle",
+        "_warned",
+    )
 
     def __init__(self, run: Callable, gm: GraphModule, traced: Traced, frame: str, backend: str):
         self.run = run
@@ -184,10 +194,18 @@ class CheckedFirstRun:
         self._backend = backend
         self.checked = False
         self.entry: Optional[Callable[[], Optional[CacheEntry]]] = None
+        self._on_paddle: Optional[Callable] = None
+        self._warned = False
 
     def __call__(self, *args):
         if self.checked:
-            return self.run(*args)
+            try:
+                return self.run(*args)
+            except Exception as e:  # noqa: BLE001 - Paddle says whether the call is wrong
+                failed = e
+            # (outside the except block: Paddle's own error, if any, is not chained to
+            # the runtime's)
+            return self._run_on_paddle(failed, args)
         try:
             outs = self.run(*args)
         except Exception as e:  # noqa: BLE001 - the graph runs on paddle, which says it
@@ -209,6 +227,25 @@ class CheckedFirstRun:
         """What the backend's own callable says of itself (``PerShape``), if anything."""
         describe = getattr(self.run, "describe", None)
         return describe() if describe is not None else None
+
+    def _run_on_paddle(self, failed: Exception, args: tuple):
+        """A later run of the backend raised (an index out of range in its gather, say):
+        the call runs again on Paddle's kernels, so that the user sees the error eager
+        Paddle raises, at their line (``fx.graph_module``), not the runtime's; where
+        Paddle raises nothing, its results are the call's, with one warning."""
+        if self._on_paddle is None:
+            self._on_paddle = plugins.get_backend("paddle").compile(self._graph, [])
+        outs = self._on_paddle(*args)
+        if not self._warned:
+            self._warned = True
+            warnings.warn(
+                f"jit_core: the graph of {self._frame} raised in backend {self._backend!r} "
+                f"({type(failed).__name__}: {failed}) where Paddle does not: such calls run "
+                "on the paddle backend",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        return outs
 
     def _fall_back(self, why: str) -> None:
         note = f"runs on the paddle backend: backend {self._backend!r} is wrong for it: {why}"

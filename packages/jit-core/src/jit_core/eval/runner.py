@@ -34,6 +34,10 @@ WRONG_RESULT = "wrong_result"
 TIMEOUT = "timeout"
 CRASH = "crash"
 
+#: seconds a new worker may take to import Paddle and report, at least (the time limit
+#: is for the sample, not for a slow start on a busy machine)
+STARTUP_GRACE = 120.0
+
 #: the peer that is not ours: Paddle's own SOT
 SOT = "sot"
 
@@ -350,7 +354,8 @@ def run(
         process = ctx.Process(target=_worker_main, args=(child, path, name, cfg), daemon=True)
         process.start()
         child.close()
-        running.append(_Worker(path, name, process, parent, time.monotonic() + cfg.timeout))
+        grace = max(cfg.timeout, STARTUP_GRACE)
+        running.append(_Worker(path, name, process, parent, time.monotonic() + grace))
 
     def finish(worker: _Worker, lost: List[Dict[str, Any]]) -> None:
         running.remove(worker)

@@ -124,6 +124,8 @@ def _progress(done: int, total: int, name: str, results) -> None:
         if r["error"] is not None:
             first = r["error"]["message"].splitlines()[0] if r["error"]["message"] else ""
             print(f"    {r['backend']}: {r['error']['kind']}: {first}", file=sys.stderr, flush=True)
+        for line in r.get("fallbacks") or ():
+            print(f"    {r['backend']}: fallback: {line}", file=sys.stderr, flush=True)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -228,6 +228,8 @@ def _layer_call(layer, x: str, w: Callable[[Any, str], str]) -> str:
             f"padding_idx={layer._padding_idx!r}, sparse={layer._sparse!r})"
         )
     if isinstance(layer, nn.Dropout):
+        if not layer.training and layer.mode == "upscale_in_train":
+            return x  # what the layer returns in eval mode: its input, as it is
         return (
             f"{_F}.dropout({x}, p={layer.p!r}, axis={layer.axis!r}, "
             f"training={layer.training!r}, mode={layer.mode!r})"

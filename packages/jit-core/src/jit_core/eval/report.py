@@ -33,6 +33,8 @@ def summarize(
             "errors": dict(sorted(errors.items())),
             "geomean_speedup": scores.geomean(r["speedup"] for r in ok),
             "slowdowns": sum(1 for r in ok if r["speedup"] < 1),
+            #: samples with a graph that ran on the paddle backend instead (a fallback)
+            "fallbacks": sum(1 for r in mine if r.get("fallbacks")),
             "S": {str(t): v for t, v in s.items()},
             "ES": {str(t): v for t, v in es.items()},
         }
@@ -129,13 +131,14 @@ def _fmt(v) -> str:
 def format_table(summary: Dict[str, Any], tolerances: Sequence[int]) -> str:
     """The summary as a text table: counts and speedup, then S(t) and ES(t) per level."""
     rows = [
-        f"{'backend':<10} {'samples':>7} {'ok':>4} {'slower':>6} {'geomean':>8}  errors",
+        f"{'backend':<10} {'samples':>7} {'ok':>4} {'slower':>6} {'fallback':>8} {'geomean':>8}  "
+        "errors",
     ]
     for backend, s in summary.items():
         errors = ", ".join(f"{k} {v}" for k, v in s["errors"].items()) or "-"
         rows.append(
             f"{backend:<10} {s['samples']:>7} {s['ok']:>4} {s['slowdowns']:>6} "
-            f"{_fmt(s['geomean_speedup']):>8}  {errors}"
+            f"{s['fallbacks']:>8} {_fmt(s['geomean_speedup']):>8}  {errors}"
         )
     rows.append("")
     head = f"{'t':<14}" + "".join(f"{t:>6}" for t in tolerances)

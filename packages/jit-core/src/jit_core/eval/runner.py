@@ -74,6 +74,8 @@ def _new_result(sample: str, name: str, backend: str) -> Dict[str, Any]:
         "graphs": None,
         "breaks": None,
         "eager_frames": None,
+        #: graphs that ran on another backend than the one asked for, and why
+        "fallbacks": [],
         "correct_at": {},
         "outputs": None,
         "graphnet": None,
@@ -185,6 +187,21 @@ def _compare(result, expected, compiled_out, cfg: EvalConfig) -> None:
         }
 
 
+def _jit_facts(result: Dict[str, Any], compiled, backend: str) -> None:
+    """Graphs, breaks and eager frames as ``explain()`` counts them, and the graphs that a
+    fallback gave to the paddle backend (read after the first run: that run is when an
+    outside backend's graph is checked)."""
+    events = compiled._ctx.events
+    result["graphs"] = sum(1 for ev in events if ev.compiled)
+    result["breaks"] = sum(1 for ev in events if not ev.compiled and ev.graph_break)
+    result["eager_frames"] = len(compiled.jit_stats.eager_frames)
+    for ev in events:
+        entry = ev.entry if ev.compiled else None
+        if entry is not None and entry.backend is not None and entry.backend != backend:
+            note = f" ({entry.backend_note})" if entry.backend_note else ""
+            result["fallbacks"].append(f"{ev.code_name}: ran on {entry.backend}{note}")
+
+
 def _run_backend(sample, backend: str, kwargs, expected, cfg: EvalConfig) -> Dict[str, Any]:
     import paddle
 
@@ -213,12 +230,9 @@ def _run_backend(sample, backend: str, kwargs, expected, cfg: EvalConfig) -> Dic
         return _fail(result, scores.RUNTIME_FAIL, RUN_ERROR, _describe(e))
     finally:
         result["compile_s"] = time.perf_counter() - start
-    if backend != SOT:
-        events = compiled._ctx.events
-        result["graphs"] = sum(1 for ev in events if ev.compiled)
-        result["breaks"] = sum(1 for ev in events if not ev.compiled and ev.graph_break)
-        result["eager_frames"] = len(compiled.jit_stats.eager_frames)
     _compare(result, expected, out, cfg)
+    if backend != SOT:
+        _jit_facts(result, compiled, backend)
     if result["status"] != scores.CORRECT:
         return result
     try:
@@ -265,9 +279,14 @@ def run_sample_in_process(path: str, name: str, cfg: EvalConfig, send: Callable)
                 )
             )
         return
+    import paddle
+
     send(("phase", "eager"))
     try:
-        expected = _to_numpy(_flat_outputs(module(**kwargs)))
+        # samples are inference graphs (GraphNet's are): no gradients, as for a user's
+        # eval() under no_grad(), which is also what inference-only backends compile
+        with paddle.no_grad():
+            expected = _to_numpy(_flat_outputs(module(**kwargs)))
         _sync()
     except Exception as e:  # noqa: BLE001
         message = f"the eager run raised {_describe(e)}"
@@ -282,7 +301,8 @@ def run_sample_in_process(path: str, name: str, cfg: EvalConfig, send: Callable)
     for backend in cfg.backends:
         send(("phase", backend))
         try:
-            result = _run_backend(sample, backend, kwargs, expected, cfg)
+            with paddle.no_grad():
+                result = _run_backend(sample, backend, kwargs, expected, cfg)
         except Exception as e:  # noqa: BLE001 - never lose the other backends
             result = _fail(
                 _new_result(path, name, backend),
@@ -334,6 +354,18 @@ def _lost(worker: _Worker, cfg: EvalConfig, kind: str, why: str) -> List[Dict[st
     return out
 
 
+def _context():
+    """Workers come from a fork server that has imported Paddle and jit_core once: each
+    is still a process of its own, without paying Paddle's import per sample. Where there
+    is no fork server (not POSIX), each worker is spawned."""
+    try:
+        ctx = multiprocessing.get_context("forkserver")
+    except ValueError:
+        return multiprocessing.get_context("spawn")
+    ctx.set_forkserver_preload(["jit_core.eval.runner"])
+    return ctx
+
+
 def run(
     paths: Sequence[str],
     names: Sequence[str],
@@ -343,7 +375,7 @@ def run(
     """Run every sample on every backend of ``cfg``, ``cfg.jobs`` workers at a time;
     ``on_sample(done, total, name, results)`` is called as each sample finishes. The
     results come back in the order of ``paths``, backends in the order of ``cfg``."""
-    ctx = multiprocessing.get_context("spawn")
+    ctx = _context()
     pending = list(zip(paths, names))
     total = len(pending)
     running: List[_Worker] = []

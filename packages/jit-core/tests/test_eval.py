@@ -424,3 +424,13 @@ def test_extract_writes_each_graph_and_the_samples_rerun_eager_equal(tmp_path):
         assert r["error"] is None, r["error"]
     # the recording backend was registered only while extract() ran
     assert "jit-extract" not in jit_core.backends()
+
+
+def test_plots_without_matplotlib_name_the_package(tmp_path, capsys, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    with pytest.raises(SystemExit):
+        jit_eval([write(tmp_path / "s"), "--plot", str(tmp_path / "plots")])
+    err = capsys.readouterr().err
+    assert "needs the 'matplotlib' package: pip install matplotlib" in err

@@ -12,19 +12,28 @@ import shutil
 import nox
 
 PYTHONS = ["3.8", "3.9", "3.10", "3.11", "3.12"]
-#: jit-core with its "onnx" extra: the ONNX export the onnxrt and tvm backends (and later
-#: tensorrt) share. jit-backend-tvm installs on every Python; TVM itself comes on 3.10+ only.
+#: jit-core with its "onnx" extra: the ONNX export the onnxrt, tvm and tensorrt backends
+#: share. jit-backend-tvm installs on every Python; TVM itself comes on 3.10+ only.
+#: jit-backend-tensorrt installs without its "trt" extra: TensorRT's builder is not
+#: installable on CI's machines (no NVIDIA GPU), so its backend is listed as unavailable.
 PACKAGES = [
     "packages/jit-core[onnx]",
     "packages/jit-opcodes",
     "packages/backend-onnxrt",
     "packages/backend-tvm",
+    "packages/backend-tensorrt",
 ]
 #: backends the conformance suite runs on besides the default paddle backend, with the
 #: environment of their run. tvm checks correctness on sampled schedules (no tuning):
 #: tuning whole models on every run would not fit CI (its unit tests tune a small kernel
-#: instead). On 3.8/3.9 its column is n/a: every test is skipped with the reason.
-CONFORMANCE_BACKENDS = {"onnxrt": {}, "tvm": {"JIT_TVM_TUNE": "off"}}
+#: instead). On 3.8/3.9 its column is n/a: every test is skipped with the reason. tensorrt's
+#: column is n/a wherever TensorRT or a CUDA device is missing (all of CI): skipped at
+#: collection with the reason, a few seconds per Python.
+CONFORMANCE_BACKENDS = {"onnxrt": {}, "tvm": {"JIT_TVM_TUNE": "off"}, "tensorrt": {}}
+#: pytest-xdist workers of a backend's conformance run, where not JIT_TEST_WORKERS: tensorrt
+#: runs in one process (one GPU; and where it is n/a, skipping every test takes a few
+#: seconds, while starting two workers that import Paddle took about 20 s on 2 cores)
+CONFORMANCE_WORKERS = {"tensorrt": "0"}
 #: the compile cache tvm's conformance runs share across the Pythons of one ``./dev test``
 #: (TVM compiles the same graphs alike on every Python, and the entries do not depend on the
 #: process: 3.11 and 3.12 load what 3.10 built, 40 s instead of 4 minutes each on 2 cores).
@@ -73,7 +82,7 @@ def tests(session: nox.Session) -> None:
         session.run(
             "pytest",
             "-n",
-            workers,
+            CONFORMANCE_WORKERS.get(backend, workers),
             "conformance",
             "--backend",
             backend,
@@ -84,7 +93,7 @@ def tests(session: nox.Session) -> None:
 
 #: the distributions users install, built from these folders
 DISTRIBUTIONS = ["packages/jit-core", "packages/jit-opcodes", "packages/backend-onnxrt"]
-DISTRIBUTIONS += ["packages/backend-tvm"]
+DISTRIBUTIONS += ["packages/backend-tvm", "packages/backend-tensorrt"]
 #: what a user types (README): resolved from the files built here, not from an index
 USER_INSTALL = ["jit-core==0.1.0", "jit-backend-onnxrt==0.1.0"]
 #: checks the installed (not editable) packages after the README's example: where they
@@ -103,6 +112,15 @@ with paddle.no_grad():
     y = jit_core.optimize(net, backend="onnxrt")(x)
     assert float((y - net(x)).abs().max()) < 1e-5
 print("installed from the built wheels:", plugins)
+"""
+#: jit-backend-tensorrt installs from its wheel where TensorRT cannot run and says why
+TENSORRT_INSTALLED_CHECK = """
+import jit_core
+plugins = {dist: version for _, dist, version in jit_core.list_plugins() if dist}
+assert plugins.get("jit-backend-tensorrt") == "0.1.0", plugins
+why = jit_core.backends()["tensorrt"].unavailable
+assert "tensorrt" in why, why
+print("jit-backend-tensorrt from its wheel, unavailable here:", why)
 """
 
 
@@ -135,6 +153,8 @@ def wheels(session: nox.Session) -> None:
     env = {"GLOG_minloglevel": "2"}
     session.run(python, "-c", _readme_example(), external=True, env=env)
     session.run(python, "-c", INSTALLED_CHECK, external=True, env=env)
+    session.run(*pip, "--find-links", dist, "jit-backend-tensorrt==0.1.0", external=True)
+    session.run(python, "-c", TENSORRT_INSTALLED_CHECK, external=True, env=env)
 
 
 @nox.session(python="3.12")

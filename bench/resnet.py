@@ -1,7 +1,8 @@
 """ResNet18 inference, batch 1, on CPU: backends and graph passes, in one run.
 
-    python bench/resnet.py [--backend all|paddle|onnxrt|tvm] [--rounds N] [--size 224]
-                           [--skip-first-call] [--tvm-trials N] [--tvm-tune auto|always]
+    python bench/resnet.py [--backend all|paddle|onnxrt|tvm|tensorrt] [--rounds N]
+                           [--size 224] [--skip-first-call] [--tvm-trials N]
+                           [--tvm-tune auto|always]
 
 ``--backend NAME`` keeps eager Paddle, the onnxrt rows with ``freeze=True`` and the raw
 ONNX Runtime session as the peers, and that backend's rows. Rows: eager Paddle, ``paddle.jit.to_static``, and ``jit_core.optimize`` on every installed
@@ -27,6 +28,12 @@ export runs; tvm builds with sampled schedules) and warm (the model or library c
 the on-disk cache; for tvm the tuned library); for tvm also "records": an empty compile
 cache that holds only the tuning database, so the tuned build is compiled from the records
 without tuning.
+
+``--backend tensorrt`` is a GPU run of its own (``tensorrt_main``): eager Paddle and
+``paddle.jit.to_static`` on the GPU against ``jit_core.optimize(backend="tensorrt")`` with
+live parameters, frozen, and frozen with ``fp16=True``, each call synchronized with the
+GPU; then the first call of a fresh process, cold and warm. Where TensorRT cannot run it
+exits with the reason; ``--backend all`` (CPU) prints that reason as a note.
 """
 
 from __future__ import annotations
@@ -129,9 +136,14 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=224)
     parser.add_argument("--skip-first-call", action="store_true")
     parser.add_argument("--tvm-tune", default="auto", choices=["auto", "always"])
-    parser.add_argument("--backend", default="all", choices=["all", "paddle", "onnxrt", "tvm"])
+    parser.add_argument(
+        "--backend", default="all", choices=["all", "paddle", "onnxrt", "tvm", "tensorrt"]
+    )
     parser.add_argument("--tvm-trials", type=int, default=16, help="MetaSchedule trials per kernel")
     args, _ = parser.parse_known_args()  # ./dev bench hands every script the same args
+    if args.backend == "tensorrt":
+        tensorrt_main(args)
+        return
 
     paddle.seed(0)
     net = resnet18()
@@ -181,6 +193,12 @@ def main() -> None:
         print(f"{row[0]:40} {row[1]:>9} {ms:10.1f} {eager / ms:8.2f}x {diff:>11}")
     for note in tvm_notes:
         print(note)
+    if "tensorrt" in installed and only is None:
+        why = installed["tensorrt"].unavailable
+        print(
+            "tensorrt: GPU only, see bench/resnet.py --backend tensorrt"
+            + (f" (n/a here: {why})" if why else "")
+        )
 
     onnx_backends = [b for b in ("onnxrt", "tvm") if b in installed and only in (None, b)]
     if "tvm" in onnx_backends and not _tvm_runs(installed):
@@ -261,6 +279,73 @@ def tvm_rows(net, x, expected, trials: int, tune: str, notes: list) -> list:
             "kernels' records came from the on-disk database of earlier runs"
         )
     return rows
+
+
+def tensorrt_main(args) -> None:
+    """ResNet18 on the GPU: eager Paddle and to_static against TensorRT engines."""
+    installed = jit_core.backends()
+    if "tensorrt" not in installed:
+        sys.exit(
+            "bench/resnet.py --backend tensorrt: jit-backend-tensorrt is not installed: "
+            "pip install 'jit-backend-tensorrt[trt]'"
+        )
+    why = installed["tensorrt"].unavailable
+    if why:
+        sys.exit(f"bench/resnet.py --backend tensorrt: the backend cannot run here: {why}")
+    paddle.device.set_device("gpu")
+    paddle.seed(0)
+    net = resnet18()
+    net.eval()
+    x = paddle.rand([1, 3, args.size, args.size])
+    with paddle.no_grad():
+        expected = net(x).numpy()
+    static = paddle.jit.to_static(resnet18(), full_graph=True)
+    static.set_state_dict(net.state_dict())
+    static.eval()
+    rows = [("eager Paddle (GPU)", net, None), ("paddle.jit.to_static (GPU)", static, None)]
+    variants = (
+        ("live parameters", {}),
+        ("frozen", dict(freeze=True)),
+        ("frozen, fp16", dict(freeze=True, fp16=True)),
+    )
+    for label, options in variants:
+        fast = jit_core.optimize(net, backend="tensorrt", **options)
+        start = time.perf_counter()
+        with paddle.no_grad():
+            diff = float(np.abs(fast(x).numpy() - expected).max())
+        build = time.perf_counter() - start
+        rows.append((f"jit_core tensorrt, {label} (build {build:.0f} s)", fast, diff))
+
+    def synchronized(fn):
+        def run(t):
+            out = fn(t)
+            paddle.device.synchronize()
+            return out
+
+        return run
+
+    times = median_ms([synchronized(r[1]) for r in rows], x, args.rounds)
+    import tensorrt
+
+    print(f"ResNet18, batch 1, {args.size}x{args.size}, GPU, no_grad, {args.rounds} rounds")
+    print(
+        f"Paddle {paddle.__version__}, TensorRT {tensorrt.__version__}, "
+        f"{paddle.device.cuda.get_device_name()}, jit_core {jit_core.__version__}"
+    )
+    head = f"{'':48} {'median ms':>10} {'vs eager':>9} {'max |diff|':>11}"
+    print(head)
+    print("-" * len(head))
+    for (name, _, diff), ms in zip(rows, times):
+        shown = "-" if diff is None else f"{diff:.1e}"
+        print(f"{name:48} {ms:10.2f} {times[0] / ms:8.2f}x {shown:>11}")
+    if args.skip_first_call:
+        return
+    print()
+    print("First call in a fresh process, freeze=True (capture + build + run):")
+    with tempfile.TemporaryDirectory(prefix="jit_bench_cache_") as cache:
+        cold = first_call_s("tensorrt", args.size, cache)
+        warm = first_call_s("tensorrt", args.size, cache)
+    print(f"tensorrt     cold {cold:8.2f} s   warm {warm:8.2f} s   warm/cold {warm / cold:.0%}")
 
 
 if __name__ == "__main__":

@@ -34,8 +34,9 @@ def pytest_report_header(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    """A backend that is installed but cannot run on this Python (tvm on 3.8/3.9) makes
-    every cell of its column n/a: each test is skipped with the reason, never passed."""
+    """A backend that is installed but cannot run here (tvm on 3.8/3.9; tensorrt without
+    TensorRT or a CUDA device) makes every cell of its column n/a: each test is skipped
+    with the reason, never passed."""
     why = _unavailable(config)
     if not why:
         return
@@ -49,8 +50,7 @@ def pytest_terminal_summary(terminalreporter, config):
     if why:
         skipped = len(terminalreporter.stats.get("skipped", []))
         terminalreporter.write_line(
-            f"backend {config.getoption('--backend')!r}: n/a on this Python, {skipped} tests "
-            f"not run ({why})"
+            f"backend {config.getoption('--backend')!r}: n/a here, {skipped} tests not run ({why})"
         )
 
 

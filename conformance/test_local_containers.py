@@ -277,19 +277,3 @@ def test_a_generator_that_raises_runs_eagerly_and_raises(backend):
         fast(_t(3))
     reasons = list(fast.jit_stats.eager_frames.values())
     assert reasons and "ZeroDivisionError" in reasons[0], reasons
-
-
-def outside_list(xs, x):
-    xs.sort(key=lambda t: t.shape[0])
-    return x + 1
-
-
-def test_containers_from_outside_still_break(backend):
-    # sorting a list argument is a side effect on the caller's list: never in a graph
-    x = _t(3)
-    xs, ys = [_t(3), _t(1)], None
-    ys = list(xs)
-    report = jit_core.explain(jit_core.optimize(outside_list, backend=backend), xs, x)
-    assert report.break_count >= 1, str(report)
-    outside_list(ys, x)
-    assert [t.shape for t in xs] == [t.shape for t in ys]

@@ -315,7 +315,9 @@ def test_decode_while_loop_with_a_growing_kv_cache(backend):
     net = WhileDecoder()
     net.eval()
     ids = paddle.to_tensor([[3, 5], [7, 1]], dtype="int64")
-    _check_while(net, (ids,), _counts((15, 13), (17, 13)), backend)
+    # one break per token (the test of `(nxt == end).all()`): the appends to the caches
+    # are written back after each graph, not breaks
+    _check_while(net, (ids,), _counts((7, 5), (9, 5)), backend)
     # another prompt length: the cache grows from another size, results still eager's
     longer = paddle.to_tensor([[3, 5, 2], [7, 1, 4]], dtype="int64")
     fast = jit_core.optimize(net, backend=backend)

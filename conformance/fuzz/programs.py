@@ -59,6 +59,7 @@ SIMPLE = (
     "global_log",
     "global_count",
     "obj_attr",
+    "obj_list",
     "print",
     "numpy_roundtrip",
     "break",
@@ -763,6 +764,12 @@ class _Renderer:
             lambda: f"{self.target('i', c)} = obj.count * 2",
             lambda: f"obj.items = obj.items[-{c % 3 + 1}:]",
         )[a % 6]()
+        self.emit(line)
+
+    def k_obj_list(self, a, b, c, e):
+        # ``lst`` becomes the object argument's own list (or the other way round): the
+        # list operations after it mutate a list from outside the frame, through two paths
+        line = ("lst = obj.items", "obj.items = lst", "obj.items.extend(lst)")[a % 3]
         self.emit(line)
 
     def k_print(self, a, b, c, e):

@@ -14,8 +14,8 @@ from . import programs
 from .checker import Mismatch, check
 
 #: programs per CI run: each one compiles fresh graphs, so the exporting backends get fewer
-#: to stay under a minute on two cores
-CI_EXAMPLES = {"paddle": 150, "onnxrt": 15, "tvm": 4}
+#: to stay under a minute on two cores (tensorrt: each engine build takes seconds of GPU time)
+CI_EXAMPLES = {"paddle": 150, "onnxrt": 15, "tvm": 4, "tensorrt": 4}
 
 #: failures already filed in test_found.py (the test that pins each): a program that hits
 #: one is set aside so the run goes on looking for new ones. Remove a line with the xfail.

@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import numpy as np
 import paddle
@@ -391,4 +392,41 @@ def test_unavailable_backend_is_listed_and_refused_with_its_reason():
             jit_core.optimize(add_one, backend="nowhere")
     finally:
         plugins.get_plugin_manager().unregister(plugin)
+        plugins.reset_plugins()
+
+
+class UnavailableBackendWithFallback:
+    @jit_core.hookimpl
+    def jit_register_backends(self, register):
+        def compile_graph(gm, example_inputs, *, fallback=False):
+            raise AssertionError("an unavailable backend is never asked to compile")
+
+        register("faraway", compile_graph, unavailable="no accelerator here")
+
+
+def test_unavailable_backend_with_fallback_runs_on_paddle_with_one_warning():
+    plugin = UnavailableBackendWithFallback()
+    plugins.register_plugin(plugin, name="unavailable-fallback-test")
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fast = jit_core.optimize(add_one, backend="faraway", fallback=True)
+            x = paddle.ones([3])
+            for _ in range(2):
+                np.testing.assert_array_equal(fast(x).numpy(), add_one(x).numpy())
+        messages = [str(w.message) for w in caught if w.category is RuntimeWarning]
+        assert messages == [
+            "jit_core: backend 'faraway' cannot run here: no accelerator here. Everything "
+            "runs on the paddle backend (fallback=True)."
+        ]
+        assert caught[0].filename == __file__  # it points at the optimize() call
+        with pytest.raises(BackendUnavailableError, match="no accelerator here"):
+            jit_core.optimize(add_one, backend="faraway", fallback=False)
+        with pytest.raises(TypeError, match="takes no option 'mode'"):
+            jit_core.optimize(add_one, backend="faraway", fallback=True, mode="x")
+        # a backend that takes no fallback option is refused, not silently replaced
+        plugins.register_plugin(UnavailableBackend(), name="unavailable-test")
+        with pytest.raises(TypeError, match="'nowhere' takes no option 'fallback'"):
+            jit_core.optimize(add_one, backend="nowhere", fallback=True)
+    finally:
         plugins.reset_plugins()

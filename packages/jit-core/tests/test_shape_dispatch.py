@@ -116,3 +116,13 @@ def test_a_dynamic_backend_may_hand_a_graph_back(register):
     assert backend.builds == [[[2, 3]], [[3, 3]]]
     line = jit_core.explain(fast, paddle.randn([5, 3])).graphs[0].backend
     assert "this test backend serves one shape at a time" in line
+
+
+def test_placeholders_carry_mark_dynamic_bounds_for_backends():
+    x = paddle.rand([4, 3, 5])
+    jit_core.mark_dynamic(x, 0, min=3, max=9)
+    jit_core.mark_dynamic(x, 2)
+    gm = jit_core.capture(lambda t: t * 2.0, x)
+    (node,) = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    assert node.meta["dynamic_dims"] == [0, 2]
+    assert node.meta["dynamic_bounds"] == {0: (3, 9), 2: (None, None)}

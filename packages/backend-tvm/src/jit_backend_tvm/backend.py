@@ -25,6 +25,7 @@ import paddle
 
 from jit_core.compile_cache import DiskCache, graph_key
 from jit_core.errors import JitError
+from jit_core.index_bounds import IndexChecked
 from jit_core.logs import get_logger
 from jit_core.onnx import (
     DEFAULT_OPSET,
@@ -140,7 +141,7 @@ def compile_graph(
             if blob is not None:
                 stats["cache_hits"] += 1
                 log.info("%s: library from the cache (%s)", type(gm).__name__, key[:12])
-                return TvmGraph.from_blob(blob, gm, live, state_names)
+                return _indices_checked(TvmGraph.from_blob(blob, gm, live, state_names), gm)
         compiled, library, complete = _build(
             gm,
             example_inputs,
@@ -172,7 +173,23 @@ def compile_graph(
             raise
         stats["fallbacks"] += 1
         return run_on_paddle("tvm", e, gm)
-    return compiled
+    return _indices_checked(compiled, gm)
+
+
+def _indices_checked(compiled: TvmGraph, gm):
+    """TVM does not check indices (an out-of-range gather reads out of bounds, with no
+    error): calls whose index inputs are out of range run on Paddle's kernels, which raise
+    eager's error (``jit_core.index_bounds``)."""
+    from jit_core import plugins
+
+    checked = IndexChecked(compiled, gm, lambda: plugins.get_backend("paddle").compile(gm, []))
+    if checked.unchecked:
+        log.info(
+            "%s: indices TVM does not check and that cannot be checked before it runs: %s",
+            type(gm).__name__,
+            "; ".join(checked.unchecked),
+        )
+    return checked if checked.needed else compiled
 
 
 def _build(

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import types
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Set
 
@@ -271,13 +273,33 @@ def optimize(
     model); ``debug=True`` lints the graph after every pass. ``dynamic`` (dynamic shapes,
     see ``jit_core.shapes``): ``None`` makes a dimension dynamic once a change of its size
     causes a recompile, ``True`` makes every dimension dynamic from the start, ``False``
-    none. Every other keyword goes to the backend.
+    none. Every other keyword goes to the backend. A backend that is installed but cannot
+    run here raises ``BackendUnavailableError`` with the reason; with ``fallback=True`` (an
+    option the backend takes) everything runs on the ``paddle`` backend instead, with one
+    warning.
     """
     opts = Options.from_kwargs(backend, full_graph, options)
+    opts = _unless_unavailable(opts)
     check_backend_options(plugins.get_backend(opts.backend), opts.backend_options)
     if fn_or_layer is None:
         return lambda f: _wrap(f, opts)
     return _wrap(fn_or_layer, opts)
+
+
+def _unless_unavailable(opts: Options) -> Options:
+    """The options to use: ``opts``, or the paddle backend's where the backend asked for
+    cannot run here and ``fallback=True`` asks to run anyway (one warning says why)."""
+    found = plugins.backends().get(opts.backend)
+    if found is None or not found.unavailable or opts.backend_options.get("fallback") is not True:
+        return opts
+    check_backend_options(found, opts.backend_options)
+    warnings.warn(
+        f"jit_core: backend {opts.backend!r} cannot run here: {found.unavailable}. "
+        "Everything runs on the paddle backend (fallback=True).",
+        RuntimeWarning,
+        stacklevel=3,
+    )
+    return dataclasses.replace(opts, backend="paddle", backend_options={})
 
 
 def _wrap(fn_or_layer: Callable, opts: Options):

@@ -56,6 +56,15 @@ def capture(
         raise
     except Exception as e:  # noqa: BLE001 - say which call failed, keep the cause
         raise CaptureError(f"cannot capture {name}: {type(e).__name__}: {e}") from e
+    changed = [f"the cell {c[0]!r}" for c in traced.cells]
+    changed += [f"{c.source.name()} ({c.describe()})" for c in traced.containers]
+    if changed:
+        # a graph holds tensor work only: the frame's replacement code would write these
+        # back, a graph on its own would lose them
+        raise CaptureError(
+            f"cannot capture {name} into one graph: it changes what exists outside it "
+            f"({', '.join(changed)}), a side effect a graph cannot hold"
+        )
     gm = traced.graph_module
     if gm is None:
         raise CaptureError(f"{name} returned no tensor computed by Paddle: there is no graph")

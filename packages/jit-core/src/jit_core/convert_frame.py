@@ -21,6 +21,7 @@ from .codegen import resume as resume_codes
 from .codegen.frame import build_code, collect_return, disassemble
 from .config import Options
 from .errors import INTERNAL, RECONSTRUCT, BackendCompileError, StaticShapesOnly, Unsupported
+from .executor import side_effects
 from .executor.output_graph import OutputGraph, may_share_memory
 from .executor.translator import Translator, root_locals
 from .frame_cache import CacheEntry, FrameResult, pinned_locals
@@ -58,6 +59,8 @@ class Traced:
     point: Optional[graph_breaks.BreakPoint] = None
     #: the cells of the frame's closure it assigned (``graph_breaks.written_cells``)
     cells: list = field(default_factory=list)
+    #: the lists and dicts from outside the frame it mutated (``executor.side_effects``)
+    containers: list = field(default_factory=list)
     #: the objects made in the frame that the replacement code rebuilds in more than one
     #: place (``PyCodegen.shared_objects``)
     shared: list = field(default_factory=list)
@@ -166,7 +169,17 @@ class CheckedFirstRun:
     constant of generated code, which the gc cannot see into: it holds its cache entry,
     to note the fallback for ``explain()``, only weakly."""
 
-    __slots__ = ("run", "_graph", "_expected", "_frame", "_backend", "checked", "entry")
+    __slots__ = (
+        "run",
+        "_graph",
+        "_expected",
+        "_frame",
+        "_backend",
+        "checked",
+        "entry",
+        "_on_paddle",
+        "_warned",
+    )
 
     def __init__(self, run: Callable, gm: GraphModule, traced: Traced, frame: str, backend: str):
         self.run = run
@@ -181,10 +194,18 @@ class CheckedFirstRun:
         self._backend = backend
         self.checked = False
         self.entry: Optional[Callable[[], Optional[CacheEntry]]] = None
+        self._on_paddle: Optional[Callable] = None
+        self._warned = False
 
     def __call__(self, *args):
         if self.checked:
-            return self.run(*args)
+            try:
+                return self.run(*args)
+            except Exception as e:  # noqa: BLE001 - Paddle says whether the call is wrong
+                failed = e
+            # (outside the except block: Paddle's own error, if any, is not chained to
+            # the runtime's)
+            return self._run_on_paddle(failed, args)
         try:
             outs = self.run(*args)
         except Exception as e:  # noqa: BLE001 - the graph runs on paddle, which says it
@@ -206,6 +227,25 @@ class CheckedFirstRun:
         """What the backend's own callable says of itself (``PerShape``), if anything."""
         describe = getattr(self.run, "describe", None)
         return describe() if describe is not None else None
+
+    def _run_on_paddle(self, failed: Exception, args: tuple):
+        """A later run of the backend raised (an index out of range in its gather, say):
+        the call runs again on Paddle's kernels, so that the user sees the error eager
+        Paddle raises, at their line (``fx.graph_module``), not the runtime's; where
+        Paddle raises nothing, its results are the call's, with one warning."""
+        if self._on_paddle is None:
+            self._on_paddle = plugins.get_backend("paddle").compile(self._graph, [])
+        outs = self._on_paddle(*args)
+        if not self._warned:
+            self._warned = True
+            warnings.warn(
+                f"jit_core: the graph of {self._frame} raised in backend {self._backend!r} "
+                f"({type(failed).__name__}: {failed}) where Paddle does not: such calls run "
+                "on the paddle backend",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        return outs
 
     def _fall_back(self, why: str) -> None:
         note = f"runs on the paddle backend: backend {self._backend!r} is wrong for it: {why}"
@@ -268,6 +308,7 @@ class FrameCompiler:
             ret = tx.run()
             tensors: list = []
             cells: list = []
+            containers: list = []
             if tx.stopped:
                 inst = tx.instructions[tx.ip]
                 if not before_loop and inst.offset != stop.root_instruction.offset:
@@ -278,12 +319,20 @@ class FrameCompiler:
                 rebuilt = graph_breaks.collect_break(code, point)
             else:
                 cells = graph_breaks.written_cells(tx)
-                rebuilt = collect_return(code, ret, inputs_as_outputs, cells)
+                containers = list(output.side_effects.mutated)
+                rebuilt = collect_return(code, ret, inputs_as_outputs, cells, containers)
             tensors = rebuilt.tensors
             self._counter += 1
             n = self._counter
             traced = Traced(
-                n, output, ret, tensors, point=point, cells=cells, shared=rebuilt.shared_objects()
+                n,
+                output,
+                ret,
+                tensors,
+                point=point,
+                cells=cells,
+                containers=containers,
+                shared=rebuilt.shared_objects(),
             )
             if tensors:
                 output.set_outputs(tensors)
@@ -383,6 +432,7 @@ class FrameCompiler:
                 traced.ret,
                 traced.cells,
                 traced.shared,
+                traced.containers,
             )
         else:
             loop_body: List[str] = []
@@ -468,6 +518,10 @@ class FrameCompiler:
             resumes=resumes,
             owner=owner,
             shapes=_shape_notes(traced.output, policy),
+            written_back=[
+                side_effects.describe(c)
+                for c in (traced.point.containers if traced.point else traced.containers)
+            ],
         )
         if isinstance(compiled, CheckedFirstRun):
             compiled.entry = weakref.ref(entry)

@@ -45,7 +45,8 @@ DATA_LEAVES_GRAPH = "data-leaves-graph"
 #: a call that does I/O (``print``, ``input``, ``open``)
 IO_CALL = "io-call"
 #: a side effect the capture does not replay: attribute, item or global stores, mutation of
-#: a container from outside the frame, ``nonlocal`` stores, imports that load a module
+#: a container from outside the frame inside a generator consumed step by step,
+#: ``nonlocal`` stores, imports that load a module
 SIDE_EFFECT = "side-effect"
 #: an in-place tensor update that cannot stay in the graph (on inputs, parameters, views)
 INPLACE_OUTSIDE = "inplace-outside"

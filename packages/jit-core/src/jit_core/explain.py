@@ -66,6 +66,8 @@ class GraphInfo:
     backend: Optional[str] = None
     #: which input dimensions are dynamic, and which stay static and why
     shapes: List[str] = field(default_factory=list)
+    #: the lists and dicts from outside the frame whose mutation the code writes back
+    written_back: List[str] = field(default_factory=list)
 
 
 @dataclass
@@ -151,6 +153,9 @@ class ExplainOutput:
             if g.shapes:
                 out.append("  Shapes:")
                 out.extend("    " + line for line in g.shapes)
+            if g.written_back:
+                out.append("  Written back after the graph:")
+                out.extend("    " + line for line in g.written_back)
             if g.passes:
                 out.append("  Passes:")
                 out.extend("    " + p for p in g.passes)
@@ -213,6 +218,7 @@ def explain(fn: Callable, *args, backend: Optional[str] = None, **kwargs) -> Exp
                     passes=[str(r) for r in entry.pass_records],
                     backend=_backend_line(entry),
                     shapes=list(entry.shapes),
+                    written_back=list(entry.written_back),
                 )
             )
         else:

@@ -90,6 +90,8 @@ class CacheEntry:
     owner: tuple = ()
     #: which input dimensions are dynamic, which are static and why (``jit_core.shapes``)
     shapes: List[str] = field(default_factory=list)
+    #: the outside lists and dicts the code writes back, in words (``explain()``)
+    written_back: List[str] = field(default_factory=list)
 
     @property
     def built(self) -> Optional[Callable]:

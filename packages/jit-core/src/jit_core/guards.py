@@ -206,6 +206,14 @@ class GuardSet:
         #: relations between dynamic sizes the capture relied on (``shapes`` expressions of
         #: a comparison) -> whether it held
         self.relations: Dict[tuple, bool] = {}
+        #: pairs of sources that must (True) or must not (False) be one object: what the
+        #: capture relied on about lists and dicts it reached twice or mutated
+        #: (``executor.side_effects``)
+        self.identities: Dict[Tuple[str, str], Tuple[Source, Source, bool]] = {}
+
+    def add_identity(self, a: Source, b: Source, same: bool) -> None:
+        key = tuple(sorted((a.name(), b.name())))
+        self.identities.setdefault(key, (a, b, same))
 
     def add_relation(self, relation: tuple, holds: bool) -> None:
         self.relations.setdefault(relation, holds)
@@ -269,7 +277,11 @@ class GuardSet:
                 return f"{namer.obj(src.fn, 'f')}({args})"
             return src.name()
 
+        # a container's length or key guard checks its type first
+        typed = {g.source.name() for g in self._guards.values() if g.kind in (LEN_MATCH, DICT_KEYS)}
         for g in self.sorted():
+            if g.kind == TYPE_MATCH and g.source.name() in typed:
+                continue
             e = expr(g.source)
             if g.kind == ID_MATCH:
                 name = namer.obj(g.value)
@@ -327,6 +339,10 @@ class GuardSet:
                 tensors.append((g.source.name(), e, spec))
             else:  # pragma: no cover - programming error
                 raise ValueError(g.kind)
+        for a, b, same in self.identities.values():
+            op = "is" if same else "is not"
+            what = "one object" if same else "two objects"
+            parts.append((what, f"{expr(a)} {op} {expr(b)}"))
         for relation, holds in self.relations.items():
             text = shapes.render(relation, expr)
             parts.append(("size relation", text if holds else f"not {text}"))

@@ -34,8 +34,11 @@ def jit_register_backends(register):
     so in ``explain()``, and guards every entry on the gradient mode. A backend that is
     installed but cannot run in this environment (its library has no build for this
     Python, say) registers with ``unavailable="why"``: it is listed, and ``optimize`` with
-    it raises ``BackendUnavailableError`` with that reason. A graph with dynamic dimensions
-    (``node.meta["dynamic_dims"]`` on its placeholders) is handed to a backend registered
+    it raises ``BackendUnavailableError`` with that reason (or, where ``compile_fn`` takes
+    a ``fallback`` option and it is ``True``, runs on the ``paddle`` backend with one
+    warning). A graph with dynamic dimensions (``node.meta["dynamic_dims"]`` on its
+    placeholders, their ``mark_dynamic`` bounds in ``node.meta["dynamic_bounds"]``) is
+    handed to a backend registered
     with ``dynamic_shapes=True`` once, for every size; any other backend gets it once per
     distinct input shape (the examples have that shape).
     """

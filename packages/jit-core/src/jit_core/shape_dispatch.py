@@ -62,6 +62,7 @@ class PerShape:
         for node in graph.nodes:
             # this build is for this shape alone
             node.meta.pop("dynamic_dims", None)
+            node.meta.pop("dynamic_bounds", None)
         copy = GraphModule(self.gm, graph, class_name=type(self.gm).__name__)
         copy.meta = dict(self.gm.meta)
         examples: List[Any] = list(args)

@@ -157,7 +157,28 @@ class ObjectSource(Source):
         return f"<{self.label}>"
 
     def reconstruct(self, code) -> List[Instr]:
+        try:
+            hash(self.obj)
+        except TypeError:
+            # a code object's constants are hashed (a list would make it unhashable):
+            # an unhashable object is handed out by a constant that holds it
+            return _compat.load_callable_const(_Held(self.obj)) + _compat.call(0)
         return _compat.load_const(self.obj)
+
+
+class _Held:
+    """A constant of generated code that hands out one fixed object when called."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: Any):
+        self.obj = obj
+
+    def __call__(self) -> Any:
+        return self.obj
+
+    def __repr__(self) -> str:
+        return f"<the {type(self.obj).__name__} at {id(self.obj):#x}>"
 
 
 class CallSource(Source):

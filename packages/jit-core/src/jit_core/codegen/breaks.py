@@ -260,6 +260,9 @@ class BreakPoint:
     #: the frame's cell variables, and the cells of its closure it assigned: (name,
     #: contents or None, bound at entry)
     cells: List[tuple] = field(default_factory=list)
+    #: the lists and dicts from outside the frame that the capture mutated: their new
+    #: contents are written back before the instruction
+    containers: List[VariableTracker] = field(default_factory=list)
 
 
 def break_point(tx, inst: dis.Instruction, before_loop: bool = False) -> BreakPoint:
@@ -283,6 +286,7 @@ def break_point(tx, inst: dis.Instruction, before_loop: bool = False) -> BreakPo
     args = parameter_names(code)
     point.cells = [(n, tx.cells[n].contents, n in args) for n in code.co_cellvars]
     point.cells += written_cells(tx)
+    point.containers = list(tx.output.side_effects.mutated)
     return point
 
 
@@ -315,8 +319,8 @@ class BreakBuilder:
         """Called by a kind once the values the instruction takes are on the stack, before
         the instruction: the frame's cells get what the capture left in them (the
         instruction, the resume function and closures rebuilt here read the very
-        cells)."""
-        store_cells(self.cg, self.point.cells)
+        cells), and the outside containers the capture mutated their new contents."""
+        store_cells(self.cg, self.point.cells, self.point.containers)
 
 
 def _emit(b: BreakBuilder) -> None:

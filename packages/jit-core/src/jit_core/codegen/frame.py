@@ -29,18 +29,26 @@ def collect_return(
     value: VariableTracker,
     inputs_as_outputs: bool = False,
     cells: Sequence[tuple] = (),
+    containers: Sequence[VariableTracker] = (),
 ) -> PyCodegen:
     """The return's code, collected: ``.tensors`` are the graph-made tensors a returned
     value (and what goes into ``cells``) holds, in order, each once: the graph's outputs
     (inputs and parameters are loaded from where they came from, unless
-    ``inputs_as_outputs``); ``.shared_objects()`` what ``build_code`` keeps in locals."""
-    return collect(code, lambda cg: _emit_return(cg, value, cells), inputs_as_outputs)
+    ``inputs_as_outputs``); ``.shared_objects()`` what ``build_code`` keeps in locals.
+    ``containers``: the outside lists and dicts the capture mutated, written back."""
+    return collect(code, lambda cg: _emit_return(cg, value, cells, containers), inputs_as_outputs)
 
 
-def _emit_return(cg: PyCodegen, value: VariableTracker, cells: Sequence[tuple]) -> None:
+def _emit_return(
+    cg: PyCodegen,
+    value: VariableTracker,
+    cells: Sequence[tuple],
+    containers: Sequence[VariableTracker] = (),
+) -> None:
     cg(value)
-    # (after the value: it may be loaded from a cell the frame read before assigning it)
-    store_cells(cg, cells)
+    # (after the value: it may be loaded from a cell the frame read before assigning it,
+    # or from an item of a list before the list changes)
+    store_cells(cg, cells, containers)
 
 
 #: every code object built here: it keeps the original's file name, so the frame hook of
@@ -86,14 +94,16 @@ def build_code(
     return_value: VariableTracker,
     cells: Sequence[tuple],
     shared: Sequence[int],
+    containers: Sequence[VariableTracker] = (),
 ) -> types.CodeType:
     """The replacement for ``code``: run ``compiled`` on the inputs, store what the
-    capture assigned into the cells of the frame's closure (``cells``, as
-    ``pycodegen.store_cells`` takes them) and return the result; ``shared`` as
+    capture assigned into the cells of the frame's closure (``cells``) and the new
+    contents of the outside containers it mutated (``containers``), as
+    ``pycodegen.store_cells`` takes them, and return the result; ``shared`` as
     ``collect_return`` found it."""
     cg = PyCodegen(code, {id(t.node): i for i, t in enumerate(outputs)}, shared)
     instrs = run_graph(code, compiled, input_sources)
-    _emit_return(cg, return_value, cells)
+    _emit_return(cg, return_value, cells, containers)
     instrs += cg.instrs
     instrs += _compat.return_value()
     return assemble(code, instrs)

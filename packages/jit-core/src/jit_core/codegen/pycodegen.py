@@ -12,11 +12,15 @@ from __future__ import annotations
 import types
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
+from bytecode import Instr
+
 from .. import _compat
 from ..errors import RECONSTRUCT, Unsupported
 
 OUT_LOCAL = "___jit_graph_out"
 SHARED_LOCAL = "___jit_shared_{}"
+#: the new contents of an outside container the capture mutated, until it is written back
+WRITTEN_LOCAL = "___jit_written_{}"
 
 
 class PyCodegen:
@@ -123,10 +127,16 @@ class PyCodegen:
         return [k for k, n in self.uses.items() if n > 1]
 
 
-def store_cells(cg: PyCodegen, cells: Sequence[tuple]) -> None:
-    """Give the frame's cells what the captured code left in them: ``cells`` holds
-    ``(name, tracker or None when unbound, bound at entry)``. Every value is loaded before
-    any cell changes, as the source of one may read a cell."""
+def store_cells(cg: PyCodegen, cells: Sequence[tuple], containers: Sequence[Any] = ()) -> None:
+    """Write back what the captured code changed outside the frame: give the frame's cells
+    what the capture left in them (``cells`` holds ``(name, tracker or None when unbound,
+    bound at entry)``), and the lists and dicts from outside that it mutated their new
+    contents (``containers``: their trackers, ``executor.side_effects``). Every value is
+    loaded before anything changes, as the source of one may read a cell or an item of a
+    container that changes."""
+    for i, c in enumerate(containers):
+        c.build_new(cg)
+        cg.extend(_compat.store_fast(WRITTEN_LOCAL.format(i)))
     stores: List[Any] = []
     for name, contents, bound_at_entry in cells:
         if contents is not None:
@@ -134,6 +144,14 @@ def store_cells(cg: PyCodegen, cells: Sequence[tuple]) -> None:
             stores = _compat.store_deref(name, cg.code) + stores
         elif bound_at_entry:  # deleted by the captured code
             stores += _compat.delete_deref(name, cg.code)
+    # the containers first: their sources may go through a cell that changes
+    for i, c in enumerate(containers):
+        local = WRITTEN_LOCAL.format(i)
+        cg.extend(_compat.load_callable_const(c.written_back_by()))
+        cg.extend(c.source.reconstruct(cg.code))
+        cg.extend(_compat.load_fast(local) + _compat.call(2) + _compat.pop_top())
+        # the copy must not keep the items alive while the rest of the frame runs
+        cg.extend([Instr("DELETE_FAST", local)])
     cg.extend(stores)
 
 

@@ -40,6 +40,7 @@ from ..variables.containers import (
 )
 from ..variables.symbolic import SymIntVariable
 from ..variables.tensor import TensorVariable, live_tensor_trackers
+from .side_effects import SideEffects
 
 
 def _as_argument(v: VariableTracker, tensor: Callable[[TensorVariable], Any]) -> Any:
@@ -138,6 +139,9 @@ class OutputGraph:
         #: (``shape_infer``), filled when a capture first needs one
         self.static_shapes: Dict[Any, Optional[List[int]]] = {}
         self.guards = guards.GuardSet()
+        #: lists and dicts from outside the frame: one tracker per object, and those the
+        #: captured code mutates (written back after the graph)
+        self.side_effects = SideEffects(self.guards)
         #: name -> object registered on the GraphModule (layers, parameters, buffers)
         self.root: Dict[str, Any] = {}
         self._root_ids: Dict[int, str] = {}
@@ -225,6 +229,9 @@ class OutputGraph:
         var = TensorVariable(node, tensor, source)
         if dynamic:
             node.meta["dynamic_dims"] = sorted(dynamic)
+            # (min, max) of each, from mark_dynamic (None: unbounded); the guards hold
+            # every call to them, and a backend may size what it builds by them
+            node.meta["dynamic_bounds"] = {d: tuple(b) for d, b in sorted(dynamic.items())}
             var.dynamic_dims = frozenset(dynamic)
             self.dynamic_inputs = True
         self.inputs.append((source, node, tensor))

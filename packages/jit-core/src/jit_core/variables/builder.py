@@ -111,42 +111,22 @@ def _wrap(tx, value: Any, source: Optional[Source], owned_by_layer: bool) -> Var
     if isinstance(value, paddle.nn.Layer):
         _guard(tx, source, guards.ID_MATCH, value)
         return LayerVariable(value, source)
-    if tx is not None and source is None and type(value) in (list, dict, collections.OrderedDict):
+    if tx is not None and source is None and type(value) in _OUTSIDE_CONTAINERS:
         # a list or dict that exists outside the capture, reached without a path from the
         # frame (a default or closure of a function reached without one, an attribute of
-        # such an object): it must still count as outside, so that mutating it is refused
-        # instead of happening to a copy only
+        # such an object): it must still count as outside, so that a mutation is written
+        # back to it instead of happening to a copy only
         source = ObjectSource(value, f"a {type(value).__name__} from outside the capture")
-    if isinstance(value, (tuple, list)):
-        _guard(tx, source, guards.LEN_MATCH, value)
-        items = [
-            _wrap(tx, v, ItemSource(source, i) if source is not None else None, owned_by_layer)
-            for i, v in enumerate(value)
-        ]
-        cls = TupleVariable if isinstance(value, tuple) else ListVariable
-        if type(value) not in (tuple, list):
-            raise Unsupported(
-                f"a {type(value).__name__} (subclass of {cls.container_type.__name__})",
-                category=DYNAMIC_VALUE,
-            )
-        return cls(items, source)
-    if type(value) in (dict, collections.OrderedDict):
-        for k in value:
-            if not isinstance(k, (str, int, bool, float, type(None), tuple)):
-                raise Unsupported(
-                    f"a dict with a key of type {type(k).__name__}", category=DYNAMIC_VALUE
-                )
-        _guard(tx, source, guards.DICT_KEYS, value)
-        return DictVariable(
-            {
-                k: _wrap(
-                    tx, v, ItemSource(source, k) if source is not None else None, owned_by_layer
-                )
-                for k, v in value.items()
-            },
-            source,
-            dict_type=type(value),
-        )
+    outside = tx is not None and source is not None and type(value) in _OUTSIDE_CONTAINERS
+    if outside:
+        known = tx.output.side_effects.known(value, source)
+        if known is not None:  # read before: one object, one tracker (its mutations)
+            return known
+    var = _wrap_container(tx, value, source, owned_by_layer)
+    if var is not None:
+        if outside:
+            tx.output.side_effects.register(value, var)
+        return var
     if isinstance(value, types.ModuleType):
         _guard(tx, source, guards.ID_MATCH, value)
         return ModuleVariable(value, source)
@@ -190,6 +170,56 @@ def _wrap(tx, value: Any, source: Optional[Source], owned_by_layer: bool) -> Var
     if tx is not None and source is not None:
         _guard(tx, source, guards.TYPE_MATCH, type(value))
     return UserObjectVariable(value, source)
+
+
+#: containers from outside the frame whose mutation the capture writes back
+#: (``executor.side_effects``): one tracker per object
+_OUTSIDE_CONTAINERS = (list, dict, collections.OrderedDict)
+
+
+def _wrap_container(tx, value: Any, source: Optional[Source], owned_by_layer: bool):
+    """A tuple, list or dict with its items wrapped, or None for any other value."""
+    if type(value) is list and tx is not None and source is not None:
+        # from outside: its items are wrapped, and its length guarded, when first read
+        _guard(tx, source, guards.TYPE_MATCH, list)
+        return ListVariable.outside(
+            source, lambda: _wrap_items(tx, value, source, owned_by_layer).items
+        )
+    return _wrap_items(tx, value, source, owned_by_layer)
+
+
+def _wrap_items(tx, value: Any, source: Optional[Source], owned_by_layer: bool):
+    if isinstance(value, (tuple, list)):
+        _guard(tx, source, guards.LEN_MATCH, value)
+        items = [
+            _wrap(tx, v, ItemSource(source, i) if source is not None else None, owned_by_layer)
+            for i, v in enumerate(value)
+        ]
+        cls = TupleVariable if isinstance(value, tuple) else ListVariable
+        if type(value) not in (tuple, list):
+            raise Unsupported(
+                f"a {type(value).__name__} (subclass of {cls.container_type.__name__})",
+                category=DYNAMIC_VALUE,
+            )
+        return cls(items, source)
+    if type(value) in (dict, collections.OrderedDict):
+        for k in value:
+            if not isinstance(k, (str, int, bool, float, type(None), tuple)):
+                raise Unsupported(
+                    f"a dict with a key of type {type(k).__name__}", category=DYNAMIC_VALUE
+                )
+        _guard(tx, source, guards.DICT_KEYS, value)
+        return DictVariable(
+            {
+                k: _wrap(
+                    tx, v, ItemSource(source, k) if source is not None else None, owned_by_layer
+                )
+                for k, v in value.items()
+            },
+            source,
+            dict_type=type(value),
+        )
+    return None
 
 
 def _lib(value):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from .. import _compat
 from ..errors import DYNAMIC_VALUE, RAISES, SIDE_EFFECT, UNTRACED_CALL, Unsupported
@@ -24,6 +24,25 @@ def note_mutation(tx, container: VariableTracker, what: str) -> None:
     hook = getattr(tx, "container_mutated", None)
     if hook is not None:
         hook(container, what)
+
+
+def mutate_outside(tx, container: VariableTracker, what: str, kind: str) -> None:
+    """``container`` changes: when it exists outside the captured code, its new contents
+    are written back to it after the graph (``executor.side_effects``)."""
+    if container.source is None:
+        return
+    side_effects = getattr(getattr(tx, "output", None), "side_effects", None)
+    if side_effects is not None:
+        # inside the code of an iterator consumed step by step the change would show
+        # between the consumer's steps in CPython, not all at once
+        tx.no_side_effect(f"{what} on {kind} from outside the frame")
+    else:
+        raise Unsupported(
+            f"{what} mutates {kind} that exists outside the captured code "
+            "(a side effect: it runs in Python between two graphs)",
+            category=SIDE_EFFECT,
+        )
+    side_effects.mark_mutated(container)
 
 
 def _same_item(tx, item: VariableTracker, want: VariableTracker) -> bool:
@@ -142,6 +161,11 @@ class BaseListVariable(VariableTracker):
             return _const(sum(1 for i in self.items if _same_item(tx, i, args[0])))
         raise Unsupported(f"method {name!r} of {self.describe()}", category=UNTRACED_CALL)
 
+    def build_new(self, cg) -> None:
+        """A new object with the tracked items (``pycodegen.store_cells`` writes it into
+        the outside list it stands for)."""
+        self._build(cg)
+
     def _build(self, cg) -> None:
         subclass = self.container_type not in (list, tuple)
         if subclass:  # paddle.Size: a list subclass made from a list
@@ -167,27 +191,75 @@ class TupleVariable(BaseListVariable):
 class ListVariable(BaseListVariable):
     container_type = list
 
+    def __init__(self, items: List[VariableTracker], source=None):
+        #: a list from outside not read yet: how to wrap (and guard) its items when the
+        #: captured code first reads them; until then only appends are known
+        self._unread: Optional[Callable[[], List[VariableTracker]]] = None
+        self._appended: List[VariableTracker] = []
+        super().__init__(items, source)
+
+    @classmethod
+    def outside(cls, source, read_items: Callable[[], List[VariableTracker]]) -> ListVariable:
+        """A list from outside the frame whose items (and length, which its guard pins)
+        are read only when the captured code first needs them: code that only appends to
+        it (a log, the outputs of a loop) serves a list of any length."""
+        v = cls([], source)
+        v._unread = read_items
+        return v
+
+    @property
+    def items(self) -> List[VariableTracker]:
+        if self._unread is not None:
+            read, self._unread = self._unread, None
+            self._items = read() + self._appended
+            self._appended = []
+        return self._items
+
+    @items.setter
+    def items(self, value: List[VariableTracker]) -> None:
+        self._items = value
+
+    def describe(self) -> str:
+        if self._unread is not None:
+            return "list from outside (its items not read)"
+        return super().describe()
+
     def reconstruct(self, cg) -> None:
         cg.container(self, lambda: self._build(cg))
 
+    def build_new(self, cg) -> None:
+        if self._unread is not None:  # only appended to: what was appended
+            for item in self._appended:
+                cg(item)
+            cg.extend(_compat.build_list(len(self._appended)))
+        else:
+            super().build_new(cg)
+
+    def written_back_by(self) -> Callable[[list, list], None]:
+        """The function that gives the outside list what ``build_new`` built."""
+        from ..executor.side_effects import extend_list, replace_list
+
+        return extend_list if self._unread is not None else replace_list
+
     def _mutable(self, what: str, tx=None) -> None:
-        if self.source is not None:
-            raise Unsupported(
-                f"{what} mutates a list that exists outside the captured code "
-                "(a side effect: it runs in Python between two graphs)",
-                category=SIDE_EFFECT,
-            )
+        mutate_outside(tx, self, what, "a list")
         note_mutation(tx, self, what)
 
     def call_method(self, tx, name: str, args, kwargs):
         if name == "append" and len(args) == 1 and not kwargs:
             self._mutable("list.append", tx)
-            self.items.append(args[0])
+            if self._unread is not None:
+                self._appended.append(args[0])
+            else:
+                self.items.append(args[0])
             return _const(None)
         if name == "extend" and len(args) == 1 and not kwargs:
             self._mutable("list.extend", tx)
             new = args[0].unpack_var_sequence(tx)
-            self.items.extend(new)
+            if self._unread is not None:
+                self._appended.extend(new)
+            else:
+                self.items.extend(new)
             return _const(None)
         if name == "insert" and len(args) == 2 and not kwargs:
             self._mutable("list.insert", tx)
@@ -285,6 +357,16 @@ class DictVariable(VariableTracker):
     def reconstruct(self, cg) -> None:
         cg.container(self, lambda: self._build(cg))
 
+    def build_new(self, cg) -> None:
+        """A new dict with the tracked items (see ``BaseListVariable.build_new``)."""
+        self._build(cg)
+
+    def written_back_by(self) -> Callable[[dict, dict], None]:
+        """The function that gives the outside dict what ``build_new`` built."""
+        from ..executor.side_effects import replace_dict
+
+        return replace_dict
+
     def _build(self, cg) -> None:
         if self.dict_type is not dict:
             cg.extend(_compat.load_callable_const(self.dict_type))
@@ -336,34 +418,19 @@ class DictVariable(VariableTracker):
         return self.items[k]
 
     def _mutable(self, tx, what: str) -> None:
-        if self.source is not None:
-            raise Unsupported(
-                f"{what} on a dict that exists outside the captured code "
-                "(a side effect: it runs in Python between two graphs)",
-                category=SIDE_EFFECT,
-            )
+        mutate_outside(tx, self, what, "a dict")
         note_mutation(tx, self, what)
 
     def setitem(self, tx, key: VariableTracker, value: VariableTracker) -> None:
-        if self.source is not None:
-            raise Unsupported(
-                "storing into a dict that exists outside the captured code "
-                "(a side effect: it runs in Python between two graphs)",
-                category=SIDE_EFFECT,
-            )
         k = self._key(key)
-        note_mutation(tx, self, "dict item assignment")
+        self._mutable(tx, "dict item assignment")
         self.items[k] = value
 
     def delitem(self, tx, key: VariableTracker) -> None:
-        if self.source is not None:
-            raise Unsupported(
-                "deleting from a dict that exists outside the captured code", category=SIDE_EFFECT
-            )
         k = self._key(key)
         if k not in self.items:
             raise Unsupported(f"del dict[{k!r}] raises KeyError", category=RAISES)
-        note_mutation(tx, self, "del dict[...]")
+        self._mutable(tx, "del dict[...]")
         del self.items[k]
 
     def _pairs(self, tx, other: VariableTracker) -> List[tuple]:

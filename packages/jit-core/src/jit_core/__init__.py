@@ -19,6 +19,7 @@ from .errors import (
     JitError,
     Unsupported,
 )
+from .eval.extract import ExtractError, extract
 from .explain import ExplainOutput, explain
 from .hookspecs import hookimpl
 from .logs import set_logs
@@ -32,6 +33,8 @@ __all__ = [
     "optimize",
     "explain",
     "capture",
+    "extract",
+    "ExtractError",
     "mark_dynamic",
     "mark_static",
     "replace_pattern",

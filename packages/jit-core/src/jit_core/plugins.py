@@ -219,3 +219,12 @@ def register_plugin(plugin, name: Optional[str] = None) -> None:
     _backends = None
     _opcodes = None
     _passes = None
+
+
+def unregister_plugin(name: str) -> None:
+    """Remove a plugin that ``register_plugin`` registered under ``name``."""
+    global _backends, _opcodes, _passes
+    get_plugin_manager().unregister(name=name)
+    _backends = None
+    _opcodes = None
+    _passes = None

@@ -1,0 +1,10 @@
+"""``python -m jit_core.eval``: the same as the ``jit-eval`` command."""
+
+from __future__ import annotations
+
+import sys
+
+from .cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

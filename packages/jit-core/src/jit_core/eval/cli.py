@@ -1,0 +1,212 @@
+"""``jit-eval``: evaluate backends on GraphNet-format samples (``python -m jit_core.eval``)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from typing import List, Optional, Sequence
+
+from . import report, scores
+from .runner import SOT, EvalConfig, run
+from .samples import SampleError, find_samples
+
+
+def parse_tolerance(text: str) -> List[int]:
+    """``-10..-1`` (a range, both ends included) or one level ``-5``."""
+    try:
+        if ".." in text:
+            lo, hi = (int(x) for x in text.split("..", 1))
+        else:
+            lo = hi = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--tolerance takes a level like -5 or a range like -10..-1, got {text!r}"
+        ) from None
+    if lo > hi:
+        raise argparse.ArgumentTypeError(f"--tolerance range {text!r} is empty ({lo} > {hi})")
+    return list(range(lo, hi + 1))
+
+
+def _positive(name: str, minimum: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = minimum - 1
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{name} takes an integer >= {minimum}, got {text!r}")
+        return value
+
+    return parse
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="jit-eval",
+        description=(
+            "Evaluate jit_core backends (and Paddle's SOT, as 'sot') on GraphNet-format "
+            "computation-graph samples: correctness per tolerance level, speedup over eager "
+            "Paddle, and GraphNet's S(t) and ES(t) scores per backend."
+        ),
+    )
+    p.add_argument(
+        "samples",
+        nargs="+",
+        metavar="SAMPLE_DIR",
+        help="sample folders, or folders holding samples",
+    )
+    p.add_argument(
+        "--backend",
+        default="paddle",
+        help="comma-separated backends: installed jit_core backends and 'sot' (default: paddle)",
+    )
+    p.add_argument(
+        "--tolerance",
+        type=parse_tolerance,
+        default=list(scores.DEFAULT_TOLERANCES),
+        help="tolerance levels, a range like -10..5 (the default) or one level",
+    )
+    p.add_argument(
+        "--warmup", type=_positive("--warmup", 0), default=3, help="untimed calls each (default 3)"
+    )
+    p.add_argument(
+        "--trials", type=_positive("--trials", 1), default=10, help="timed calls each (default 10)"
+    )
+    p.add_argument("--seed", type=int, default=0, help="the seed inputs are drawn from (default 0)")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=300.0,
+        help="seconds a sample may take to load or to run on one backend (default 300)",
+    )
+    p.add_argument(
+        "--jobs", type=_positive("--jobs", 1), default=1, help="samples run at once (default 1)"
+    )
+    p.add_argument("--json", metavar="FILE", help="write every result and the summary as JSON")
+    p.add_argument(
+        "--plot", metavar="DIR", help="write S(t)/ES(t) and speedup plots as PNG (needs matplotlib)"
+    )
+    p.add_argument(
+        "--log", metavar="DIR", help="write one GraphNet-form log per backend (<backend>.log)"
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    return p
+
+
+def _check_backends(names: Sequence[str], parser) -> None:
+    import jit_core
+
+    installed = jit_core.backends()
+    known = list(installed) + [SOT]
+    for name in names:
+        if name == SOT:
+            continue
+        if name not in installed:
+            parser.error(f"unknown backend {name!r}; installed: {', '.join(known)}")
+        if installed[name].unavailable:
+            parser.error(f"backend {name!r} cannot run here: {installed[name].unavailable}")
+
+
+def _progress(done: int, total: int, name: str, results) -> None:
+    width = 20
+    filled = int(width * done / total)
+    parts = []
+    for r in results:
+        if r["error"] is not None:
+            parts.append(f"{r['backend']} {r['error']['kind']}")
+        else:
+            parts.append(f"{r['backend']} {r['speedup']:.2f}x" if r["speedup"] else r["backend"])
+    bar = "#" * filled + "." * (width - filled)
+    print(f"[{bar}] {done}/{total} {name}: {', '.join(parts)}", file=sys.stderr, flush=True)
+    for r in results:
+        if r["error"] is not None:
+            first = r["error"]["message"].splitlines()[0] if r["error"]["message"] else ""
+            print(f"    {r['backend']}: {r['error']['kind']}: {first}", file=sys.stderr, flush=True)
+        for line in r.get("fallbacks") or ():
+            print(f"    {r['backend']}: fallback: {line}", file=sys.stderr, flush=True)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # argparse takes "-10..-1" for an option: glue it to --tolerance
+    for i, arg in enumerate(argv[:-1]):
+        if arg == "--tolerance" and argv[i + 1].startswith("-"):
+            argv[i : i + 2] = [f"--tolerance={argv[i + 1]}"]
+            break
+    args = parser.parse_args(argv)
+    backends = [b.strip() for b in args.backend.split(",") if b.strip()]
+    if not backends:
+        parser.error("--backend names no backend")
+    if len(set(backends)) != len(backends):
+        parser.error(f"--backend names a backend twice: {args.backend}")
+    if args.plot:
+        from ..errors import MissingDependencyError
+        from .plots import require_matplotlib
+
+        try:
+            require_matplotlib()
+        except MissingDependencyError as e:
+            parser.error(str(e))
+    _check_backends(backends, parser)
+    try:
+        paths = find_samples(args.samples)
+    except SampleError as e:
+        parser.error(str(e))
+    names = []
+    for path in paths:
+        root = next(r for r in args.samples if os.path.abspath(path).startswith(os.path.abspath(r)))
+        rel = os.path.relpath(path, root)
+        base = os.path.basename(os.path.abspath(root))
+        names.append(base if rel == "." else os.path.join(base, rel))
+    cfg = EvalConfig(
+        backends=backends,
+        tolerances=args.tolerance,
+        warmup=args.warmup,
+        trials=args.trials,
+        seed=args.seed,
+        timeout=args.timeout,
+        jobs=args.jobs,
+    )
+    if not args.quiet:
+        print(
+            f"jit-eval: {len(paths)} samples on {', '.join(backends)} "
+            f"(warmup {args.warmup}, trials {args.trials}, {args.jobs} at a time)",
+            file=sys.stderr,
+            flush=True,
+        )
+    start = time.monotonic()
+    results = run(paths, names, cfg, None if args.quiet else _progress)
+    summary = report.summarize(results, backends, args.tolerance)
+    config = {
+        "backends": backends,
+        "tolerances": args.tolerance,
+        "warmup": args.warmup,
+        "trials": args.trials,
+        "seed": args.seed,
+        "timeout": args.timeout,
+        "samples": list(args.samples),
+        "device": _device(),
+        "seconds": round(time.monotonic() - start, 2),
+    }
+    print(report.format_table(summary, args.tolerance))
+    if args.json:
+        report.write_json(args.json, config, results, summary)
+        print(f"wrote {args.json}", file=sys.stderr)
+    if args.log:
+        for path in report.write_graphnet_logs(args.log, results, config):
+            print(f"wrote {path}", file=sys.stderr)
+    if args.plot:
+        from .plots import plot_all
+
+        for path in plot_all(args.plot, results, summary, args.tolerance):
+            print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
+def _device() -> str:
+    import paddle
+
+    return paddle.device.get_device()

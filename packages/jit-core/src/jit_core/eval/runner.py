@@ -1,0 +1,439 @@
+"""Run samples on backends, each sample in a worker process of its own.
+
+The worker loads the sample, runs it eagerly once for the reference outputs, then per
+backend: compiles it (the first call, timed), compares the outputs at every tolerance
+level, and times eager and compiled calls interleaved. It sends one result per backend as
+soon as it has it, so a crash or a hang costs the backends not yet done on that sample,
+never the run: the parent kills a worker past the time limit and goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import statistics
+import time
+import traceback
+from dataclasses import dataclass, field
+from multiprocessing.connection import wait
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+from . import scores
+from .samples import SampleError
+
+log = logging.getLogger("jit_core.eval")
+
+#: the error kinds of a result (``result["error"]["kind"]``)
+BAD_SAMPLE = "bad_sample"
+EAGER_ERROR = "eager_error"
+CAPTURE_ERROR = "capture_error"
+BACKEND_COMPILE_ERROR = "backend_compile_error"
+RUN_ERROR = "run_error"
+WRONG_RESULT = "wrong_result"
+TIMEOUT = "timeout"
+CRASH = "crash"
+
+#: seconds a new worker may take to import Paddle and report, at least (the time limit
+#: is for the sample, not for a slow start on a busy machine)
+STARTUP_GRACE = 120.0
+
+#: the peer that is not ours: Paddle's own SOT
+SOT = "sot"
+
+# GraphNet's (rtol, atol) table is tried for every dtype at every level, as its logs do
+_GRAPHNET_LOG_LEVELS = tuple(range(-10, 6))
+_GRAPHNET_DTYPES = ("float16", "bfloat16", "float32", "float64")
+
+
+@dataclass
+class EvalConfig:
+    backends: Sequence[str] = ("paddle",)
+    tolerances: Sequence[int] = scores.DEFAULT_TOLERANCES
+    warmup: int = 3
+    trials: int = 10
+    seed: int = 0
+    #: seconds a worker may spend on one step (loading and the eager run, or one backend)
+    timeout: float = 300.0
+    jobs: int = 1
+    #: the folder the sample paths were found under, for readable names
+    roots: Sequence[str] = field(default_factory=tuple)
+
+
+def _new_result(sample: str, name: str, backend: str) -> Dict[str, Any]:
+    return {
+        "sample": sample,
+        "name": name,
+        "backend": backend,
+        "status": scores.CORRECT,
+        "error": None,
+        "compile_s": None,
+        "eager_ms": None,
+        "compiled_ms": None,
+        "speedup": None,
+        "graphs": None,
+        "breaks": None,
+        "eager_frames": None,
+        #: graphs that ran on another backend than the one asked for, and why
+        "fallbacks": [],
+        "correct_at": {},
+        "outputs": None,
+        "graphnet": None,
+    }
+
+
+def _fail(result: Dict[str, Any], status: str, kind: str, message: str) -> Dict[str, Any]:
+    result["status"] = status
+    result["error"] = {"kind": kind, "message": message}
+    return result
+
+
+def _describe(e: BaseException) -> str:
+    text = f"{type(e).__name__}: {e}"
+    return text if len(text) < 2000 else text[:2000] + " ..."
+
+
+def _flat_outputs(out: Any) -> List[Any]:
+    import paddle
+
+    if isinstance(out, paddle.Tensor):
+        return [out]
+    if isinstance(out, (list, tuple)):
+        flat: List[Any] = []
+        for o in out:
+            flat.extend(_flat_outputs(o))
+        return flat
+    if isinstance(out, dict):
+        flat = []
+        for k in sorted(out):
+            flat.extend(_flat_outputs(out[k]))
+        return flat
+    return []
+
+
+def _to_numpy(tensors: List[Any]):
+    arrays, dtypes, shapes = [], [], []
+    for t in tensors:
+        dtype = str(t.dtype).replace("paddle.", "")
+        if dtype == "bfloat16":
+            t = t.astype("float32")
+        arrays.append(t.numpy())
+        dtypes.append(dtype)
+        shapes.append(list(t.shape))
+    return arrays, dtypes, shapes
+
+
+def _sync() -> None:
+    import paddle
+
+    if paddle.device.get_device().startswith("gpu"):
+        paddle.device.synchronize()
+
+
+def _timed(fn: Callable, kwargs: Dict[str, Any]) -> float:
+    _sync()
+    start = time.perf_counter()
+    fn(**kwargs)
+    _sync()
+    return (time.perf_counter() - start) * 1000.0
+
+
+def _compare(result, expected, compiled_out, cfg: EvalConfig) -> None:
+    exp, exp_dtypes, exp_shapes = expected
+    got, got_dtypes, got_shapes = _to_numpy(_flat_outputs(compiled_out))
+    result["outputs"] = len(exp)
+    gn: Dict[str, Any] = {
+        "dtypes_eager": exp_dtypes,
+        "dtypes_compiled": got_dtypes,
+        "shapes_eager": exp_shapes,
+        "shapes_compiled": got_shapes,
+        "correctness": {},
+    }
+    result["graphnet"] = gn
+    if len(got) != len(exp) or got_shapes != exp_shapes:
+        _fail(
+            result,
+            scores.SHAPE_MISMATCH,
+            WRONG_RESULT,
+            f"outputs differ in number or shape: eager {exp_shapes}, compiled {got_shapes}",
+        )
+        return
+    if got_dtypes != exp_dtypes:
+        _fail(
+            result,
+            scores.TYPE_MISMATCH,
+            WRONG_RESULT,
+            f"outputs differ in dtype: eager {exp_dtypes}, compiled {got_dtypes}",
+        )
+        return
+    levels = sorted(set(cfg.tolerances) | ({1} if max(cfg.tolerances) >= 1 else set()))
+    for t in levels:
+        result["correct_at"][str(t)] = all(scores.outputs_close(exp, got, t, exp_dtypes))
+    gn["correctness"]["[equal]"] = [int(scores.close(e, g, 0, 0)) for e, g in zip(exp, got)]
+    for t in _GRAPHNET_LOG_LEVELS:
+        for dtype in _GRAPHNET_DTYPES:
+            rtol, atol = scores.tolerance_pair(t, dtype)
+            key = f"[all_close_atol_{atol:.2E}_rtol_{rtol:.2E}]"
+            gn["correctness"][key] = [int(scores.close(e, g, rtol, atol)) for e, g in zip(exp, got)]
+    loosest = str(max(cfg.tolerances))
+    if not result["correct_at"][loosest]:
+        worst = max(
+            (float(abs(e.astype("float64") - g.astype("float64")).max()) if e.size else 0.0)
+            for e, g in zip(exp, got)
+        )
+        result["error"] = {
+            "kind": WRONG_RESULT,
+            "message": f"not close at tolerance level {loosest} (largest difference {worst:.3g})",
+        }
+
+
+def _jit_facts(result: Dict[str, Any], compiled, backend: str) -> None:
+    """Graphs, breaks and eager frames as ``explain()`` counts them, and the graphs that a
+    fallback gave to the paddle backend (read after the first run: that run is when an
+    outside backend's graph is checked)."""
+    events = compiled._ctx.events
+    result["graphs"] = sum(1 for ev in events if ev.compiled)
+    result["breaks"] = sum(1 for ev in events if not ev.compiled and ev.graph_break)
+    result["eager_frames"] = len(compiled.jit_stats.eager_frames)
+    for ev in events:
+        entry = ev.entry if ev.compiled else None
+        if entry is not None and entry.backend is not None and entry.backend != backend:
+            note = f" ({entry.backend_note})" if entry.backend_note else ""
+            result["fallbacks"].append(f"{ev.code_name}: ran on {entry.backend}{note}")
+
+
+def _run_backend(sample, backend: str, kwargs, expected, cfg: EvalConfig) -> Dict[str, Any]:
+    import paddle
+
+    import jit_core
+    from jit_core.errors import BackendCompileError, JitError
+
+    result = _new_result(sample.path, sample.name, backend)
+    eager = sample.load_module()
+    model = sample.load_module()
+    if backend == SOT:
+        compiled = paddle.jit.to_static(model, full_graph=False)
+    else:
+        compiled = jit_core.optimize(model, backend=backend, dynamic=False)
+    start = time.perf_counter()
+    try:
+        out = compiled(**kwargs)
+        _sync()
+    except BackendCompileError as e:
+        return _fail(result, scores.COMPILE_FAIL, BACKEND_COMPILE_ERROR, _describe(e))
+    except JitError as e:
+        return _fail(result, scores.COMPILE_FAIL, CAPTURE_ERROR, _describe(e))
+    except Exception as e:  # noqa: BLE001 - the backend's error is the result
+        if backend == SOT:
+            # SOT translates on the first call: its errors there are compile errors
+            return _fail(result, scores.COMPILE_FAIL, BACKEND_COMPILE_ERROR, _describe(e))
+        return _fail(result, scores.RUNTIME_FAIL, RUN_ERROR, _describe(e))
+    finally:
+        result["compile_s"] = time.perf_counter() - start
+    _compare(result, expected, out, cfg)
+    if backend != SOT:
+        _jit_facts(result, compiled, backend)
+    if result["status"] != scores.CORRECT:
+        return result
+    try:
+        for _ in range(cfg.warmup):
+            eager(**kwargs)
+            compiled(**kwargs)
+        eager_ms: List[float] = []
+        compiled_ms: List[float] = []
+        for i in range(cfg.trials):
+            # alternate which goes first, so that neither always runs on a warmer cache
+            if i % 2:
+                compiled_ms.append(_timed(compiled, kwargs))
+                eager_ms.append(_timed(eager, kwargs))
+            else:
+                eager_ms.append(_timed(eager, kwargs))
+                compiled_ms.append(_timed(compiled, kwargs))
+    except Exception as e:  # noqa: BLE001
+        return _fail(result, scores.RUNTIME_FAIL, RUN_ERROR, "a timed call raised " + _describe(e))
+    if eager_ms:
+        result["eager_ms"] = statistics.median(eager_ms)
+        result["compiled_ms"] = statistics.median(compiled_ms)
+        if result["compiled_ms"] > 0:
+            result["speedup"] = result["eager_ms"] / result["compiled_ms"]
+    return result
+
+
+def run_sample_in_process(path: str, name: str, cfg: EvalConfig, send: Callable) -> None:
+    """What a worker does for one sample; ``send(message)`` reports each step and result."""
+    from .samples import check_signature, load_sample
+
+    send(("phase", "load"))
+    try:
+        sample = load_sample(path)
+        sample.name = name
+        module = sample.load_module()
+        check_signature(sample, module)
+        kwargs = sample.make_inputs(cfg.seed)
+    except SampleError as e:
+        for backend in cfg.backends:
+            send(
+                (
+                    "result",
+                    _fail(_new_result(path, name, backend), "eager_fail", BAD_SAMPLE, str(e)),
+                )
+            )
+        return
+    import paddle
+
+    send(("phase", "eager"))
+    try:
+        # samples are inference graphs (GraphNet's are): no gradients, as for a user's
+        # eval() under no_grad(), which is also what inference-only backends compile
+        with paddle.no_grad():
+            expected = _to_numpy(_flat_outputs(module(**kwargs)))
+        _sync()
+    except Exception as e:  # noqa: BLE001
+        message = f"the eager run raised {_describe(e)}"
+        for backend in cfg.backends:
+            send(
+                (
+                    "result",
+                    _fail(_new_result(path, name, backend), "eager_fail", EAGER_ERROR, message),
+                )
+            )
+        return
+    for backend in cfg.backends:
+        send(("phase", backend))
+        try:
+            with paddle.no_grad():
+                result = _run_backend(sample, backend, kwargs, expected, cfg)
+        except Exception as e:  # noqa: BLE001 - never lose the other backends
+            result = _fail(
+                _new_result(path, name, backend),
+                scores.RUNTIME_FAIL,
+                RUN_ERROR,
+                _describe(e) + "\n" + traceback.format_exc(limit=5),
+            )
+        send(("result", result))
+
+
+def _worker_main(conn, path: str, name: str, cfg: EvalConfig) -> None:
+    os.environ.setdefault("GLOG_minloglevel", "2")
+    try:
+        run_sample_in_process(path, name, cfg, conn.send)
+        conn.send(("done", None))
+    finally:
+        conn.close()
+
+
+@dataclass
+class _Worker:
+    path: str
+    name: str
+    process: Any
+    conn: Any
+    deadline: float
+    phase: str = "start"
+    results: Dict[str, Dict[str, Any]] = field(default_factory=dict)
+    done: bool = False
+
+
+def _lost(worker: _Worker, cfg: EvalConfig, kind: str, why: str) -> List[Dict[str, Any]]:
+    """Results for the backends a dead or killed worker did not report."""
+    out = []
+    for backend in cfg.backends:
+        if backend in worker.results:
+            continue
+        result = _new_result(worker.path, worker.name, backend)
+        if worker.phase in ("start", "load", "eager"):
+            status, message = (
+                scores.EAGER_FAIL,
+                f"{why} while loading or running the sample eagerly",
+            )
+        elif worker.phase == backend:
+            status, message = scores.RUNTIME_FAIL, f"{why} while running it on {backend}"
+        else:
+            status, message = scores.RUNTIME_FAIL, f"not run: {why} on an earlier backend"
+        out.append(_fail(result, status, kind, message))
+    return out
+
+
+def _context():
+    """Workers come from a fork server that has imported Paddle and jit_core once: each
+    is still a process of its own, without paying Paddle's import per sample. Where there
+    is no fork server (not POSIX), each worker is spawned."""
+    try:
+        ctx = multiprocessing.get_context("forkserver")
+    except ValueError:
+        return multiprocessing.get_context("spawn")
+    ctx.set_forkserver_preload(["jit_core.eval.runner"])
+    return ctx
+
+
+def run(
+    paths: Sequence[str],
+    names: Sequence[str],
+    cfg: EvalConfig,
+    on_sample: Optional[Callable[[int, int, str, List[Dict[str, Any]]], None]] = None,
+) -> List[Dict[str, Any]]:
+    """Run every sample on every backend of ``cfg``, ``cfg.jobs`` workers at a time;
+    ``on_sample(done, total, name, results)`` is called as each sample finishes. The
+    results come back in the order of ``paths``, backends in the order of ``cfg``."""
+    ctx = _context()
+    pending = list(zip(paths, names))
+    total = len(pending)
+    running: List[_Worker] = []
+    finished: Dict[str, List[Dict[str, Any]]] = {}
+
+    def start(path: str, name: str) -> None:
+        parent, child = ctx.Pipe(duplex=False)
+        process = ctx.Process(target=_worker_main, args=(child, path, name, cfg), daemon=True)
+        process.start()
+        child.close()
+        grace = max(cfg.timeout, STARTUP_GRACE)
+        running.append(_Worker(path, name, process, parent, time.monotonic() + grace))
+
+    def finish(worker: _Worker, lost: List[Dict[str, Any]]) -> None:
+        running.remove(worker)
+        worker.conn.close()
+        by_backend = dict(worker.results)
+        for r in lost:
+            by_backend[r["backend"]] = r
+        results = [by_backend[b] for b in cfg.backends]
+        finished[worker.path] = results
+        if on_sample is not None:
+            on_sample(len(finished), total, worker.name, results)
+
+    while pending or running:
+        while pending and len(running) < max(1, cfg.jobs):
+            start(*pending.pop(0))
+        now = time.monotonic()
+        timeout = max(0.0, min(w.deadline for w in running) - now)
+        ready = wait([w.conn for w in running] + [w.process.sentinel for w in running], timeout)
+        for worker in list(running):
+            try:
+                while worker.conn in ready and worker.conn.poll():
+                    kind, value = worker.conn.recv()
+                    worker.deadline = time.monotonic() + cfg.timeout
+                    if kind == "phase":
+                        worker.phase = value
+                    elif kind == "result":
+                        worker.results[value["backend"]] = value
+                    elif kind == "done":
+                        worker.done = True
+            except (EOFError, OSError):
+                pass
+            if worker.done:
+                worker.process.join(5)
+                finish(worker, [])
+            elif not worker.process.is_alive():
+                code = worker.process.exitcode
+                why = f"the worker died (exit code {code})"
+                if code is not None and code < 0:
+                    why = f"the worker was killed by signal {-code}"
+                finish(worker, _lost(worker, cfg, CRASH, why))
+            elif time.monotonic() > worker.deadline:
+                worker.process.kill()
+                worker.process.join(5)
+                why = f"no progress within the {cfg.timeout:g} s limit"
+                finish(worker, _lost(worker, cfg, TIMEOUT, why))
+    return [r for p in paths for r in finished[p]]
+
+
+__all__ = ["EvalConfig", "run", "run_sample_in_process", "SOT"]

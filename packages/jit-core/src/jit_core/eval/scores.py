@@ -1,0 +1,170 @@
+"""GraphNet's scores: correctness at tolerance levels, the Speedup Score S(t) and the
+Error-aware Speedup Score ES(t) (PaddlePaddle/GraphNet, arXiv 2510.24035).
+
+A tolerance level ``t`` (an integer, -10 strictest) gives each floating dtype an
+``(rtol, atol)`` pair; integer and boolean outputs must be equal. Per backend and level,
+each sample contributes its speedup when it is correct at ``t``, and the penalty ``b``
+otherwise (a slowdown ``s < 1`` counts as ``s ** (p + 1)``); S(t) is the geometric mean.
+ES(t) is S(t) below ``t = 1``; from ``t = 1`` on a sample keeps what it had at ``t = 1``
+when it was correct there, and an error that the level tolerates counts as 1 instead of
+``b``: an accuracy error from ``t = 1``, a crash, a compile failure or a shape/dtype
+mismatch from ``t = 3``; a sample whose eager run fails is never tolerated.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+#: GraphNet's status names, the ``status`` of a result
+CORRECT = "correct"
+EAGER_FAIL = "eager_fail"
+COMPILE_FAIL = "compile_fail"
+RUNTIME_FAIL = "runtime_fail"
+SHAPE_MISMATCH = "shape_mismatch"
+TYPE_MISMATCH = "type_mismatch"
+#: the failure at a level where a correct-status sample's values are not close
+ACCURACY = "accuracy"
+
+DEFAULT_B = 0.1
+DEFAULT_P = 0.0
+DEFAULT_TOLERANCES = tuple(range(-10, 6))
+
+
+def _three_digits(x: float) -> float:
+    return float(f"{x:.3g}")
+
+
+def tolerance_pair(t: int, dtype: str) -> Tuple[float, float]:
+    """``(rtol, atol)`` at level ``t`` for an output of ``dtype`` (GraphNet's table, to
+    three significant digits); ``(0, 0)`` means equal."""
+    d = str(dtype).replace("paddle.", "")
+    if d == "bfloat16":
+        rtol, atol = 10 ** (t * 1.796 / 5), 10.0**t
+    elif d == "float16":
+        rtol, atol = 10 ** (t * 3 / 5), 10.0**t
+    elif d == "float32" or d == "complex64":
+        rtol, atol = 10 ** (t * 5.886 / 5), 10.0**t
+    elif d == "float64" or d == "complex128":
+        rtol = atol = 10 ** (t * 7 / 5)
+    else:
+        return 0.0, 0.0
+    return _three_digits(rtol), _three_digits(atol)
+
+
+def tolerated(t: int, fail_type: Optional[str]) -> bool:
+    """Whether level ``t`` tolerates a sample failing with ``fail_type`` (GraphNet's
+    default interpretation)."""
+    if fail_type in (None, CORRECT):
+        return True
+    if fail_type == EAGER_FAIL:
+        return False
+    if fail_type == ACCURACY:
+        return t >= 1
+    return t >= 3
+
+
+def _rectified(speedup: float, p: float) -> float:
+    return speedup ** (p + 1) if speedup < 1 else speedup
+
+
+def geomean(values: Iterable[float]) -> Optional[float]:
+    vals = [v for v in values if v is not None]
+    if not vals or any(v <= 0 for v in vals):
+        return None
+    return math.exp(sum(math.log(v) for v in vals) / len(vals))
+
+
+def fail_type_at(result: dict, t: int) -> Optional[str]:
+    """None when ``result`` is correct at level ``t``, else why not (its status, or
+    ``"accuracy"``). ``result`` holds ``status`` and, when that is ``"correct"``,
+    ``correct_at``: level -> bool (levels as ints or strings)."""
+    status = result.get("status")
+    if status != CORRECT:
+        return status or RUNTIME_FAIL
+    at = result.get("correct_at") or {}
+    ok = at.get(t, at.get(str(t)))
+    return None if ok else ACCURACY
+
+
+def s_scores(
+    results: Sequence[dict],
+    tolerances: Sequence[int] = DEFAULT_TOLERANCES,
+    p: float = DEFAULT_P,
+    b: float = DEFAULT_B,
+) -> Dict[int, Optional[float]]:
+    """S(t) for each level over ``results`` (dicts with ``status``, ``correct_at`` and
+    ``speedup``); None for a level when there are no results."""
+    scores: Dict[int, Optional[float]] = {}
+    for t in tolerances:
+        vals = []
+        for r in results:
+            if fail_type_at(r, t) is None:
+                vals.append(_rectified(r["speedup"], p))
+            else:
+                vals.append(b)
+        scores[t] = geomean(vals)
+    return scores
+
+
+def es_scores(
+    results: Sequence[dict],
+    tolerances: Sequence[int] = DEFAULT_TOLERANCES,
+    p: float = DEFAULT_P,
+    b: float = DEFAULT_B,
+) -> Dict[int, Optional[float]]:
+    """ES(t) for each level (see the module's docstring)."""
+    scores: Dict[int, Optional[float]] = {}
+    for t in tolerances:
+        vals = []
+        for r in results:
+            if t < 1:
+                fail = fail_type_at(r, t)
+                vals.append(b if fail is not None else _rectified(r["speedup"], p))
+                continue
+            fail = fail_type_at(r, 1)
+            if fail is None:
+                vals.append(_rectified(r["speedup"], p))
+            else:
+                vals.append(1.0 if tolerated(t, fail) else b)
+        scores[t] = geomean(vals)
+    return scores
+
+
+def outputs_close(
+    expected: List, actual: List, t: int, dtypes: Optional[Sequence[str]] = None
+) -> List[bool]:
+    """Per output: ``actual`` is within level ``t`` of ``expected`` (numpy arrays of the
+    same shape; NaN equals NaN). ``dtypes`` names the outputs' Paddle dtypes where numpy
+    has none (bfloat16 arrives as float32)."""
+    out = []
+    for i, (e, a) in enumerate(zip(expected, actual)):
+        rtol, atol = tolerance_pair(t, dtypes[i] if dtypes else str(e.dtype))
+        out.append(close(e, a, rtol, atol))
+    return out
+
+
+def close(e, a, rtol: float, atol: float) -> bool:
+    """``a`` equals ``e`` (``rtol == atol == 0``) or is all-close to it."""
+    import numpy as np
+
+    if e.shape != a.shape:
+        return False
+    if not e.size:
+        return True
+    if rtol == 0 and atol == 0:
+        return bool(np.array_equal(e, a))
+    return bool(np.allclose(a.astype("float64"), e.astype("float64"), rtol, atol, True))
+
+
+__all__ = [
+    "tolerance_pair",
+    "tolerated",
+    "geomean",
+    "s_scores",
+    "es_scores",
+    "outputs_close",
+    "close",
+    "fail_type_at",
+    "DEFAULT_TOLERANCES",
+]

@@ -1,0 +1,436 @@
+"""jit_core.eval: GraphNet-format samples, the S(t)/ES(t) scores, the runner and its error
+classes, the GraphNet log form, and extract()."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import textwrap
+
+import numpy as np
+import paddle
+import pytest
+
+import jit_core
+from jit_core import plugins
+from jit_core.eval import report, scores
+from jit_core.eval.cli import main as jit_eval
+from jit_core.eval.runner import EvalConfig, run, run_sample_in_process
+from jit_core.eval.samples import (
+    SampleError,
+    check_signature,
+    find_samples,
+    load_sample,
+)
+
+# -- S(t) and ES(t) against values computed by hand ------------------------------------
+
+
+def _made_up_results():
+    every = [-5, 0, 1, 3]
+    return [
+        # correct at every level, twice as fast
+        {"status": "correct", "correct_at": {str(t): True for t in every}, "speedup": 2.0},
+        # a slowdown, correct only from t = 0 on
+        {
+            "status": "correct",
+            "correct_at": {"-5": False, "0": True, "1": True, "3": True},
+            "speedup": 0.5,
+        },
+        {"status": "compile_fail", "correct_at": {}, "speedup": None},
+        {"status": "runtime_fail", "correct_at": {}, "speedup": None},
+        {"status": "eager_fail", "correct_at": {}, "speedup": None},
+        # wrong values at every level (an accuracy error), fast
+        {"status": "correct", "correct_at": {str(t): False for t in every}, "speedup": 4.0},
+    ]
+
+
+def test_s_and_es_match_hand_computed_values():
+    results = _made_up_results()
+    s = scores.s_scores(results, [-5, 0, 1, 3])
+    es = scores.es_scores(results, [-5, 0, 1, 3])
+    # t=-5: only the first is correct: (2 * 0.1^5)^(1/6)
+    assert s[-5] == pytest.approx((2 * 1e-5) ** (1 / 6))
+    # t=0..3: the first two are correct: (2 * 0.5 * 0.1^4)^(1/6)
+    for t in (0, 1, 3):
+        assert s[t] == pytest.approx((1e-4) ** (1 / 6))
+    # below t=1, ES is S
+    assert es[-5] == pytest.approx(s[-5]) and es[0] == pytest.approx(s[0])
+    # t=1 tolerates the accuracy error (counts 1), not the crash, the compile failure or
+    # the eager failure: (2 * 0.5 * 0.1^3 * 1)^(1/6)
+    assert es[1] == pytest.approx((1e-3) ** (1 / 6))
+    # t=3 also tolerates the crash and the compile failure, never the eager failure
+    assert es[3] == pytest.approx(0.1 ** (1 / 6))
+
+
+def test_slowdown_penalty_p_matches_the_aggregated_form():
+    results = _made_up_results()
+    s = scores.s_scores(results, [0], p=1.0)
+    # GraphNet's aggregated form: alpha^lambda * beta^(lambda*eta*p) * b^(1-lambda), with
+    # alpha = gmean(2, 0.5) = 1, lambda = 2/6, beta = 0.5, eta = 1/2
+    aggregated = 1.0 ** (2 / 6) * 0.5 ** ((2 / 6) * 0.5 * 1.0) * 0.1 ** (1 - 2 / 6)
+    assert s[0] == pytest.approx(aggregated)
+    assert s[0] == pytest.approx((2 * 0.25 * 1e-4) ** (1 / 6))
+
+
+def test_tolerance_pairs_per_dtype():
+    assert scores.tolerance_pair(-5, "float32") == (float(f"{10 ** (-5 * 5.886 / 5):.3g}"), 1e-5)
+    assert scores.tolerance_pair(-5, "float16") == (1e-3, 1e-5)
+    # bfloat16 has its own row (a substring test would give it float16's)
+    assert scores.tolerance_pair(-5, "bfloat16") != scores.tolerance_pair(-5, "float16")
+    assert scores.tolerance_pair(-2, "float64") == (float(f"{10 ** (-2.8):.3g}"),) * 2
+    assert scores.tolerance_pair(-3, "int64") == (0.0, 0.0)
+    assert scores.tolerance_pair(-3, "bool") == (0.0, 0.0)
+    e = np.array([1.0, 2.0], dtype="float32")
+    assert scores.outputs_close([e], [e + 1e-4], -3) == [True]
+    assert scores.outputs_close([e], [e + 1e-4], -6) == [False]
+    assert scores.outputs_close([np.array([1, 2])], [np.array([1, 3])], 5) == [False]
+
+
+def test_summary_counts_errors_and_geomean():
+    results = [dict(r, backend="b", error=None) for r in _made_up_results()]
+    for r, kind in zip(results[2:5], ("capture_error", "run_error", "eager_error")):
+        r["error"] = {"kind": kind, "message": "x"}
+    results[5]["error"] = {"kind": "wrong_result", "message": "x"}
+    summary = report.summarize(results, ["b"], [-5, 1, 3])["b"]
+    assert summary["samples"] == 6 and summary["ok"] == 2 and summary["slowdowns"] == 1
+    assert summary["geomean_speedup"] == pytest.approx(1.0)
+    assert summary["errors"] == {
+        "capture_error": 1,
+        "eager_error": 1,
+        "run_error": 1,
+        "wrong_result": 1,
+    }
+    assert summary["ES"]["3"] == pytest.approx(0.1 ** (1 / 6))
+    assert not math.isnan(summary["S"]["-5"])
+
+
+# -- samples ---------------------------------------------------------------------------
+
+MODEL = """
+import paddle
+
+
+class GraphModule(paddle.nn.Layer):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, parameter_0, parameter_1, data_0, data_1):
+        matmul_0 = paddle._C_ops.matmul(data_0, parameter_1, False, False)
+        add_0 = paddle._C_ops.add(matmul_0, parameter_0)
+        relu_0 = paddle._C_ops.relu(add_0)
+        return paddle.gather(relu_0, data_1), relu_0.mean()
+"""
+
+WEIGHTS = """
+class Program_weight_tensor_parameter_0:
+    name = "parameter_0"
+    shape = [8]
+    dtype = "float32"
+    min_val = float("-0.5")
+    max_val = float("0.5")
+    mean = float("0.01")
+    std = float("0.2")
+    data = None
+
+
+class Program_weight_tensor_parameter_1:
+    name = "parameter_1"
+    shape = [16, 8]
+    dtype = "float32"
+    low = 0
+    high = 0.5
+    data = None
+"""
+
+INPUTS = """
+class Program_weight_tensor_data_0:
+    name = "data_0"
+    shape = [4, 16]
+    dtype = "float32"
+    min_val = float("-1.0")
+    max_val = float("1.0")
+    data = None
+
+
+class Program_weight_tensor_data_1:
+    name = "data_1"
+    shape = [3]
+    dtype = "int64"
+    data = [0, 3, 1]
+"""
+
+
+def write(folder, model=MODEL, weights=WEIGHTS, inputs=INPUTS, name="m"):
+    os.makedirs(folder, exist_ok=True)
+    for fname, text in (
+        ("model.py", model),
+        ("weight_meta.py", weights),
+        ("input_meta.py", inputs),
+    ):
+        with open(os.path.join(folder, fname), "w") as f:
+            f.write(textwrap.dedent(text))
+    with open(os.path.join(folder, "graph_net.json"), "w") as f:
+        json.dump({"framework": "paddle", "model_name": name}, f)
+    return str(folder)
+
+
+def test_load_sample_and_draw_inputs_from_a_seed(tmp_path):
+    sample = load_sample(write(tmp_path / "s"))
+    assert [m.name for m in sample.weights] == ["parameter_0", "parameter_1"]
+    assert sample.weights[1].min_val == 0 and sample.weights[1].max_val == 0.5  # low/high
+    assert sample.inputs[1].data == [0, 3, 1]
+    assert sample.model_name == "m"
+    a, b, c = sample.make_inputs(0), sample.make_inputs(0), sample.make_inputs(1)
+    for k in a:
+        np.testing.assert_array_equal(a[k].numpy(), b[k].numpy())
+    assert not np.array_equal(a["data_0"].numpy(), c["data_0"].numpy())
+    assert a["data_1"].numpy().tolist() == [0, 3, 1] and a["data_1"].dtype == paddle.int64
+    p0 = a["parameter_0"].numpy()
+    assert p0.shape == (8,) and p0.min() >= -0.5 and p0.max() <= 0.5
+    d0 = a["data_0"].numpy()
+    assert d0.shape == (4, 16) and d0.min() >= -1 and d0.max() <= 1
+    module = sample.load_module()
+    check_signature(sample, module)
+    out = module(**a)
+    assert list(out[0].shape) == [3, 8]
+
+
+def test_nested_samples_are_found_in_natural_order(tmp_path):
+    for n in (10, 2, 1):
+        write(tmp_path / "model" / f"subgraph_{n}")
+    found = find_samples([str(tmp_path / "model")])
+    assert [os.path.basename(p) for p in found] == ["subgraph_1", "subgraph_2", "subgraph_10"]
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(SampleError, match="no sample under it"):
+        find_samples([str(tmp_path / "empty")])
+
+
+@pytest.mark.parametrize(
+    "weights, inputs, model, problem, file",
+    [
+        (
+            WEIGHTS.replace("shape = [8]", "shape = 8"),
+            INPUTS,
+            MODEL,
+            "'shape' must be",
+            "weight_meta.py",
+        ),
+        (WEIGHTS, INPUTS.replace("[0, 3, 1]", "[0, 3]"), MODEL, "holds 2 values", "input_meta.py"),
+        (WEIGHTS, INPUTS.replace('"int64"', '"int65"'), MODEL, "unknown dtype", "input_meta.py"),
+        (
+            WEIGHTS,
+            INPUTS + "\nraise ValueError('boom')\n",
+            MODEL,
+            "raised ValueError",
+            "input_meta.py",
+        ),
+        (WEIGHTS, INPUTS, MODEL.replace("data_1):", "data_1, data_2):"), "data_2", "model.py"),
+        (
+            WEIGHTS,
+            INPUTS,
+            MODEL.replace("class GraphModule", "class Other"),
+            "no class GraphModule",
+            "model.py",
+        ),
+    ],
+)
+def test_malformed_samples_name_the_file_and_the_problem(
+    tmp_path, weights, inputs, model, problem, file
+):
+    folder = write(tmp_path / "bad", model=model, weights=weights, inputs=inputs)
+    with pytest.raises(SampleError, match=problem) as info:
+        sample = load_sample(folder)
+        check_signature(sample, sample.load_module())
+    assert info.value.path.endswith(file)
+
+
+# -- the runner ------------------------------------------------------------------------
+
+
+class _TestBackends:
+    """A backend whose graphs give wrong values, and one that cannot compile."""
+
+    @jit_core.hookimpl
+    def jit_register_backends(self, register):
+        def wrong(gm, example_inputs):
+            def run(*args):
+                out = gm.forward(*args)
+                return tuple(o + 1 if o.dtype == paddle.float32 else o for o in out)
+
+            return run
+
+        def broken(gm, example_inputs):
+            raise RuntimeError("no kernel for this")
+
+        register("test-wrong", wrong)
+        register("test-broken", broken)
+
+
+@pytest.fixture
+def test_backends():
+    plugins.register_plugin(_TestBackends(), name="test-eval-backends")
+    yield
+    plugins.unregister_plugin("test-eval-backends")
+
+
+def _run_in_process(path, backends):
+    cfg = EvalConfig(backends=backends, tolerances=[-6, -1], warmup=1, trials=2)
+    results = []
+    run_sample_in_process(
+        path, "s", cfg, lambda m: results.append(m[1]) if m[0] == "result" else None
+    )
+    return {r["backend"]: r for r in results}
+
+
+def test_results_are_classified(tmp_path, test_backends):
+    good = write(tmp_path / "good")
+    by = _run_in_process(good, ["paddle", "test-wrong", "test-broken"])
+    ok = by["paddle"]
+    assert ok["error"] is None and ok["status"] == "correct"
+    assert ok["correct_at"] == {"-6": True, "-1": True}
+    assert ok["graphs"] == 1 and ok["breaks"] == 0 and ok["eager_frames"] == 0
+    assert ok["speedup"] > 0 and ok["compile_s"] > 0 and ok["outputs"] == 2
+    assert by["test-wrong"]["error"]["kind"] == "wrong_result"
+    assert by["test-wrong"]["correct_at"] == {"-6": False, "-1": False}
+    broken = by["test-broken"]
+    assert broken["error"]["kind"] == "backend_compile_error"
+    assert broken["status"] == "compile_fail" and "no kernel for this" in broken["error"]["message"]
+
+    raising = write(
+        tmp_path / "raising",
+        model=MODEL.replace(
+            "return paddle.gather", "raise KeyError('bad op')\n        return paddle.gather"
+        ),
+    )
+    r = _run_in_process(raising, ["paddle"])["paddle"]
+    assert r["status"] == "eager_fail" and r["error"]["kind"] == "eager_error"
+    assert "KeyError" in r["error"]["message"]
+
+    malformed = write(tmp_path / "malformed", inputs=INPUTS.replace("[0, 3, 1]", "[0]"))
+    r = _run_in_process(malformed, ["paddle"])["paddle"]
+    assert r["error"]["kind"] == "bad_sample" and "input_meta.py" in r["error"]["message"]
+
+
+def test_log_lines_carry_graphnet_markers(tmp_path, test_backends):
+    by = _run_in_process(write(tmp_path / "good"), ["paddle", "test-broken"])
+    config = {"warmup": 1, "trials": 2, "backends": ["paddle"]}
+    ok = "\n".join(report.graphnet_log_lines(by["paddle"], config))
+    assert "[Processing]" in ok and "[Datatype][compiled]: float32 float32" in ok
+    assert "[Shape]" in ok and "match:True" in ok and "[Speedup][e2e]:" in ok
+    assert "[Correctness][equal]: 1 1" in ok and "[Correctness][all_close_atol_1.00E-05" in ok
+    broken = "\n".join(report.graphnet_log_lines(by["test-broken"], config))
+    # GraphNet reads a missing compiled datatype line as a compile failure
+    assert "[Datatype][eager]" in broken and "[Datatype][compiled]" not in broken
+
+
+def test_a_crash_or_a_hang_costs_one_sample(tmp_path):
+    """Each sample runs in a worker process: a sample that kills its process, one that
+    hangs past the limit and a good one, run two at a time; the good one is scored."""
+    root = tmp_path / "set"
+    write(root / "a_good")
+    write(
+        root / "b_crash",
+        model=MODEL.replace(
+            "return paddle.gather", "import os; os._exit(3)\n        return paddle.gather"
+        ),
+    )
+    write(
+        root / "c_hang",
+        model=MODEL.replace(
+            "return paddle.gather", "while True: pass\n        return paddle.gather"
+        ),
+    )
+    paths = find_samples([str(root)])
+    cfg = EvalConfig(backends=["paddle"], tolerances=[-1], warmup=0, trials=1, timeout=3, jobs=2)
+    results = run(paths, ["good", "crash", "hang"], cfg)
+    good, crash, hang = results
+    assert good["error"] is None and good["speedup"] > 0
+    assert crash["error"]["kind"] == "crash" and "exit code 3" in crash["error"]["message"]
+    assert hang["error"]["kind"] == "timeout" and "3 s limit" in hang["error"]["message"]
+    assert crash["status"] == hang["status"] == "eager_fail"
+
+
+def test_cli_refuses_unknown_backends_and_bad_ranges(tmp_path, capsys):
+    folder = write(tmp_path / "s")
+    with pytest.raises(SystemExit):
+        jit_eval([folder, "--backend", "nope"])
+    err = capsys.readouterr().err
+    assert "unknown backend 'nope'" in err and "paddle" in err and "sot" in err
+    with pytest.raises(SystemExit):
+        jit_eval([folder, "--tolerance", "-1..-5"])
+    assert "is empty" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        jit_eval([str(tmp_path / "missing")])
+    assert "no such folder" in capsys.readouterr().err
+
+
+# -- extract() -------------------------------------------------------------------------
+
+
+class Branchy(paddle.nn.Layer):
+    """Two graph breaks (a tensor-dependent branch, a print) and layers of each kind
+    extract() writes functionally."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = paddle.nn.Linear(6, 8)
+        self.bn = paddle.nn.BatchNorm1D(8)
+        self.emb = paddle.nn.Embedding(10, 8)
+        self.norm = paddle.nn.LayerNorm(8)
+
+    def forward(self, x, ids):
+        h = self.bn(self.fc(x)) + self.emb(ids)
+        if h.sum() > 0:
+            h = paddle.nn.functional.gelu(h)
+        else:
+            h = h * 0.5
+        print("", end="")
+        return self.norm(h).mean(axis=-1), ids * 2
+
+
+def test_extract_writes_each_graph_and_the_samples_rerun_eager_equal(tmp_path):
+    paddle.seed(1)
+    model = Branchy()
+    model.eval()
+    x = paddle.randn([4, 6])
+    ids = paddle.to_tensor([1, 5, 0, 9])
+    expected = model(x, ids)
+    res = jit_core.extract(model, x, ids, out=str(tmp_path), name="branchy")
+    np.testing.assert_allclose(res.result[0].numpy(), expected[0].numpy(), rtol=1e-6)
+    assert len(res.graphs) == 3 and res.order == [0, 1, 2]
+    index = json.load(open(os.path.join(res.path, "extract_index.json")))
+    assert index["order"] == ["subgraph_0", "subgraph_1", "subgraph_2"]
+    assert index["graphs"][0]["frame"] == "forward"
+    assert "resume" in index["graphs"][1]["frame"]
+    assert find_samples([res.path]) == [g.path for g in res.graphs]
+    for g in res.graphs:
+        sample = load_sample(g.path)
+        module = sample.load_module()
+        check_signature(sample, module)
+        # the small integer input keeps its values, as GraphNet keeps them
+        for meta in sample.inputs:
+            if meta.dtype == "int64":
+                assert meta.data == [1, 5, 0, 9]
+        out = module(**sample.make_inputs(0, overrides=g.values))
+        out = out if isinstance(out, (list, tuple)) else [out]
+        got = [t for t in out if isinstance(t, paddle.Tensor)]
+        assert len(got) == len(g.outputs)
+        for a, b in zip(got, g.outputs):
+            np.testing.assert_array_equal(a.numpy(), b.numpy())
+        # and on inputs drawn from its metas it runs, correct on the paddle backend
+        r = _run_in_process(g.path, ["paddle"])["paddle"]
+        assert r["error"] is None, r["error"]
+    # the recording backend was registered only while extract() ran
+    assert "jit-extract" not in jit_core.backends()
+
+
+def test_plots_without_matplotlib_name_the_package(tmp_path, capsys, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    with pytest.raises(SystemExit):
+        jit_eval([write(tmp_path / "s"), "--plot", str(tmp_path / "plots")])
+    err = capsys.readouterr().err
+    assert "needs the 'matplotlib' package: pip install matplotlib" in err

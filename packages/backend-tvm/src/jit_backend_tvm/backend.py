@@ -44,7 +44,7 @@ from .target import TargetSpec, make_target
 
 log = logging.getLogger("jit_core.tvm")
 
-_CACHE = DiskCache("tvm")
+_CACHE = DiskCache("tvm", executable=True)
 _INSTALL = "jit-backend-tvm (it brings apache-tvm 0.27 on Python 3.10+)"
 TUNE_MODES = ("auto", "always", "off")
 #: the default of ``tune``; ``JIT_TVM_TUNE`` changes it for a whole process (CI runs the

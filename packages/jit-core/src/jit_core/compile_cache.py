@@ -11,6 +11,12 @@ Every entry carries a header with its length and SHA-256: a truncated or corrupt
 reported with one warning, removed and rebuilt, never trusted. Writes go to a temporary
 file in the same folder and are renamed into place, so a reader sees a whole entry or
 none, and two processes writing the same key do not clobber each other.
+
+With a remote store configured (``JIT_CORE_REMOTE_CACHE``, ``jit_core.set_remote_cache``,
+see ``remote_cache``) the disk is the first tier: a read that misses it asks the store
+(and keeps what it gets on disk), and a write goes to both. ``stats`` counts per namespace
+where the entries this process asked for came from, and ``last_origin()`` says it for the
+latest one of this thread (``explain()`` shows it per graph).
 """
 
 from __future__ import annotations
@@ -21,9 +27,11 @@ import os
 import struct
 import sys
 import tempfile
+import threading
 import types
 import warnings
-from typing import Any, Iterable, Optional
+from collections import Counter
+from typing import Any, Dict, Iterable, Optional
 
 log = logging.getLogger("jit_core.cache")
 
@@ -46,10 +54,34 @@ def cache_root() -> str:
     return os.path.join(base, "jit_core")
 
 
+#: namespace -> counts of this process's reads and writes: ``disk`` and ``remote`` hits,
+#: ``misses``, ``stores`` (written locally), ``remote_stores``
+stats: Dict[str, Counter] = {}
+_origin = threading.local()
+
+
+def last_origin() -> Optional[str]:
+    """Where the entry this thread last asked for came from: "disk", "remote", or "built"
+    (a miss, then a store); None before any."""
+    return getattr(_origin, "value", None)
+
+
+def clear_origin() -> None:
+    _origin.value = None
+
+
+def _count(namespace: str, what: str) -> None:
+    stats.setdefault(namespace, Counter())[what] += 1
+
+
 class DiskCache:
-    def __init__(self, namespace: str, root: Optional[str] = None):
+    """The cache of one namespace. ``executable`` entries are native code that is loaded
+    (TVM's shared libraries): the remote tier shares them only when signed."""
+
+    def __init__(self, namespace: str, root: Optional[str] = None, executable: bool = False):
         self.namespace = namespace
         self._root = root
+        self.executable = executable
 
     @property
     def directory(self) -> str:
@@ -60,7 +92,44 @@ class DiskCache:
         return os.path.join(self.directory, key[:2], key)
 
     def get(self, key: str) -> Optional[bytes]:
-        """The bytes stored under ``key``; None when absent, or when corrupt (removed)."""
+        """The bytes stored under ``key``: from the disk, else from the remote store (then
+        kept on disk); None when absent, or when corrupt (removed)."""
+        payload = self.get_local(key)
+        if payload is not None:
+            _count(self.namespace, "disk")
+            _origin.value = "disk"
+            return payload
+        payload = self._fetch_remote(key)
+        if payload is not None:
+            _count(self.namespace, "remote")
+            _origin.value = "remote"
+            log.debug("remote cache hit %s/%s", self.namespace, key)
+            self.put_local(key, payload)
+            return payload
+        _count(self.namespace, "misses")
+        _origin.value = "miss"
+        return None
+
+    def put(self, key: str, data: bytes) -> Optional[str]:
+        """Store ``data`` on disk (atomically) and in the remote store; returns the path,
+        or None when the disk refused (a cache that cannot be written only costs time)."""
+        path = self.put_local(key, data)
+        if getattr(_origin, "value", None) == "miss":
+            _origin.value = "built"
+        tier = _remote()
+        if tier is not None and tier.writable:
+            tier.store_entry(self.namespace, key, data, self.executable)
+            _count(self.namespace, "remote_stores")
+        return path
+
+    def _fetch_remote(self, key: str) -> Optional[bytes]:
+        tier = _remote()
+        if tier is None:
+            return None
+        return tier.fetch(self.namespace, key, self.executable)
+
+    def get_local(self, key: str) -> Optional[bytes]:
+        """The bytes stored under ``key`` on this disk (the remote tier is not asked)."""
         path = self.path(key)
         try:
             with open(path, "rb") as f:
@@ -85,11 +154,15 @@ class DiskCache:
                 pass
             return None
         log.debug("cache hit %s/%s", self.namespace, key)
+        try:
+            # the time of last use, which ``python -m jit_core.cache prune`` goes by
+            os.utime(path)
+        except OSError:
+            pass
         return payload
 
-    def put(self, key: str, data: bytes) -> Optional[str]:
-        """Store ``data`` atomically; returns the path, or None when the disk refused
-        (a cache that cannot be written only costs time)."""
+    def put_local(self, key: str, data: bytes) -> Optional[str]:
+        """Store ``data`` on this disk only, atomically."""
         path = self.path(key)
         folder = os.path.dirname(path)
         try:
@@ -114,8 +187,15 @@ class DiskCache:
                 f"jit_core: cannot write cache entry {path}: {e}", RuntimeWarning, stacklevel=2
             )
             return None
+        _count(self.namespace, "stores")
         log.debug("cache store %s/%s (%d bytes)", self.namespace, key, len(data))
         return path
+
+
+def _remote():
+    from .remote_cache import remote_tier
+
+    return remote_tier()
 
 
 def _unpack(blob: bytes) -> Optional[bytes]:
@@ -245,4 +325,13 @@ def machine_fingerprint() -> str:
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
 
 
-__all__ = ["DiskCache", "cache_root", "graph_key", "machine_fingerprint", "ENV_VAR"]
+__all__ = [
+    "DiskCache",
+    "cache_root",
+    "clear_origin",
+    "graph_key",
+    "last_origin",
+    "machine_fingerprint",
+    "stats",
+    "ENV_VAR",
+]

@@ -282,3 +282,56 @@ def test_an_outside_store_plugs_in_through_the_hook(monkeypatch, tmp_path):
     finally:
         plugins.get_plugin_manager().unregister(name="memory-store")
         plugins.reset_plugins()
+
+
+# ------------------------------------------------------------------ python -m jit_core.cache
+
+
+def cli(*argv):
+    import io
+
+    from jit_core import cache
+
+    out = io.StringIO()
+    code = cache.main(list(argv), out=out)
+    return code, out.getvalue()
+
+
+def test_the_cli_shows_prunes_and_clears_both_tiers(redis_server, monkeypatch, tmp_path):
+    monkeypatch.setenv(KEY_ENV, "k")
+    monkeypatch.setenv(URL_ENV, redis_server.url)
+    old, new = "aa" + "0" * 62, "bb" + "1" * 62
+    local().put(old, b"x" * 2048)
+    local("tvm", executable=True).put(new, b"y" * 10)
+    assert local().get(old) is not None
+    compile_cache._save_counts()  # what the process would leave at exit
+    ten_days = time.time() - 10 * 86400
+    os.utime(local().path(old), (ten_days, ten_days))
+
+    code, text = cli("info")
+    assert code == 0
+    onnxrt_row = next(line.split() for line in text.splitlines() if line.startswith("onnxrt"))
+    # one entry of 2 KB, one disk hit, no remote hit, no miss
+    assert onnxrt_row[:4] == ["onnxrt", "1", "2.0", "KB"] and onnxrt_row[-3:] == ["1", "0", "0"]
+    assert "disk hits" in text
+    code, text = cli("info", "--remote")
+    assert code == 0 and "tvm" in text and "onnxrt" in text
+    code, text = cli("ls")
+    assert text.index(new[:16]) < text.index(old[:16])  # most recent use first
+
+    code, text = cli("prune", "--older-than", "7d")
+    assert code == 0 and "removed 1 local entries" in text
+    assert local().get_local(old) is None and local("tvm").get_local(new) is not None
+    code, text = cli("clear", "--remote")
+    assert code == 0 and "removed 2 remote entries" in text
+    assert not redis_server.client().keys(redis_store.PREFIX + "*")
+    code, text = cli("clear")
+    assert code == 0 and not os.listdir(tmp_path / "local")
+
+
+def test_the_cli_says_what_is_missing(monkeypatch, capsys):
+    with pytest.raises(SystemExit, match="--remote needs a store"):
+        cli("ls", "--remote")
+    with pytest.raises(SystemExit):
+        cli("prune", "--older-than", "soon")
+    assert "is not an age" in capsys.readouterr().err

@@ -21,7 +21,9 @@ latest one of this thread (``explain()`` shows it per graph).
 
 from __future__ import annotations
 
+import atexit
 import hashlib
+import json
 import logging
 import os
 import struct
@@ -70,8 +72,34 @@ def clear_origin() -> None:
     _origin.value = None
 
 
-def _count(namespace: str, what: str) -> None:
+#: the counts of each namespace folder, added to its ``STATS_FILE`` at exit for
+#: ``python -m jit_core.cache info``
+_unsaved: Dict[str, Counter] = {}
+_unsaved_lock = threading.Lock()
+STATS_FILE = "stats.jsonl"
+
+
+def _count(namespace: str, what: str, directory: str) -> None:
     stats.setdefault(namespace, Counter())[what] += 1
+    with _unsaved_lock:
+        if not _unsaved:
+            atexit.register(_save_counts)
+        _unsaved.setdefault(directory, Counter())[what] += 1
+
+
+def _save_counts() -> None:
+    """One line per namespace folder and process: appends of a few bytes do not interleave,
+    so no lock is needed between processes."""
+    with _unsaved_lock:
+        pending = dict(_unsaved)
+        _unsaved.clear()
+    for directory, counts in pending.items():
+        try:
+            os.makedirs(directory, exist_ok=True)
+            with open(os.path.join(directory, STATS_FILE), "a", encoding="utf-8") as f:
+                f.write(json.dumps(dict(counts), sort_keys=True) + "\n")
+        except OSError:
+            pass  # counts are a convenience
 
 
 class DiskCache:
@@ -96,17 +124,17 @@ class DiskCache:
         kept on disk); None when absent, or when corrupt (removed)."""
         payload = self.get_local(key)
         if payload is not None:
-            _count(self.namespace, "disk")
+            _count(self.namespace, "disk", self.directory)
             _origin.value = "disk"
             return payload
         payload = self._fetch_remote(key)
         if payload is not None:
-            _count(self.namespace, "remote")
+            _count(self.namespace, "remote", self.directory)
             _origin.value = "remote"
             log.debug("remote cache hit %s/%s", self.namespace, key)
             self.put_local(key, payload)
             return payload
-        _count(self.namespace, "misses")
+        _count(self.namespace, "misses", self.directory)
         _origin.value = "miss"
         return None
 
@@ -119,7 +147,7 @@ class DiskCache:
         tier = _remote()
         if tier is not None and tier.writable:
             tier.store_entry(self.namespace, key, data, self.executable)
-            _count(self.namespace, "remote_stores")
+            _count(self.namespace, "remote_stores", self.directory)
         return path
 
     def _fetch_remote(self, key: str) -> Optional[bytes]:
@@ -187,7 +215,7 @@ class DiskCache:
                 f"jit_core: cannot write cache entry {path}: {e}", RuntimeWarning, stacklevel=2
             )
             return None
-        _count(self.namespace, "stores")
+        _count(self.namespace, "stores", self.directory)
         log.debug("cache store %s/%s (%d bytes)", self.namespace, key, len(data))
         return path
 

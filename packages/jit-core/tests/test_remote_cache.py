@@ -143,6 +143,7 @@ def test_a_server_killed_mid_run_leaves_the_local_cache_working(
     monkeypatch.setenv(KEY_ENV, "k")
     set_remote_cache(redis_server.url)
     local().put("before", b"1")
+    written = compile_cache.stats["onnxrt"]["remote_stores"]
     redis_server.stop()
     started = time.monotonic()
     value, said = caught(
@@ -152,6 +153,7 @@ def test_a_server_killed_mid_run_leaves_the_local_cache_working(
     assert value[:2] == [None, None] and value[2] is not None
     assert len(said) == 1 and "uses the local disk" in said[0]
     assert local().get("x") == b"2" and local().get("before") == b"1"
+    assert compile_cache.stats["onnxrt"]["remote_stores"] == written  # nothing got there
 
 
 def test_a_stalled_server_times_out_instead_of_stalling_the_compile(redis_server, monkeypatch):

@@ -145,8 +145,7 @@ class DiskCache:
         if getattr(_origin, "value", None) == "miss":
             _origin.value = "built"
         tier = _remote()
-        if tier is not None and tier.writable:
-            tier.store_entry(self.namespace, key, data, self.executable)
+        if tier is not None and tier.store_entry(self.namespace, key, data, self.executable):
             _count(self.namespace, "remote_stores", self.directory)
         return path
 

@@ -267,9 +267,10 @@ class RemoteTier:
             "(and replaced in the store)",
         )
 
-    def store_entry(self, namespace: str, key: str, payload: bytes, executable: bool) -> None:
+    def store_entry(self, namespace: str, key: str, payload: bytes, executable: bool) -> bool:
+        """Write an entry (signed); False when the store is not written (no key, failed)."""
         if not self.writable:
-            return
+            return False
         name = f"{namespace}/{key}"
         digest = hashlib.sha256(payload).hexdigest()
         head = Head(len(payload), digest, time.time(), executable)
@@ -278,8 +279,11 @@ class RemoteTier:
             self.store.put(name, head.to_bytes(), payload)
         except StoreFull as e:
             self._failed(f"writing {name}", e, writes_only=True)
+            return False
         except Exception as e:  # noqa: BLE001 - any store failure means: go local
             self._failed(f"writing {name}", e)
+            return False
+        return True
 
 
 _lock = threading.Lock()

@@ -32,6 +32,7 @@ def local(namespace="onnxrt", executable=False):
 def wipe_local(tmp_path):
     import shutil
 
+    compile_cache.wait_for_writes()  # remote hits are kept on disk in the background
     shutil.rmtree(tmp_path / "local", ignore_errors=True)
 
 
@@ -51,6 +52,8 @@ def test_a_remote_hit_is_kept_locally_and_counted(redis_server, monkeypatch, tmp
     assert local().get("k1") == b"model bytes"
     assert compile_cache.last_origin() == "remote"
     assert compile_cache.stats["onnxrt"]["remote"] == before.get("remote", 0) + 1
+    compile_cache.wait_for_writes()
+    assert local().get_local("k1") == b"model bytes"
     # now on disk: the store is not asked again
     redis_server.stop()
     assert local().get("k1") == b"model bytes"

@@ -5,3 +5,89 @@ import warnings
 # Paddle warns at import when the optional C++-extension cache tool is missing; it says
 # nothing about what is tested here. Pytest's own filterwarnings only applies inside tests.
 warnings.filterwarnings("ignore", message="No ccache found", category=UserWarning)
+
+
+# ------------------------------------------------------------- a real Redis for the tests
+
+import os  # noqa: E402
+import shutil  # noqa: E402
+import socket  # noqa: E402
+import subprocess  # noqa: E402
+import time  # noqa: E402
+
+import pytest  # noqa: E402
+
+#: set by the nox tests session, which installs redis-server: there a missing server fails
+REQUIRE_REDIS_ENV = "JIT_REQUIRE_REDIS"
+#: the most seconds a test's redis-server lives, whatever happens to the test process
+REDIS_LIFETIME = 300
+
+
+class RedisServer:
+    """A redis-server of one test: loopback only, no persistence, stopped at teardown and
+    in any case after ``REDIS_LIFETIME`` seconds (``timeout`` wraps it)."""
+
+    def __init__(self, port: int, proc: subprocess.Popen):
+        self.port = port
+        self.url = f"redis://127.0.0.1:{port}/0"
+        self.proc = proc
+
+    def client(self):
+        import redis
+
+        return redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=5)
+
+    def stop(self) -> None:
+        # SIGTERM: ``timeout`` passes it on to the server (a SIGKILL would orphan it)
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(10)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def redis_server():
+    exe = shutil.which("redis-server")
+    if exe is None:
+        why = (
+            "redis-server is not installed (Debian: `apt-get install redis-server`; "
+            "`./dev test` installs it)"
+        )
+        if os.environ.get(REQUIRE_REDIS_ENV):
+            pytest.fail(why)
+        pytest.skip(why)
+    try:
+        import redis  # noqa: F401
+    except ImportError:
+        why = "the redis client is not installed: pip install jit-core[redis]"
+        if os.environ.get(REQUIRE_REDIS_ENV):
+            pytest.fail(why)
+        pytest.skip(why)
+    for _ in range(5):  # another process may take the port between probe and bind
+        port = _free_port()
+        proc = subprocess.Popen(
+            ["timeout", str(REDIS_LIFETIME), exe, "--port", str(port), "--bind", "127.0.0.1"]
+            + ["--save", "", "--appendonly", "no", "--protected-mode", "yes"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        server = RedisServer(port, proc)
+        deadline = time.monotonic() + 10
+        while proc.poll() is None and time.monotonic() < deadline:
+            try:
+                if server.client().ping():
+                    break
+            except Exception:  # noqa: BLE001 - not up yet
+                time.sleep(0.02)
+        if proc.poll() is None:
+            try:
+                yield server
+            finally:
+                server.stop()
+            return
+    pytest.fail("redis-server did not start on a free loopback port")

@@ -17,7 +17,8 @@ PYTHONS = ["3.8", "3.9", "3.10", "3.11", "3.12"]
 #: jit-backend-tensorrt installs without its "trt" extra: TensorRT's builder is not
 #: installable on CI's machines (no NVIDIA GPU), so its backend is listed as unavailable.
 PACKAGES = [
-    "packages/jit-core[onnx]",
+    # redis: the client of the remote compile cache's built-in store (its tests need it)
+    "packages/jit-core[onnx,redis]",
     "packages/jit-opcodes",
     "packages/backend-onnxrt",
     "packages/backend-tvm",
@@ -56,6 +57,33 @@ nox.options.default_venv_backend = "venv"
 nox.options.error_on_missing_interpreters = True
 
 
+#: the remote compile cache's tests and bench/cache.py start a real Redis server
+REDIS_SERVER = "redis-server"
+#: tells the tests a missing server is a failure here, not a reason to skip
+REDIS_REQUIRED = {"JIT_REQUIRE_REDIS": "1"}
+
+
+def ensure_redis_server(session: nox.Session) -> None:
+    """Install Debian's redis-server when it is missing (as root, through apt-get);
+    anywhere else, stop with what to install."""
+    if shutil.which(REDIS_SERVER):
+        return
+    apt = shutil.which("apt-get")
+    if apt and os.geteuid() == 0:
+        session.log("installing redis-server (the remote compile cache's tests need one)")
+        session.run(apt, "update", "-qq", external=True)
+        session.run(
+            apt, "install", "-y", "-qq", "--no-install-recommends", "redis-server", external=True
+        )
+        if shutil.which(REDIS_SERVER):
+            return
+    session.error(
+        "the remote compile cache's tests need redis-server on PATH and it could not be "
+        "installed here: install it (Debian/Ubuntu: `sudo apt-get install redis-server`, "
+        "macOS: `brew install redis`) and run again"
+    )
+
+
 def install_project(session: nox.Session) -> None:
     """Paddle, the test tools and every package (editable) in one pip call.
 
@@ -70,8 +98,9 @@ def install_project(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """The unit tests of every package, and the conformance suite on every backend."""
     install_project(session)
+    ensure_redis_server(session)
     workers = os.environ.get("JIT_TEST_WORKERS", "2")
-    env = {"GLOG_minloglevel": "2"}
+    env = {"GLOG_minloglevel": "2", **REDIS_REQUIRED}
     # the unit tests and the conformance suite on the default paddle backend
     session.run("pytest", "-n", workers, *session.posargs, env=env)
     if session.python == FIRST_TVM_PYTHON:
@@ -194,6 +223,7 @@ def demo(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Every script under bench/, each printing its table."""
     install_project(session)
+    ensure_redis_server(session)
     for script in sorted(os.listdir("bench")):
         if script.endswith(".py"):
             session.run(

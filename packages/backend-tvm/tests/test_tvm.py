@@ -150,8 +150,8 @@ print(json.dumps({"stats": stats, "log": records, "diff": diff}))
 """
 
 
-def _tune_in_a_process(mode: str, cache: str = "cache") -> dict:
-    env = dict(os.environ, GLOG_minloglevel="2")
+def _tune_in_a_process(mode: str, cache: str = "cache", **env_vars: str) -> dict:
+    env = dict(os.environ, GLOG_minloglevel="2", **env_vars)
     out = subprocess.run(
         [sys.executable, "-c", TUNE_IN_A_PROCESS, mode, cache],
         env=env,
@@ -164,11 +164,15 @@ def _tune_in_a_process(mode: str, cache: str = "cache") -> dict:
 
 
 @needs_tvm
-def test_tuning_records_outlive_the_process():
+def test_tuning_records_outlive_the_process_and_travel_through_redis(redis_server, tmp_path):
     from jit_backend_tvm.target import make_target
     from jit_backend_tvm.tuning import database_dir
 
-    first = _tune_in_a_process("auto")
+    from jit_core.compile_cache import ENV_VAR
+    from jit_core.remote_cache import KEY_ENV, URL_ENV
+
+    remote = {URL_ENV: redis_server.url, KEY_ENV: "cluster key"}
+    first = _tune_in_a_process("auto", **remote)
     assert first["diff"] < 1e-6
     tuned = first["stats"]["tuned_tasks"]
     assert tuned >= 1 and first["stats"]["builds"] == 1
@@ -179,13 +183,19 @@ def test_tuning_records_outlive_the_process():
         assert len(f.read().splitlines()) >= tuned
 
     # a fresh process: the compiled library comes from the cache, nothing is tuned or built
-    warm = _tune_in_a_process("auto")
+    warm = _tune_in_a_process("auto", **remote)
     assert warm["diff"] < 1e-6
     assert warm["stats"]["tuned_tasks"] == 0 and warm["stats"]["cache_hits"] == 1
     assert warm["stats"]["builds"] == 0
 
-    # without the library cache the build finds every kernel's record: still no tuning
-    rebuilt = _tune_in_a_process("auto", "no cache")
+    # another machine, its local cache empty: the signed, tuned library comes from Redis
+    elsewhere = _tune_in_a_process("auto", **remote, **{ENV_VAR: str(tmp_path / "b")})
+    assert elsewhere["diff"] < 1e-6
+    assert elsewhere["stats"]["cache_hits"] == 1 and elsewhere["stats"]["builds"] == 0
+    assert elsewhere["stats"]["tuned_tasks"] == 0
+
+    # a third without the library cache: the records pooled in Redis spare the tuning
+    rebuilt = _tune_in_a_process("auto", "no cache", **remote, **{ENV_VAR: str(tmp_path / "c")})
     assert rebuilt["stats"]["tuned_tasks"] == 0 and rebuilt["stats"]["builds"] == 1
     assert any("all" in line and "have records" in line for line in rebuilt["log"])
 

@@ -6,6 +6,8 @@ capability, the builder options, the optimization profile and the ONNX export's 
 Each entry also starts with a header naming where it was built; an entry whose header
 does not match this process (copied from another machine, say) is rebuilt, never handed to
 TensorRT. A truncated or corrupt entry is refused by ``DiskCache`` itself (its checksum).
+Engines are executable (TensorRT runs the kernels they hold, plugins included): a remote
+compile cache shares them only between machines that sign entries with one key.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from jit_core.onnx import EXPORT_REVISION
 from .options import BuilderSettings
 from .profiles import Profile
 
-CACHE = DiskCache("tensorrt")
+CACHE = DiskCache("tensorrt", executable=True)
 #: raised whenever what an entry holds changes
 ENGINE_FORMAT = 1
 _MAGIC = b"JITTRT1\n"

@@ -23,7 +23,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import paddle
 
-from jit_core.compile_cache import DiskCache, graph_key
+from jit_core.compile_cache import DiskCache, graph_key, machine_fingerprint
 from jit_core.errors import JitError
 from jit_core.index_bounds import IndexChecked
 from jit_core.logs import get_logger
@@ -44,7 +44,7 @@ from .target import TargetSpec, make_target
 
 log = logging.getLogger("jit_core.tvm")
 
-_CACHE = DiskCache("tvm")
+_CACHE = DiskCache("tvm", executable=True)
 _INSTALL = "jit-backend-tvm (it brings apache-tvm 0.27 on Python 3.10+)"
 TUNE_MODES = ("auto", "always", "off")
 #: the default of ``tune``; ``JIT_TVM_TUNE`` changes it for a whole process (CI runs the
@@ -131,6 +131,10 @@ def compile_graph(
             opset,
             _version("paddle2onnx"),
             _version("onnx"),
+            # the host target names the CPU model, but a machine (a VM) may lack some of
+            # its features: a library shared through a remote cache must not meet a CPU
+            # without the instructions it uses. An explicit target is the user's promise.
+            machine_fingerprint() if target is None else "explicit target",
         )
         # live parameters are fed by position and stored under their state-dict names, so
         # an entry holds in any process (Paddle numbers tensor names per process)

@@ -4,7 +4,8 @@ A Relax module splits into tasks (one per distinct fused kernel: ResNet18 has 19
 tuned on its own, so that progress can be reported per task and a time budget can stop
 between tasks. Records go to one JSON database per target and TVM version, under the
 compile cache (``<cache>/tvm/tuning/<target key>/``): any later process, and any other
-model with a kernel of the same shape, starts from them.
+model with a kernel of the same shape, starts from them. With a remote cache, machines
+pool their best records (``shared_records``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Iterator, List, Optional
 
 from jit_core.compile_cache import DiskCache
 
+from . import shared_records
 from .layouts import channels_last, check_layout, fold_constant_permutes
 from .target import target_key
 
@@ -98,6 +100,8 @@ def best_records(target):
     from tvm.s_tir import meta_schedule as ms
 
     folder = database_dir(target)
+    # what other machines tuned (with a remote cache): merged once per process
+    shared_records.pull(folder)
     stamp = (folder, _stamp(folder, _WORKLOADS), _stamp(folder, _RECORDS))
     if _best_records_kept.get("stamp") == stamp:
         return _best_records_kept["database"]
@@ -330,6 +334,8 @@ def tune(
                 ms, task, tuned[i + 1 :], target, database, builder, runner
             )
     report.seconds = time.perf_counter() - start
+    if report.tuned or report.adopted:
+        shared_records.push(database_dir(target))
     return report
 
 

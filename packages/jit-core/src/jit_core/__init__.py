@@ -25,6 +25,7 @@ from .hookspecs import hookimpl
 from .logs import set_logs
 from .passes import GraphPass, graph_pass, replace_pattern
 from .plugins import backends, graph_passes, list_plugins
+from .remote_cache import set_remote_cache
 from .shapes import mark_dynamic, mark_static
 
 __version__ = "0.1.0"
@@ -52,6 +53,7 @@ __all__ = [
     "Unsupported",
     "hookimpl",
     "set_logs",
+    "set_remote_cache",
     "backends",
     "list_plugins",
     "__version__",

@@ -11,19 +11,29 @@ Every entry carries a header with its length and SHA-256: a truncated or corrupt
 reported with one warning, removed and rebuilt, never trusted. Writes go to a temporary
 file in the same folder and are renamed into place, so a reader sees a whole entry or
 none, and two processes writing the same key do not clobber each other.
+
+With a remote store configured (``JIT_CORE_REMOTE_CACHE``, ``jit_core.set_remote_cache``,
+see ``remote_cache``) the disk is the first tier: a read that misses it asks the store
+(and keeps what it gets on disk), and a write goes to both. ``stats`` counts per namespace
+where the entries this process asked for came from, and ``last_origin()`` says it for the
+latest one of this thread (``explain()`` shows it per graph).
 """
 
 from __future__ import annotations
 
+import atexit
 import hashlib
+import json
 import logging
 import os
 import struct
 import sys
 import tempfile
+import threading
 import types
 import warnings
-from typing import Any, Iterable, Optional
+from collections import Counter
+from typing import Any, Dict, Iterable, Optional
 
 log = logging.getLogger("jit_core.cache")
 
@@ -46,10 +56,76 @@ def cache_root() -> str:
     return os.path.join(base, "jit_core")
 
 
+#: namespace -> counts of this process's reads and writes: ``disk`` and ``remote`` hits,
+#: ``misses``, ``stores`` (written locally), ``remote_stores``
+stats: Dict[str, Counter] = {}
+_origin = threading.local()
+
+
+def last_origin() -> Optional[str]:
+    """Where the entry this thread last asked for came from: "disk", "remote", or "built"
+    (a miss, then a store); None before any."""
+    return getattr(_origin, "value", None)
+
+
+def clear_origin() -> None:
+    _origin.value = None
+
+
+#: the counts of each namespace folder, added to its ``STATS_FILE`` at exit for
+#: ``python -m jit_core.cache info``
+_unsaved: Dict[str, Counter] = {}
+_unsaved_lock = threading.Lock()
+STATS_FILE = "stats.jsonl"
+
+
+def _count(namespace: str, what: str, directory: str) -> None:
+    stats.setdefault(namespace, Counter())[what] += 1
+    with _unsaved_lock:
+        if not _unsaved:
+            atexit.register(_save_counts)
+        _unsaved.setdefault(directory, Counter())[what] += 1
+
+
+def _save_counts() -> None:
+    """One line per namespace folder and process: appends of a few bytes do not interleave,
+    so no lock is needed between processes."""
+    with _unsaved_lock:
+        pending = dict(_unsaved)
+        _unsaved.clear()
+    for directory, counts in pending.items():
+        try:
+            os.makedirs(directory, exist_ok=True)
+            with open(os.path.join(directory, STATS_FILE), "a", encoding="utf-8") as f:
+                f.write(json.dumps(dict(counts), sort_keys=True) + "\n")
+        except OSError:
+            pass  # counts are a convenience
+
+
+#: path -> payload of the remote hits being written to disk in the background
+_pending: Dict[str, bytes] = {}
+_writers: list = []
+_pending_lock = threading.Lock()
+
+
+def wait_for_writes() -> None:
+    """Return once the local copies of remote hits are on disk."""
+    while True:
+        with _pending_lock:
+            if not _writers:
+                return
+            writer = _writers[0]
+        writer.join()
+
+
 class DiskCache:
-    def __init__(self, namespace: str, root: Optional[str] = None):
+    """The cache of one namespace. ``executable`` entries are native code that is loaded
+    (TVM's shared libraries): the remote tier shares them only when signed."""
+
+    def __init__(self, namespace: str, root: Optional[str] = None, executable: bool = False):
         self.namespace = namespace
         self._root = root
+        self.executable = executable
 
     @property
     def directory(self) -> str:
@@ -60,7 +136,66 @@ class DiskCache:
         return os.path.join(self.directory, key[:2], key)
 
     def get(self, key: str) -> Optional[bytes]:
-        """The bytes stored under ``key``; None when absent, or when corrupt (removed)."""
+        """The bytes stored under ``key``: from the disk, else from the remote store (then
+        kept on disk); None when absent, or when corrupt (removed)."""
+        with _pending_lock:
+            payload = _pending.get(self.path(key))
+        if payload is None:
+            payload = self.get_local(key)
+        if payload is not None:
+            _count(self.namespace, "disk", self.directory)
+            _origin.value = "disk"
+            return payload
+        payload = self._fetch_remote(key)
+        if payload is not None:
+            _count(self.namespace, "remote", self.directory)
+            _origin.value = "remote"
+            log.debug("remote cache hit %s/%s", self.namespace, key)
+            self._put_local_later(key, payload)
+            return payload
+        _count(self.namespace, "misses", self.directory)
+        _origin.value = "miss"
+        return None
+
+    def put(self, key: str, data: bytes) -> Optional[str]:
+        """Store ``data`` on disk (atomically) and in the remote store; returns the path,
+        or None when the disk refused (a cache that cannot be written only costs time)."""
+        path = self.put_local(key, data)
+        if getattr(_origin, "value", None) == "miss":
+            _origin.value = "built"
+        tier = _remote()
+        if tier is not None and tier.store_entry(self.namespace, key, data, self.executable):
+            _count(self.namespace, "remote_stores", self.directory)
+        return path
+
+    def _put_local_later(self, key: str, payload: bytes) -> None:
+        """Keep a remote hit on disk without making the compile wait for it (hashing and
+        syncing a ResNet18 model: 0.2 s, as long as fetching it). The thread is not a
+        daemon: the interpreter lets it finish before exiting."""
+        path = self.path(key)
+
+        def write() -> None:
+            try:
+                self.put_local(key, payload)
+            finally:
+                with _pending_lock:
+                    _pending.pop(path, None)
+                    _writers.remove(thread)
+
+        thread = threading.Thread(target=write, name="jit_core cache write")
+        with _pending_lock:
+            _pending[path] = payload
+            _writers.append(thread)
+        thread.start()
+
+    def _fetch_remote(self, key: str) -> Optional[bytes]:
+        tier = _remote()
+        if tier is None:
+            return None
+        return tier.fetch(self.namespace, key, self.executable)
+
+    def get_local(self, key: str) -> Optional[bytes]:
+        """The bytes stored under ``key`` on this disk (the remote tier is not asked)."""
         path = self.path(key)
         try:
             with open(path, "rb") as f:
@@ -85,11 +220,15 @@ class DiskCache:
                 pass
             return None
         log.debug("cache hit %s/%s", self.namespace, key)
+        try:
+            # the time of last use, which ``python -m jit_core.cache prune`` goes by
+            os.utime(path)
+        except OSError:
+            pass
         return payload
 
-    def put(self, key: str, data: bytes) -> Optional[str]:
-        """Store ``data`` atomically; returns the path, or None when the disk refused
-        (a cache that cannot be written only costs time)."""
+    def put_local(self, key: str, data: bytes) -> Optional[str]:
+        """Store ``data`` on this disk only, atomically."""
         path = self.path(key)
         folder = os.path.dirname(path)
         try:
@@ -114,8 +253,15 @@ class DiskCache:
                 f"jit_core: cannot write cache entry {path}: {e}", RuntimeWarning, stacklevel=2
             )
             return None
+        _count(self.namespace, "stores", self.directory)
         log.debug("cache store %s/%s (%d bytes)", self.namespace, key, len(data))
         return path
+
+
+def _remote():
+    from .remote_cache import remote_tier
+
+    return remote_tier()
 
 
 def _unpack(blob: bytes) -> Optional[bytes]:
@@ -245,4 +391,14 @@ def machine_fingerprint() -> str:
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
 
 
-__all__ = ["DiskCache", "cache_root", "graph_key", "machine_fingerprint", "ENV_VAR"]
+__all__ = [
+    "DiskCache",
+    "cache_root",
+    "clear_origin",
+    "wait_for_writes",
+    "graph_key",
+    "last_origin",
+    "machine_fingerprint",
+    "stats",
+    "ENV_VAR",
+]

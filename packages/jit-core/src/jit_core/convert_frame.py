@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Set
 
 import paddle
 
-from . import _compat, plugins
+from . import _compat, compile_cache, plugins
 from .codegen import breaks as graph_breaks
 from .codegen import loops
 from .codegen import resume as resume_codes
@@ -405,13 +405,16 @@ class FrameCompiler:
         compiled = None
         op_count = 0
         backend, backend_note = self.backend, None
+        artifact = None
         if gm is not None:
             op_count = op_count_of(gm.graph)
             if backend.inference_only:
                 backend, backend_note = self._inference_backend(gm, traced)
             options = self.options.backend_options if backend is self.backend else {}
+            compile_cache.clear_origin()
             try:
                 compiled = self._compile(backend, gm, traced, options)
+                artifact = compile_cache.last_origin()
             except Unsupported:
                 raise
             except Exception as e:
@@ -514,6 +517,7 @@ class FrameCompiler:
             pass_records=traced.pass_records,
             backend=backend.name if gm is not None else None,
             backend_note=backend_note,
+            artifact=artifact,
             graph_break=stop,
             resumes=resumes,
             owner=owner,

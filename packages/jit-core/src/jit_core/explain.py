@@ -68,6 +68,9 @@ class GraphInfo:
     shapes: List[str] = field(default_factory=list)
     #: the lists and dicts from outside the frame whose mutation the code writes back
     written_back: List[str] = field(default_factory=list)
+    #: where the backend's compiled artifact came from: the local or remote compile cache,
+    #: or built here; None for a backend that keeps none (paddle)
+    artifact: Optional[str] = None
 
 
 @dataclass
@@ -150,6 +153,8 @@ class ExplainOutput:
             out.append(f"Graph {i}: {g.frame} ({g.location}), {g.op_count} ops")
             if g.backend:
                 out.append(f"  Backend: {g.backend}")
+            if g.artifact:
+                out.append(f"  Artifact: {g.artifact}")
             if g.shapes:
                 out.append("  Shapes:")
                 out.extend("    " + line for line in g.shapes)
@@ -219,6 +224,7 @@ def explain(fn: Callable, *args, backend: Optional[str] = None, **kwargs) -> Exp
                     backend=_backend_line(entry),
                     shapes=list(entry.shapes),
                     written_back=list(entry.written_back),
+                    artifact=_ARTIFACT.get(entry.artifact or ""),
                 )
             )
         else:
@@ -236,10 +242,20 @@ def explain(fn: Callable, *args, backend: Optional[str] = None, **kwargs) -> Exp
     return out
 
 
+#: where the backend's artifact came from (``CacheEntry.artifact``), in words
+_ARTIFACT = {
+    "disk": "from the local compile cache",
+    "remote": "from the remote compile cache",
+    "built": "built here (and cached)",
+    "miss": "built here (not cached)",
+}
+
+
 def _backend_line(entry) -> Optional[str]:
     if entry.backend is None:
         return None
     line = f"{entry.backend} ({entry.backend_note})" if entry.backend_note else entry.backend
+
     describe = getattr(entry.compiled, "describe", None)
     said = describe() if describe is not None else None
     return f"{line}; {said}" if said else line

@@ -80,6 +80,10 @@ class CacheEntry:
     #: the backend that compiled the graph, and why it is not the one asked for
     backend: Optional[str] = None
     backend_note: Optional[str] = None
+    #: where the backend's artifact came from: the compile cache's ``last_origin()`` after
+    #: the build ("disk", "remote", "built", "miss": built and not kept), None when the
+    #: backend used no cache
+    artifact: Optional[str] = None
     #: the graph break this entry's code ends with (reason, location, instruction), and
     #: the resume functions it calls
     graph_break: Optional[Unsupported] = None

@@ -72,3 +72,17 @@ def jit_register_passes(register):
     pass with the name of an earlier one replaces it; ``default=False`` makes a pass run
     only when asked for by name (``optimize(..., passes=[...])``).
     """
+
+
+@hookspec
+def jit_register_cache_stores(register):
+    """Register remote stores for the compile cache:
+    ``register(scheme, factory, description="")``.
+
+    ``factory(url, timeout) -> jit_core.remote_cache.CacheStore`` opens the store a URL with
+    that scheme names (``JIT_CORE_REMOTE_CACHE`` or ``jit_core.set_remote_cache``); each call
+    to the store should give up after ``timeout`` seconds. The factory imports the store's
+    client library, and raises ``ImportError`` naming the package to install when it is
+    missing. The built-in Redis store (``redis://``, ``rediss://``) registers through this
+    hook too.
+    """

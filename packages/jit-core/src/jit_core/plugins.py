@@ -57,6 +57,7 @@ _pm: Optional[pluggy.PluginManager] = None
 _backends: Optional[Dict[str, Backend]] = None
 _opcodes: Optional[Dict[str, OpcodeHandler]] = None
 _passes: Optional[Dict[str, Any]] = None
+_stores: Optional[Dict[str, Callable]] = None
 
 
 def get_plugin_manager() -> pluggy.PluginManager:
@@ -188,6 +189,32 @@ def graph_passes() -> Dict[str, Any]:
     return _passes
 
 
+def cache_stores() -> Dict[str, Callable]:
+    """URL scheme -> factory of every registered remote cache store (built once)."""
+    global _stores
+    if _stores is None:
+        found: Dict[str, Callable] = {}
+
+        def make_register(plugin):
+            def register(scheme, factory, description=""):
+                if (
+                    not isinstance(scheme, str)
+                    or not scheme.isidentifier()
+                    or not callable(factory)
+                ):
+                    raise TypeError(
+                        f"plugin {plugin!r} registered a cache store with scheme {scheme!r} "
+                        f"and factory {factory!r}: a URL scheme and a callable are needed"
+                    )
+                found[scheme.lower()] = factory
+
+            return register
+
+        _call_with_register("jit_register_cache_stores", make_register)
+        _stores = found
+    return _stores
+
+
 def list_plugins() -> List[Tuple[str, str, str]]:
     """(plugin name, distribution, version) of every loaded plugin."""
     pm = get_plugin_manager()
@@ -204,27 +231,31 @@ def list_plugins() -> List[Tuple[str, str, str]]:
 
 def reset_plugins() -> None:
     """Forget what was loaded (tests that install plugins at run time use it)."""
-    global _pm, _backends, _opcodes, _passes
+    global _pm, _backends, _opcodes, _passes, _stores
     with _lock:
         _pm = None
         _backends = None
         _opcodes = None
         _passes = None
+        _stores = None
+
+
+def _forget_registered() -> None:
+    # what the hooks registered is collected again on next use
+    global _backends, _opcodes, _passes, _stores
+    _backends = None
+    _opcodes = None
+    _passes = None
+    _stores = None
 
 
 def register_plugin(plugin, name: Optional[str] = None) -> None:
     """Register a plugin object directly (without an entry point), e.g. in a test."""
-    global _backends, _opcodes, _passes
     get_plugin_manager().register(plugin, name=name)
-    _backends = None
-    _opcodes = None
-    _passes = None
+    _forget_registered()
 
 
 def unregister_plugin(name: str) -> None:
     """Remove a plugin that ``register_plugin`` registered under ``name``."""
-    global _backends, _opcodes, _passes
     get_plugin_manager().unregister(name=name)
-    _backends = None
-    _opcodes = None
-    _passes = None
+    _forget_registered()

@@ -70,7 +70,10 @@ def _session_options(ort, intra: Optional[int], inter: Optional[int], level: str
             if not isinstance(value, int) or value < 0:
                 raise ValueError(f"{name} must be a non-negative int, got {value!r}")
             setattr(so, name, value)
-    so.log_severity_level = 3  # ORT's warnings about unused initializers are noise here
+    # fatal only: ORT's warnings about unused initializers are noise here, and an error in
+    # a run, which ORT logs before raising it, sends the call to Paddle's kernels, which
+    # raise what eager raises (jit_core.convert_frame.CheckedFirstRun)
+    so.log_severity_level = 4
     return so
 
 

@@ -60,6 +60,11 @@ def f_tensor_methods(x):
     return x.reshape([2, -1]).transpose([1, 0]).sum(axis=0).mean()
 
 
+def f_spread(x):
+    # over all axes: paddle2onnx 2.1 cannot export these without the axes spelt out
+    return x.std() + x.var() + paddle.std(x, unbiased=False) + x.mean(keepdim=True)
+
+
 def f_keyword_calls(x):
     return F.softmax(x, axis=-1) + paddle.clip(x, min=0.1, max=0.5)
 
@@ -261,6 +266,7 @@ CASES = [
     (f_arith, lambda: ((_t(), _t()), {})),
     (f_matmul, lambda: ((_t(), _t()), {})),
     (f_tensor_methods, lambda: ((_t(),), {})),
+    (f_spread, lambda: ((_t(),), {})),
     (f_keyword_calls, lambda: ((_t(),), {})),
     (f_indexing, lambda: ((_t(),), {})),
     (f_shape_arith, lambda: ((_t(),), {})),

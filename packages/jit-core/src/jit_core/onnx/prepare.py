@@ -5,8 +5,9 @@ computes the same values as the original:
 
 - ``x + c`` / ``x - c`` with a Python number: Paddle records ``scale(x, 1, bias=c)``, which
   paddle2onnx turns into ``x`` (the bias is lost). It becomes ``paddle.add(x, full(c))``.
-- ``x.mean()`` over all axes: paddle2onnx aborts ("Can not get input 'axis(dim)' value");
-  the axes are spelt out.
+- ``x.mean()``, ``x.std()`` and ``x.var()`` over all axes: paddle2onnx aborts ("Can not
+  get input 'axis(dim)' value", said of ``numel`` for the last two); the axes are spelt
+  out.
 - ``AdaptiveAvgPool2D`` of a 1x1 map: paddle2onnx emits an AveragePool with stride 0,
   which ONNX Runtime refuses; averaging one value is a broadcast, so it becomes ``expand``.
 - activations whose attributes paddle2onnx drops or misreads, spelt out in elementary
@@ -92,19 +93,30 @@ def _scalar_add_sub(graph: Graph) -> int:
     return n
 
 
+#: reductions that paddle2onnx 2.1 cannot export over all axes, with the keywords that
+#: may stay as they are when the axes are spelt out
+_OVER_ALL_AXES = {
+    "mean": {"axis", "keepdim"},
+    "std": {"axis", "unbiased", "keepdim"},
+    "var": {"axis", "unbiased", "keepdim"},
+}
+
+
 def _mean_over_all(graph: Graph) -> int:
     n = 0
     for node in graph.nodes:
-        is_method = node.op == "call_method" and node.target == "mean"
-        is_function = node.op == "call_function" and node.target is paddle.mean
-        if not (is_method or is_function) or len(node.args) != 1:
+        name = node.target if node.op == "call_method" else None
+        if node.op == "call_function":
+            fn = node.target
+            name = next((r for r in _OVER_ALL_AXES if getattr(paddle, r, None) is fn), None)
+        if name not in _OVER_ALL_AXES or len(node.args) != 1:
             continue
-        if node.kwargs.get("axis") is not None or set(node.kwargs) - {"axis"}:
+        if node.kwargs.get("axis") is not None or set(node.kwargs) - _OVER_ALL_AXES[name]:
             continue
         shape = node.args[0].meta.get("shape") if isinstance(node.args[0], Node) else None
         if not shape:
             continue
-        node.kwargs = {"axis": list(range(len(shape)))}
+        node.kwargs = {**node.kwargs, "axis": list(range(len(shape)))}
         n += 1
     return n
 

@@ -351,3 +351,16 @@ def test_a_user_error_is_raised_as_in_eager(backend):
         fast(x)
     assert "Broadcast dimension mismatch" in str(eager_error.value)
     assert "Broadcast dimension mismatch" in str(jit_error.value)
+
+
+def stack_then_reduce(x):
+    return paddle.stack([x, x + 1]).sum(0) + paddle.stack([x * 2, x], axis=-1).sum(-1)
+
+
+@pytest.mark.parametrize("shape", [[1], [3], [1, 2]], ids=["1", "3", "1x2"])
+def test_stack_then_reduce_at_every_size(shape, backend):
+    # was (onnxrt, tvm): at a size of 1 the export took stack's inputs for 0-D tensors and
+    # ONNX Runtime refused the model ("axis must be in [-rank, rank-1]")
+    x = paddle.rand(shape)
+    fast = jit_core.optimize(stack_then_reduce, backend=backend)
+    assert_same(fast(x), stack_then_reduce(x))

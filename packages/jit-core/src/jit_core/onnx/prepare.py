@@ -35,6 +35,9 @@ computes the same values as the original:
   returns, so the out-of-place op gives every later node the same value.
 - a reduction of a 0-D tensor (``x[0].sum()``), which aborts paddle2onnx, is its input
   (cast where the reduction's dtype differs).
+- ``paddle.stack`` of tensors with a dimension of size 1, reduced after it, is exported
+  with its inputs taken for 0-D ones, which ONNX Runtime refuses; every ``stack`` becomes
+  ``concat`` of its inputs each unsqueezed at the axis, the same tensor.
 - an output held twice (or an input returned as it is) becomes a copy of its own, since
   paddle2onnx exports one output per variable.
 - inputs that nothing reads: ``paddle.jit.save`` refuses them, so they are dropped (the
@@ -348,6 +351,38 @@ def _out_of_place_c_ops(graph: Graph) -> int:
     return n
 
 
+def _stack_as_concat(graph: Graph) -> int:
+    """``paddle.stack(xs, axis)`` of tensors with a dimension of size 1, reduced after it
+    (``stack([x, y]).sum(0)`` at x of shape [1]), is exported with its inputs taken for
+    0-D ones, and ONNX Runtime refuses the model ("axis must be in [-rank, rank-1]").
+    ``concat`` of the inputs each unsqueezed at ``axis`` is the same tensor."""
+    n = 0
+    for node in list(graph.nodes):
+        if node.op != "call_function" or node.target is not paddle.stack:
+            continue
+        xs = _argument(node, 0, "x", None)
+        axis = _argument(node, 1, "axis", 0)
+        if set(node.kwargs) - {"x", "axis"} or not isinstance(axis, int):
+            continue
+        if not isinstance(xs, (list, tuple)) or not xs or not all(isinstance(t, Node) for t in xs):
+            continue
+        parts = []
+        with graph.inserting_before(node):
+            for t in xs:
+                part = graph.call_function(paddle.unsqueeze, (t, axis))
+                shape = t.meta.get("shape")
+                if shape is not None:
+                    rank = len(shape) + 1
+                    at = axis % rank
+                    part.meta = {"shape": shape[:at] + [1] + shape[at:]}
+                    if "dtype" in t.meta:
+                        part.meta["dtype"] = t.meta["dtype"]
+                parts.append(part)
+        _replace_with_call(graph, node, paddle.concat, (parts, axis))
+        n += 1
+    return n
+
+
 def _distinct_outputs(graph: Graph) -> int:
     """An output held twice (CSE merged ``x.mean()`` and ``x.mean()``, or a frame returns
     one tensor twice) is one variable to paddle2onnx, which then exports one output
@@ -417,6 +452,7 @@ def prepare_graph(gm, dynamic: bool = False) -> Graph:
         _adaptive_pool_of_one(gm, graph)
     _activations(gm, graph)
     _out_of_place_c_ops(graph)
+    _stack_as_concat(graph)
     _distinct_outputs(graph)
     _drop_unused_inputs(graph)
     return graph

@@ -248,3 +248,17 @@ def test_gradients_through_a_dynamic_graph_equal_eager():
         for p, want in zip(net.parameters(), expected):
             assert_same(p.grad, paddle.to_tensor(want))
     assert fast.jit_stats.captures == 1, fast.jit_stats
+
+
+def squeeze_back(x):
+    return x.unsqueeze(0).squeeze(0) * 2 + 1, x.sum()
+
+
+def test_a_size_with_the_examples_number_of_elements_keeps_its_shape(backend):
+    # was (onnxrt): the dynamic model's outputs were bent into the example's shape when
+    # they had as many elements: [5, 3] came back as [3, 5]
+    fast = jit_core.optimize(squeeze_back, backend=backend)
+    for shape in ([2, 1], [3, 5], [5, 3], [15, 1], [1, 15], [3, 5]):
+        x = paddle.rand(shape)
+        assert_same(fast(x), squeeze_back(x))
+    assert fast.jit_stats.captures <= 4, fast.jit_stats

@@ -434,3 +434,25 @@ def test_plots_without_matplotlib_name_the_package(tmp_path, capsys, monkeypatch
         jit_eval([write(tmp_path / "s"), "--plot", str(tmp_path / "plots")])
     err = capsys.readouterr().err
     assert "needs the 'matplotlib' package: pip install matplotlib" in err
+
+
+def test_a_worker_that_finishes_between_two_looks_is_not_a_crash(tmp_path, monkeypatch):
+    """The runner is woken without this worker's pipe being ready (by another worker, or a
+    deadline), while the worker sends its last results and exits: they are in the pipe
+    still, so the sample is scored, not reported as a worker that died (exit code 0).
+    It happened under load in CI."""
+    from multiprocessing.connection import wait as real_wait
+
+    from jit_core.eval import runner
+
+    def late_wait(objects, timeout=None):
+        # let the worker finish and exit first, then report nothing ready
+        sentinels = [o for o in objects if isinstance(o, int)]
+        real_wait(sentinels, 60)
+        return []
+
+    monkeypatch.setattr(runner, "wait", late_wait)
+    paths = find_samples([write(tmp_path / "good")])
+    cfg = EvalConfig(backends=["paddle"], tolerances=[-1], warmup=0, trials=1, timeout=30, jobs=1)
+    (good,) = run(paths, ["good"], cfg)
+    assert good["error"] is None and good["speedup"] > 0

@@ -407,22 +407,15 @@ def run(
         timeout = max(0.0, min(w.deadline for w in running) - now)
         ready = wait([w.conn for w in running] + [w.process.sentinel for w in running], timeout)
         for worker in list(running):
-            try:
-                while worker.conn in ready and worker.conn.poll():
-                    kind, value = worker.conn.recv()
-                    worker.deadline = time.monotonic() + cfg.timeout
-                    if kind == "phase":
-                        worker.phase = value
-                    elif kind == "result":
-                        worker.results[value["backend"]] = value
-                    elif kind == "done":
-                        worker.done = True
-            except (EOFError, OSError):
-                pass
+            # whether it was alive before its messages are read: a worker that sends its
+            # last results and exits between ``wait`` and here has them in the pipe still
+            alive = worker.process.is_alive()
+            if worker.conn in ready or not alive:
+                _read_messages(worker, cfg)
             if worker.done:
                 worker.process.join(5)
                 finish(worker, [])
-            elif not worker.process.is_alive():
+            elif not alive:
                 code = worker.process.exitcode
                 why = f"the worker died (exit code {code})"
                 if code is not None and code < 0:
@@ -434,6 +427,22 @@ def run(
                 why = f"no progress within the {cfg.timeout:g} s limit"
                 finish(worker, _lost(worker, cfg, TIMEOUT, why))
     return [r for p in paths for r in finished[p]]
+
+
+def _read_messages(worker, cfg) -> None:
+    """Everything the worker has sent so far (progress, results, done)."""
+    try:
+        while worker.conn.poll():
+            kind, value = worker.conn.recv()
+            worker.deadline = time.monotonic() + cfg.timeout
+            if kind == "phase":
+                worker.phase = value
+            elif kind == "result":
+                worker.results[value["backend"]] = value
+            elif kind == "done":
+                worker.done = True
+    except (EOFError, OSError):
+        pass
 
 
 __all__ = ["EvalConfig", "run", "run_sample_in_process", "SOT"]

@@ -23,6 +23,7 @@ from jit_core.onnx import (
     lift_parameters,
     live_tensors,
     require,
+    restored_shapes,
     run_on_paddle,
 )
 from jit_core.shape_dispatch import dynamic_dims, other_sizes
@@ -245,14 +246,7 @@ class OrtGraph:
         out = gm.graph.nodes[-1].args[0]
         out = out if isinstance(out, (tuple, list)) else (out,)
         self._dtypes = [getattr(n, "meta", {}).get("dtype") for n in out]
-        # paddle2onnx gives 0-D results the shape [1]: put Paddle's shape back. The shapes
-        # recorded are the example's: with dynamic dimensions only a 0-D one holds at every
-        # size (an output of the same number of elements at another size, [5, 3] where the
-        # example's was [3, 5], must not be bent into the example's shape)
-        shapes = [getattr(n, "meta", {}).get("shape") for n in out]
-        if dynamic_dims(gm):
-            shapes = [s if s == [] else None for s in shapes]
-        self._shapes = shapes
+        self._shapes = restored_shapes(gm)
         if len(self._dtypes) != len(self._outputs):
             raise OnnxRuntimeError(
                 f"the exported model has {len(self._outputs)} outputs, the graph "

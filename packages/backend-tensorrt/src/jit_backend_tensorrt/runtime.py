@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import paddle
 
-from jit_core.shape_dispatch import dynamic_dims
+from jit_core.onnx import restored_shapes
 
 from .lowering import TensorRTError
 from .profiles import Profile, outside
@@ -87,13 +87,7 @@ class TrtGraph:
         self._out_dtypes = [DTYPES.get(engine.get_tensor_dtype(n).name) for n in outputs]
         out = gm.graph.nodes[-1].args[0]
         out = out if isinstance(out, (tuple, list)) else (out,)
-        # paddle2onnx gives 0-D results the shape [1]: put Paddle's shape back. The shapes
-        # recorded are the example's: with dynamic dimensions only a 0-D one holds at every
-        # size (see jit_backend_onnxrt's OrtGraph)
-        shapes = [getattr(n, "meta", {}).get("shape") for n in out]
-        if dynamic_dims(gm):
-            shapes = [s if s == [] else None for s in shapes]
-        self._shapes = shapes
+        self._shapes = restored_shapes(gm)
         self._dtypes = [getattr(n, "meta", {}).get("dtype") for n in out]
         if len(out) != len(outputs):
             raise TensorRTError(f"the engine has {len(outputs)} outputs, the graph {len(out)}")

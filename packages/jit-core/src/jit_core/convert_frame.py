@@ -228,14 +228,18 @@ class CheckedFirstRun:
         describe = getattr(self.run, "describe", None)
         return describe() if describe is not None else None
 
+    def _paddle_run(self) -> Callable:
+        """The graph compiled by the paddle backend, made once."""
+        if self._on_paddle is None:
+            self._on_paddle = plugins.get_backend("paddle").compile(self._graph, [])
+        return self._on_paddle
+
     def _run_on_paddle(self, failed: Exception, args: tuple):
         """A later run of the backend raised (an index out of range in its gather, say):
         the call runs again on Paddle's kernels, so that the user sees the error eager
         Paddle raises, at their line (``fx.graph_module``), not the runtime's; where
         Paddle raises nothing, its results are the call's, with one warning."""
-        if self._on_paddle is None:
-            self._on_paddle = plugins.get_backend("paddle").compile(self._graph, [])
-        outs = self._on_paddle(*args)
+        outs = self._paddle_run()(*args)
         if not self._warned:
             self._warned = True
             warnings.warn(
@@ -249,7 +253,7 @@ class CheckedFirstRun:
 
     def _fall_back(self, why: str) -> None:
         note = f"runs on the paddle backend: backend {self._backend!r} is wrong for it: {why}"
-        self.run = plugins.get_backend("paddle").compile(self._graph, [])
+        self.run = self._paddle_run()
         self.checked = True
         entry = self.entry() if self.entry is not None else None
         if entry is not None:

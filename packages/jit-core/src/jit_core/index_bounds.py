@@ -113,8 +113,7 @@ def _uses(gm) -> List[Tuple[str, Any, Optional[int]]]:
     for node in gm.graph.nodes:
         name = _name(node.target) if node.op in ("call_function", "call_method") else ""
         if node.op == "call_module":
-            layer = gm.get_submodule(node.target) if hasattr(gm, "get_submodule") else None
-            layer = layer if layer is not None else getattr(gm, node.target, None)
+            layer = getattr(gm, node.target, None)
             weight = getattr(layer, "weight", None)
             if type(layer).__name__ == "Embedding" and weight is not None and node.args:
                 out.append(("Embedding", node.args[0], int(weight.shape[0])))

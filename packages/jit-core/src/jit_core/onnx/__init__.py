@@ -3,7 +3,7 @@
 Nothing here imports paddle2onnx or onnx until an export is asked for.
 """
 
-from .check import check_against_paddle, graph_operators, run_on_paddle
+from .check import check_against_paddle, graph_operators, restored_shapes, run_on_paddle
 from .export import (
     DEFAULT_OPSET,
     EXPORT_REVISION,
@@ -24,6 +24,7 @@ __all__ = [
     "lift_parameters",
     "live_tensors",
     "require",
+    "restored_shapes",
     "run_on_paddle",
     "save_static",
 ]

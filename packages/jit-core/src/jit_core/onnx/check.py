@@ -6,7 +6,7 @@ paddle backend instead (``run_on_paddle``)."""
 from __future__ import annotations
 
 import warnings
-from typing import Callable, List, Sequence, Type
+from typing import Callable, List, Optional, Sequence, Type
 
 import numpy as np
 
@@ -80,3 +80,18 @@ def run_on_paddle(backend: str, error: Exception, gm) -> Callable:
         stacklevel=3,
     )
     return gm.forward
+
+
+def restored_shapes(gm) -> List[Optional[List[int]]]:
+    """The shape to put back on each graph output, or None: paddle2onnx gives 0-D results
+    the shape [1]. The shapes recorded are the example's: with dynamic dimensions only a
+    0-D one holds at every size (an output of as many elements at another size, [5, 3]
+    where the example's was [3, 5], must not be bent into the example's shape)."""
+    from ..shape_dispatch import dynamic_dims
+
+    out = gm.graph.nodes[-1].args[0]
+    out = out if isinstance(out, (tuple, list)) else (out,)
+    shapes = [getattr(n, "meta", {}).get("shape") for n in out]
+    if dynamic_dims(gm):
+        shapes = [s if s == [] else None for s in shapes]
+    return shapes

@@ -12,6 +12,7 @@ from typing import Any, Callable, List
 import paddle
 
 from .hookspecs import hookimpl
+from .static_build import building
 
 MODES = ("eager", "static")
 
@@ -22,7 +23,13 @@ def compile_graph(graph_module, example_inputs: List[Any], mode: str = "eager") 
         return graph_module.forward
     if mode == "static":
         static = paddle.jit.to_static(graph_module, full_graph=True)
-        return static
+
+        def run_static(*args):
+            # a call at a new shape builds a program: static_build says why it is held
+            with building():
+                return static(*args)
+
+        return run_static
     raise ValueError(f"the paddle backend's mode must be one of {MODES}, got {mode!r}")
 
 

@@ -41,6 +41,7 @@ def _infer(output, last) -> Dict[Any, Optional[List[int]]]:
     import paddle
 
     from .fx import Graph, GraphModule
+    from .static_build import building
 
     graph = Graph()
     env: Dict[Any, Any] = {}
@@ -68,7 +69,7 @@ def _infer(output, last) -> Dict[Any, Optional[List[int]]]:
     graph.output(tuple(env[n] for n in tensors))
     try:
         gm = GraphModule(output.root, graph, class_name="ShapeInference")
-        with warnings.catch_warnings():
+        with building(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             static = paddle.jit.to_static(gm, input_spec=specs, full_graph=True)
             program = static.forward.concrete_program

@@ -105,6 +105,7 @@ def save_static(gm, example_inputs: Sequence[Any], prefix: str) -> None:
 
     from ..fx import GraphModule
     from ..shape_dispatch import dynamic_dims
+    from ..static_build import building
     from .prepare import prepare_graph
 
     example = {n.name: x for n, x in zip(_placeholders(gm.graph), example_inputs)}
@@ -127,7 +128,7 @@ def save_static(gm, example_inputs: Sequence[Any], prefix: str) -> None:
     layer = GraphModule(gm, graph, class_name=type(gm).__name__ + "_export")
     static = paddle.jit.to_static(layer, input_spec=specs, full_graph=True)
     try:
-        with warnings.catch_warnings():
+        with building(), warnings.catch_warnings():
             # a graph without parameters is fine: nothing to save but the program
             warnings.filterwarnings("ignore", message="no variable in your model")
             # a graph's in-place update is read through the node it returns, so its

@@ -84,6 +84,17 @@ def paddle_inplace_function(x, z):
     return y * 2.0
 
 
+def update_after_a_view_was_read(x, z):
+    # found by the fuzzer: to_static refused t.multiply_ once flatten(t) had been taken
+    # ("a viewed Tensor in dygraph"), so the ONNX export failed; the view is consumed
+    # before the updates
+    t = x * 1.5
+    u = paddle.flatten(t).reshape(t.shape) * 2.0
+    u.subtract_(t.mean())
+    t.multiply_(z)
+    return u + t
+
+
 CAPTURED = [
     setitem_int_and_slice,
     methods,
@@ -93,6 +104,7 @@ CAPTURED = [
     rows_from_rows,
     cse_and_views_of_temporaries,
     paddle_inplace_function,
+    update_after_a_view_was_read,
 ]
 
 

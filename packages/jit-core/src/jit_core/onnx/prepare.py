@@ -28,11 +28,13 @@ computes the same values as the original:
     and loses the small values; it becomes Paddle's kernel,
     ``-m - log(exp(-m) + exp(-x - m))`` with ``m = max(-x, 0)``.
 
-- ``_C_ops.relu_(t)``, ``_C_ops.add_(t, y)``...: in-place ``_C_ops`` calls (the form of
-  Paddle's program dumps) stay ``pd_op.relu_`` in the static program, which paddle2onnx
-  has no converter for. They become ``_C_ops.relu(t)``...: the capture keeps such an
-  update only on a tensor the graph made and reads the update through the node it
-  returns, so the out-of-place op gives every later node the same value.
+- in-place updates: ``_C_ops.relu_(t)``, ``_C_ops.add_(t, y)``... (the form of Paddle's
+  program dumps) stay ``pd_op.relu_`` in the static program, which paddle2onnx has no
+  converter for; ``t.multiply_(y)`` on a tensor that had a view taken (``flatten(t)``)
+  makes ``to_static`` refuse the whole program. They become ``_C_ops.relu(t)``,
+  ``t.multiply(y)``...: the capture keeps such an update only on a tensor the graph made
+  whose views are not read after it, and reads the update through the node it returns,
+  so the out-of-place op gives every later node the same value.
 - a reduction of a 0-D tensor (``x[0].sum()``), which aborts paddle2onnx, is its input
   (cast where the reduction's dtype differs).
 - ``paddle.stack`` of tensors with a dimension of size 1, reduced after it, is exported
@@ -48,6 +50,7 @@ from __future__ import annotations
 
 import math
 import operator
+import sys
 from typing import Any, Callable, Dict, Optional, Tuple
 
 import paddle
@@ -334,21 +337,36 @@ def _activations(gm, graph: Graph) -> int:
     return n
 
 
-def _out_of_place_c_ops(graph: Graph) -> int:
+def _out_of_place_updates(graph: Graph) -> int:
     n = 0
     for node in graph.nodes:
+        if not node.meta.get("inplace") or node.op not in ("call_function", "call_method"):
+            continue
+        if node.op == "call_method":
+            # x.multiply_(y): to_static refuses one whose tensor has a view taken
+            # ("multiply_'s output variable is a viewed Tensor in dygraph")
+            name = node.target if isinstance(node.target, str) else ""
+            if _is_update_name(name) and callable(getattr(paddle.Tensor, name[:-1], None)):
+                node.target = name[:-1]
+                n += 1
+            continue
         name = getattr(node.target, "__name__", "") or ""
-        if node.op != "call_function" or not node.meta.get("inplace"):
+        if not _is_update_name(name):
             continue
-        if not name.endswith("_") or name.endswith("__"):
-            continue
-        if getattr(paddle._C_ops, name, None) is not node.target:
-            continue
-        out_of_place = getattr(paddle._C_ops, name[:-1], None)
-        if out_of_place is not None:
-            node.target = out_of_place
-            n += 1
+        # _C_ops.relu_, paddle.subtract_, F.relu_: the twin from the same module
+        module = sys.modules.get(getattr(node.target, "__module__", None) or "")
+        for home in (paddle._C_ops, module):
+            if home is not None and getattr(home, name, None) is node.target:
+                out_of_place = getattr(home, name[:-1], None)
+                if out_of_place is not None:
+                    node.target = out_of_place
+                    n += 1
+                break
     return n
+
+
+def _is_update_name(name: str) -> bool:
+    return name.endswith("_") and not name.endswith("__") and len(name) > 1
 
 
 def _stack_as_concat(graph: Graph) -> int:
@@ -451,7 +469,7 @@ def prepare_graph(gm, dynamic: bool = False) -> Graph:
     if not dynamic:
         _adaptive_pool_of_one(gm, graph)
     _activations(gm, graph)
-    _out_of_place_c_ops(graph)
+    _out_of_place_updates(graph)
     _stack_as_concat(graph)
     _distinct_outputs(graph)
     _drop_unused_inputs(graph)

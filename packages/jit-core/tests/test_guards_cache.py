@@ -158,16 +158,19 @@ def test_recompile_log_names_failing_guard(caplog):
         assert not [r for r in caplog.records if r.name == "jit_core.recompiles"]
         of(x, 2)
     msgs = [r.getMessage() for r in caplog.records if r.name == "jit_core.recompiles"]
-    assert len(msgs) == 1
+    assert len(msgs) == 2
     assert "recompiling f" in msgs[0]
     assert "L['n'] == 1" in msgs[0]
+    # automatic dynamic ints: the next capture reads n as an input
+    assert "the int L['n'] is an input: its value changed from 1 to 2" in msgs[1]
 
 
 def test_recompile_limit_falls_back_to_eager_with_warning():
     def f(x, n):
         return x * n
 
-    of = jit_core.optimize(f, recompile_limit=2)
+    # dynamic=False: every value of n is a capture of its own (not an input of one graph)
+    of = jit_core.optimize(f, recompile_limit=2, dynamic=False)
     x = paddle.full([4, 4], 1.5)
     close(of(x, 1), x * 1)
     close(of(x, 2), x * 2)

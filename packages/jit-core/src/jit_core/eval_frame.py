@@ -316,7 +316,9 @@ class CompileContext:
                     for note in cache.mark_changed_sizes(L, G):
                         recompiles_log.info("%s: %s", code.co_name, note)
             location = _location(code)
-            policy = ShapePolicy(self.options.dynamic, cache.dynamic_dims, cache.static_reason)
+            policy = ShapePolicy(
+                self.options.dynamic, cache.dynamic_dims, cache.static_reason, cache.dynamic_ints
+            )
             try:
                 entry = self.compiler.capture(frame, code, policy)
             except Unsupported as e:

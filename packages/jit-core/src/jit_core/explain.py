@@ -199,9 +199,12 @@ def explain(fn: Callable, *args, backend: Optional[str] = None, **kwargs) -> Exp
         # what the object's recompiles learned about shapes: explain() captures as its
         # next call would
         for code, cache in list(learned.cache.items()):
-            if code in ctx.targets and (cache.dynamic_dims or cache.static_reason):
+            if code in ctx.targets and (
+                cache.dynamic_dims or cache.dynamic_ints or cache.static_reason
+            ):
                 mine = ctx.cache_for(code)
                 mine.dynamic_dims = {k: set(v) for k, v in cache.dynamic_dims.items()}
+                mine.dynamic_ints = set(cache.dynamic_ints)
                 mine.dynamic_notes = list(cache.dynamic_notes)
                 mine.static_reason = cache.static_reason
     result = ctx.run(fn, args, kwargs)

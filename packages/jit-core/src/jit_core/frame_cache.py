@@ -116,6 +116,7 @@ class CodeCache:
         "limits_hit",
         "_per_owner",
         "dynamic_dims",
+        "dynamic_ints",
         "dynamic_notes",
         "static_reason",
     )
@@ -140,6 +141,8 @@ class CodeCache:
     def _reset_shapes(self) -> None:
         #: source name -> the dimensions automatic dynamic shapes made dynamic, and why
         self.dynamic_dims: Dict[str, Set[int]] = {}
+        #: source names of ints whose value changed between calls (graph inputs now)
+        self.dynamic_ints: Set[str] = set()
         self.dynamic_notes: List[str] = []
         #: why this code's captures keep every dimension static (``shapes``)
         self.static_reason: Optional[str] = None
@@ -157,6 +160,13 @@ class CodeCache:
                     continue
                 dims.add(dim)
                 note = f"dimension {dim} of {name} is dynamic: its size changed from {was} to {now}"
+                self.dynamic_notes.append(note)
+                marked.append(note)
+            for name, was, now in entry.guard.changed_ints(L, G):
+                if name in self.dynamic_ints:
+                    continue
+                self.dynamic_ints.add(name)
+                note = f"the int {name} is an input: its value changed from {was} to {now}"
                 self.dynamic_notes.append(note)
                 marked.append(note)
         return marked

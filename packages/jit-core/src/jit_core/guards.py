@@ -248,6 +248,9 @@ class GuardSet:
         #: (source name, expression, spec) of each tensor guarded: what automatic dynamic
         #: shapes compare a later call with
         tensors: List[Tuple[str, str, TensorSpec]] = []
+        #: (source name, expression, value) of each int pinned: what automatic dynamic
+        #: ints compare a later call with
+        ints: List[Tuple[str, str, int]] = []
         # expression of each identity-matched source, replaced by its constant
         pinned: Dict[str, str] = {}
         parts: List[Tuple[str, str]] = []  # (comment, expression)
@@ -305,6 +308,8 @@ class GuardSet:
                 parts.append((f"type {g.value.__qualname__}", f"type({e}) is {tname}"))
             elif g.kind == CONSTANT_MATCH:
                 v = g.value
+                if type(v) is int:
+                    ints.append((g.source.name(), e, v))
                 if v is None or isinstance(v, bool):
                     check = f"{e} is {v!r}"
                 else:
@@ -349,7 +354,7 @@ class GuardSet:
         if self.grad_enabled is not None:
             fn = namer.obj(paddle.is_grad_enabled, "f")
             parts.append(("gradient mode", f"{fn}() is {self.grad_enabled!r}"))
-        return CompiledGuard(fn_name, parts, namer.scope, tensors)
+        return CompiledGuard(fn_name, parts, namer.scope, tensors, ints)
 
 
 _guard_counter = itertools.count()
@@ -364,9 +369,11 @@ class CompiledGuard:
         parts: List[Tuple[str, str]],
         scope: Dict[str, Any],
         tensors: Optional[List[Tuple[str, str, TensorSpec]]] = None,
+        ints: Optional[List[Tuple[str, str, int]]] = None,
     ):
         self.parts = parts
         self.tensors = tensors or []
+        self.ints = ints or []
         self.scope = scope
         self.fn_name = fn_name
         lines = [f"def {fn_name}(L, G):"]
@@ -408,6 +415,20 @@ class CompiledGuard:
             for d, (was, now) in enumerate(zip(spec.shape, shape)):
                 if d not in dynamic and was != now:
                     changed.append((name, d, was, now))
+        return changed
+
+    def changed_ints(self, L, G) -> List[Tuple[str, int, int]]:
+        """``(source name, value at capture, value now)`` of every int the guard pins
+        whose value differs in this call (still an int): what automatic dynamic ints
+        make graph inputs on the next capture."""
+        changed = []
+        for name, e, was in self.ints:
+            try:
+                now = eval(e, dict(self.scope), {"L": L, "G": G})
+            except Exception:  # noqa: BLE001 - gone: not a changed value
+                continue
+            if type(now) is int and now != was:
+                changed.append((name, was, now))
         return changed
 
     def first_failure(self, L, G) -> Optional[str]:

@@ -41,4 +41,5 @@ def jit_register_backends(register):
         compile_graph,
         description="Paddle's own kernels (embedded, the default)",
         dynamic_shapes=True,
+        int_inputs=True,
     )

@@ -20,6 +20,11 @@ A dimension whose size is 0 or 1 at capture is static all the same: size-1 dimen
 broadcast and size-0 tensors are empty, so a graph captured there may not hold for other
 sizes (and one captured at other sizes guards ``>= 2``).
 
+Ints of the frame follow the same rules (``ShapePolicy.int_is_input``): an int whose
+value changed between captures becomes an input of the graph, a symbolic int whose
+expression is ``("value", source)``, where the backend takes ints
+(``Backend.int_inputs``).
+
 When the capture needs the concrete value of a size it cannot guard (a size of a tensor
 the graph made, used where Python needs an int, such as ``range`` or a branch), it raises
 ``SpecializeShapes`` and the frame is captured again with every dimension static; the
@@ -103,15 +108,30 @@ class ShapePolicy:
         dynamic: Optional[bool] = None,
         automatic: Optional[Dict[str, Set[int]]] = None,
         static_reason: Optional[str] = None,
+        ints: Optional[Set[str]] = None,
     ):
         #: ``optimize(dynamic=...)``
         self.dynamic = dynamic
         #: source name -> dimensions the recompiles of this code made dynamic
         self.automatic = automatic or {}
+        #: source names of the ints whose value changed between captures of this code
+        self.ints = ints or set()
+        #: whether the backend takes ints as graph inputs (``Backend.int_inputs``): set by
+        #: the capture; without it every int is a constant of its graph
+        self.int_inputs = False
         #: set when this code must stay static (an earlier capture needed a concrete size)
         self.static_reason = static_reason
         #: what the capture decided, for ``explain()``: (source name, dim, why static)
         self.specialized: list = []
+
+    def int_is_input(self, source_name: str) -> bool:
+        """Whether the int read from ``source_name`` is an input of the graph (a symbolic
+        int: arithmetic on it is recorded, a Python use pins it with a guard) rather
+        than a constant. The rules of dimensions: ``dynamic=True`` from the start,
+        ``dynamic=None`` once its value changed between two captures."""
+        if not self.int_inputs or self.static_reason is not None or self.dynamic is False:
+            return False
+        return bool(self.dynamic) or source_name in self.ints
 
     def dims_for(self, source_name: str, tensor: Any) -> Dict[int, Tuple[Optional[int], ...]]:
         """dimension -> (min, max) bounds, for the dimensions of ``tensor`` (read from
@@ -151,8 +171,9 @@ class ShapePolicy:
 
 
 # ------------------------------------------------------------------ size expressions
-# An expression is a nested tuple: ("dim", source, d) | ("const", value) |
-# ("op", fn, left, right) | ("neg", operand). Guards render it over the frame's values.
+# An expression is a nested tuple: ("dim", source, d) | ("value", source) (an int input) |
+# ("const", value) | ("op", fn, left, right) | ("neg", operand). Guards render it over
+# the frame's values.
 
 # the symbols are the graph code's own (fx.codegen), so guards and graphs read alike
 ARITHMETIC: Dict[Callable, str] = {
@@ -176,6 +197,8 @@ def render(expr: tuple, source_expr: Callable[[Any], str]) -> str:
     kind = expr[0]
     if kind == "dim":
         return f"{source_expr(expr[1])}.shape[{expr[2]}]"
+    if kind == "value":
+        return source_expr(expr[1])
     if kind == "const":
         return repr(expr[1])
     if kind == "neg":
@@ -188,7 +211,7 @@ def render(expr: tuple, source_expr: Callable[[Any], str]) -> str:
 
 
 def sources_of(expr: tuple) -> Iterable[Any]:
-    if expr[0] == "dim":
+    if expr[0] in ("dim", "value"):
         yield expr[1]
     elif expr[0] == "neg":
         yield from sources_of(expr[1])

@@ -135,6 +135,8 @@ class OutputGraph:
         #: an input with a dynamic dimension was read: sizes of tensors made from then on
         #: may differ from call to call
         self.dynamic_inputs = False
+        #: an int input was read (add_int_input)
+        self.int_inputs = False
         #: tensor node -> its shape as Paddle infers it for every dynamic size
         #: (``shape_infer``), filled when a capture first needs one
         self.static_shapes: Dict[Any, Optional[List[int]]] = {}
@@ -169,7 +171,8 @@ class OutputGraph:
         self.guards.grad_enabled = self.entry_grad_mode
         if not self.grad_mode():
             return False
-        tensors = [ex for _, _, ex in self.inputs] + [v.example for v in self._attr_vars.values()]
+        tensors = [ex for _, _, ex in self.inputs if isinstance(ex, paddle.Tensor)]
+        tensors += [v.example for v in self._attr_vars.values()]
         for obj in self.root.values():
             if isinstance(obj, paddle.nn.Layer):
                 tensors += list(obj.parameters())
@@ -211,6 +214,39 @@ class OutputGraph:
             return self._input_by_source[key]
         dynamic = self.shape_policy.dims_for(key, tensor)
         self.guards.add(source, guards.TENSOR_MATCH, guards.TensorSpec.of(tensor, dynamic))
+        node = self._placeholder(source)
+        self._set_meta(node, tensor)
+        var = TensorVariable(node, tensor, source)
+        if dynamic:
+            node.meta["dynamic_dims"] = sorted(dynamic)
+            # (min, max) of each, from mark_dynamic (None: unbounded); the guards hold
+            # every call to them, and a backend may size what it builds by them
+            node.meta["dynamic_bounds"] = {d: tuple(b) for d, b in sorted(dynamic.items())}
+            var.dynamic_dims = frozenset(dynamic)
+            self.dynamic_inputs = True
+        self.inputs.append((source, node, tensor))
+        self._input_by_source[key] = var
+        return var
+
+    def add_int_input(self, value: int, source: Source) -> SymIntVariable:
+        """An int of the frame read by the graph as an input (``ShapePolicy.int_is_input``):
+        its type is guarded, its value only where Python uses it (a guard per relation,
+        as for dynamic sizes)."""
+        key = source.name()
+        if key in self._input_by_source:
+            return self._input_by_source[key]
+        self.guards.add(source, guards.TYPE_MATCH, int)
+        node = self._placeholder(source)
+        node.meta["int_input"] = True
+        var = SymIntVariable(self, node, value, ("value", source), source=source)
+        # sizes of tensors made from it are known only when the graph runs, as with a
+        # dynamic dimension (OutputGraph.size_of)
+        self.int_inputs = True
+        self.inputs.append((source, node, value))
+        self._input_by_source[key] = var
+        return var
+
+    def _placeholder(self, source: Source):
         # placeholders go first, in the order the inputs were met
         first = next(iter(self.graph.nodes), None)
         name = self._unique_placeholder_name(attr_path(source))
@@ -224,19 +260,8 @@ class OutputGraph:
                     node = self.graph.placeholder(name)
         else:
             node = self.graph.placeholder(name)
-        node.meta["source"] = key
-        self._set_meta(node, tensor)
-        var = TensorVariable(node, tensor, source)
-        if dynamic:
-            node.meta["dynamic_dims"] = sorted(dynamic)
-            # (min, max) of each, from mark_dynamic (None: unbounded); the guards hold
-            # every call to them, and a backend may size what it builds by them
-            node.meta["dynamic_bounds"] = {d: tuple(b) for d, b in sorted(dynamic.items())}
-            var.dynamic_dims = frozenset(dynamic)
-            self.dynamic_inputs = True
-        self.inputs.append((source, node, tensor))
-        self._input_by_source[key] = var
-        return var
+        node.meta["source"] = source.name()
+        return node
 
     def _last_placeholder(self):
         last = None
@@ -285,7 +310,7 @@ class OutputGraph:
         n = int(t.example.shape[dim])
         if dim in t.dynamic_dims:
             expr: Optional[tuple] = ("dim", t.source, dim)
-        elif self.dynamic_inputs and t.source is None:
+        elif (self.dynamic_inputs or self.int_inputs) and t.source is None:
             # a tensor the graph made after a dynamic input was read: its size may
             # depend on that input's (no expression over the inputs says how)
             expr = None
@@ -493,7 +518,8 @@ class OutputGraph:
     def _outside_tensors(self):
         """(name, node, example) of every tensor from outside the frame the graph reads."""
         for src, node, ex in self.inputs:
-            yield src.name(), node, ex
+            if isinstance(ex, paddle.Tensor):  # (not an int input)
+                yield src.name(), node, ex
         for var in self._attr_vars.values():
             name = var.source.name() if var.source is not None else var.node.name
             yield name, var.node, var.example

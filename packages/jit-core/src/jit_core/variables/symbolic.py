@@ -11,7 +11,9 @@ from .constant import ConstantVariable
 
 
 class SymIntVariable(VariableTracker):
-    """A size of a dynamic dimension, or an int computed from such sizes.
+    """A size of a dynamic dimension, an int input of the graph (a frame int whose value
+    changed between calls: ``shapes.ShapePolicy.int_is_input``), or an int computed from
+    such values.
 
     ``node`` computes it when the graph runs (so ``x.reshape([x.shape[0], -1])`` serves
     every size); ``example`` is its value in this capture; ``expr`` says how to compute it
@@ -29,8 +31,9 @@ class SymIntVariable(VariableTracker):
         expr: Optional[tuple],
         dim_of: Optional[tuple] = None,
         operands: Optional[tuple] = None,
+        source=None,
     ):
-        super().__init__(None)
+        super().__init__(source)
         self.output = output
         self.node = node
         self.example = int(example)
@@ -44,6 +47,8 @@ class SymIntVariable(VariableTracker):
         return int
 
     def describe(self) -> str:
+        if self.source is not None:
+            return f"int input {self.source.name()} (= {self.example} here)"
         return f"dynamic size {self.node.name} (= {self.example} here)"
 
     # Wherever a constant is accepted, a size is one: reading it as one specialises it.
@@ -58,6 +63,9 @@ class SymIntVariable(VariableTracker):
         return self.output.guard_relation(operator.ne, self, ConstantVariable(0), "a branch")
 
     def reconstruct(self, cg) -> None:
+        if self.source is not None:  # an int input as it is: loaded again, not pinned
+            cg.extend(self.source.reconstruct(cg.code))
+            return
         cg.extend(_compat.load_const(self.as_python_constant()))
 
 

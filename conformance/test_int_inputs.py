@@ -1,0 +1,127 @@
+"""Ints that change from call to call (automatic dynamic ints): the first capture bakes
+an int in as a constant; once a call brings another value, the int becomes an input of
+the graph, so one capture serves every value (a backend registered with
+``int_inputs=True``: paddle). Python uses of it (a branch, ``range``, an index) guard
+what they rely on. Every backend must give eager's results for every value."""
+
+from __future__ import annotations
+
+import warnings
+
+import paddle
+import pytest
+
+import jit_core
+
+from .helpers import assert_same
+
+
+def counter_in_math(x, n):
+    # a loop whose body breaks: its body function gets the counter as an argument
+    for i in range(n):
+        x = x * 2 + i
+        if x.mean() > 100:
+            x = x / 100
+    return x
+
+
+def branch_on_parity(x, k):
+    if k % 2 == 0:
+        return x + k
+    return x * k - 1
+
+
+def size_from_int(x, n):
+    z = paddle.zeros([n + 1, x.shape[0]]) + x
+    return z, z.shape[0] * 2
+
+
+def reduce_over_axis(x, axis):
+    return x.sum(axis=axis) * 2, paddle.roll(x, shifts=axis + 1, axis=0)
+
+
+def index_and_range(x, i):
+    y = x[i] * 2
+    for _ in range(i):
+        y = y + 1
+    return y
+
+
+def returned_and_stored(x, n, box):
+    box.append(n * 3)
+    return x * n, n + 1, n
+
+
+def flag_is_not_an_int(x, flag):
+    return x + 1 if flag else x - 1
+
+
+CASES = [
+    (counter_in_math, lambda: (paddle.rand([4]),), [3, 12, 5, 12, 0]),
+    (branch_on_parity, lambda: (paddle.rand([3]),), [0, 1, 2, 3, 4, 7, 8]),
+    (size_from_int, lambda: (paddle.rand([3]),), [0, 1, 2, 5, 2]),
+    (reduce_over_axis, lambda: (paddle.rand([3, 4]),), [0, 1, 0, 1, -1]),
+    (index_and_range, lambda: (paddle.rand([5, 2]),), [0, 1, 3, 4, 2]),
+    (flag_is_not_an_int, lambda: (paddle.rand([3]),), [True, False, True]),
+]
+
+
+@pytest.mark.parametrize("fn,make,values", CASES, ids=[c[0].__name__ for c in CASES])
+def test_every_value_gives_eagers_result(fn, make, values, backend):
+    paddle.seed(5)
+    args = make()
+    fast = jit_core.optimize(fn, backend=backend)
+    with warnings.catch_warnings():
+        # a backend without int inputs may reach the recompile limit: eager from then on
+        warnings.filterwarnings("ignore", message=".*recompile limit", category=RuntimeWarning)
+        for v in values:
+            assert_same(fast(*args, v), fn(*args, v))
+
+
+def test_state_written_back_with_the_values_of_the_call(backend):
+    x = paddle.rand([3])
+    fast = jit_core.optimize(returned_and_stored, backend=backend)
+    for n in (1, 2, 5, 9):
+        mine, theirs = [], []
+        assert_same(fast(x, n, mine), returned_and_stored(x, n, theirs))
+        assert mine == theirs == [n * 3]
+
+
+def test_a_loop_counter_is_one_capture_on_paddle():
+    x = paddle.rand([4])
+    fast = jit_core.optimize(counter_in_math)
+    assert_same(fast(x, 20), counter_in_math(x, 20))
+    stats = fast.jit_stats
+    assert not stats.eager_frames, stats
+    body = [k for k in stats.entries if "loop_body" in k and "resume" not in k]
+    # the counter's first value, then one graph that reads it
+    assert [stats.entries[k] for k in body] == [2], stats
+    notes = [n for notes in stats.dynamic_shapes.values() for n in notes]
+    assert any("is an input: its value changed from 0 to 1" in n for n in notes), notes
+    # the same call again: every iteration hits the cache
+    before = stats.captures
+    assert_same(fast(x, 20), counter_in_math(x, 20))
+    assert fast.jit_stats.captures == before
+    # another length: range(n) needs its value, so the frame before the loop is captured
+    # again; the body still has its two entries
+    assert_same(fast(x, 15), counter_in_math(x, 15))
+    assert [fast.jit_stats.entries[k] for k in body] == [2]
+
+
+def test_a_branch_on_an_int_guards_the_relation_not_the_value():
+    x = paddle.rand([3])
+    fast = jit_core.optimize(branch_on_parity)
+    for k in range(10):
+        assert_same(fast(x, k), branch_on_parity(x, k))
+    # 0 as a constant, then k as an input once per parity
+    assert fast.jit_stats.captures == 3, fast.jit_stats
+    report = jit_core.explain(fast, x, 4)
+    assert "% 2" in str(report), str(report)
+
+
+def test_dynamic_false_keeps_every_value_a_capture():
+    x = paddle.rand([3])
+    fast = jit_core.optimize(branch_on_parity, dynamic=False)
+    for k in range(4):
+        assert_same(fast(x, k), branch_on_parity(x, k))
+    assert fast.jit_stats.captures == 4

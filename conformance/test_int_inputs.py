@@ -125,3 +125,81 @@ def test_dynamic_false_keeps_every_value_a_capture():
     for k in range(4):
         assert_same(fast(x, k), branch_on_parity(x, k))
     assert fast.jit_stats.captures == 4
+
+
+class EnumeratedBlocks(paddle.nn.Layer):
+    """Twelve layers in an ``enumerate`` loop whose body breaks and reads the index."""
+
+    def __init__(self):
+        super().__init__()
+        self.blocks = paddle.nn.LayerList([paddle.nn.Linear(4, 4) for _ in range(12)])
+
+    def forward(self, x):
+        for i, block in enumerate(self.blocks):
+            x = block(x) * (i + 1) / 12
+            if x.mean() > 0:
+                x = x * 0.9 - i
+        return x
+
+
+def test_an_enumerate_loop_over_twelve_layers_stays_compiled(backend):
+    # each layer pins its own body entry (L['___loop_item'][1] is the layer): entries per
+    # layer count against the limit only for that layer, as for a plain loop over layers
+    paddle.seed(9)
+    net = EnumeratedBlocks()
+    x = paddle.rand([2, 4])
+    fast = jit_core.optimize(net, backend=backend)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*recompile limit", category=RuntimeWarning)
+        for _ in range(2):
+            assert_same(fast(x), net(x))
+    if _takes_ints(backend):
+        assert not fast.jit_stats.eager_frames, fast.jit_stats
+
+
+def _takes_ints(backend: str) -> bool:
+    return jit_core.backends()[backend].int_inputs
+
+
+STEP = 0
+
+
+def bump_and_scale(x):
+    global STEP
+    STEP += 1
+    y = x * STEP
+    if y.sum() > 0:
+        y = y + STEP
+    return y
+
+
+def test_a_global_counter_is_computed_not_pinned(backend):
+    global STEP
+    x = paddle.rand([3])
+    STEP = 0
+    expected = [bump_and_scale(x) for _ in range(12)]
+    assert STEP == 12
+    STEP = 0
+    fast = jit_core.optimize(bump_and_scale, backend=backend)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*recompile limit", category=RuntimeWarning)
+        got = [fast(x) for _ in range(12)]
+    assert STEP == 12
+    assert_same(got, expected)
+    if _takes_ints(backend):
+        # STEP += 1 is written back as G['STEP'] + 1, not as a pinned constant
+        assert not fast.jit_stats.eager_frames, fast.jit_stats
+        assert fast.jit_stats.captures < 8, fast.jit_stats
+
+
+def size_returned(x):
+    return x * 2, x.shape[0] + 1
+
+
+def test_a_dynamic_size_returned_is_computed_per_call():
+    fast = jit_core.optimize(size_returned)
+    for n in (2, 3, 4, 5, 6):
+        x = paddle.rand([n, 3])
+        assert_same(fast(x), size_returned(x))
+    # 2, then 3 makes dimension 0 dynamic; the size returned does not pin it
+    assert fast.jit_stats.captures == 2, fast.jit_stats

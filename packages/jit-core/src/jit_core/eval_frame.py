@@ -39,11 +39,12 @@ from .errors import (
 from .frame_cache import (
     EAGER_PAST_LIMIT,
     EAGER_PAST_LIMIT_SEEING_CACHES,
-    MISSING,
     RUN_ORIGINAL,
     CaptureEvent,
     CodeCache,
     FrameResult,
+    owner_name,
+    owner_value,
 )
 from .frame_calls import HookedCall, Rearm
 from .logs import breaks_log, recompiles_log
@@ -420,16 +421,18 @@ class CompileContext:
             own = [
                 e
                 for e in cache.entries
-                if all(L.get(name, MISSING) is obj for name, obj in e.owner)
+                if all(owner_value(L, path) is obj for path, obj in e.owner)
             ]
             try:
                 failed = own[-1].guard.first_failure(L, G) if own else None
             except Exception:  # noqa: BLE001 - only for the message
                 failed = None
-            names = sorted({name for e in own for name, _ in e.owner})
+            paths = sorted({path for e in own for path, _ in e.owner}, key=repr)
             whose = ""
-            if names:
-                whose = " for " + ", ".join(f"{n} ({type(L[n]).__name__})" for n in names)
+            if paths:
+                whose = " for " + ", ".join(
+                    f"{owner_name(p)} ({type(owner_value(L, p)).__name__})" for p in paths
+                )
             reason = (
                 f"recompile limit ({limit}) reached{whose}; the guard that kept failing: "
                 f"{failed}; calls that match none of its {mine} entries run eagerly"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import types
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Set
+from typing import Any, Callable, Dict, List, Optional, Set
 
 import paddle
 
@@ -14,7 +14,7 @@ from .errors import Unsupported
 from .fx import GraphModule
 from .guards import ID_MATCH, CompiledGuard
 from .passes.manager import PassRecord
-from .sources import LocalSource
+from .sources import ItemSource, LocalSource
 
 
 class FrameResult:
@@ -55,14 +55,41 @@ MISSING = object()
 
 
 def pinned_locals(guards) -> tuple:
-    """``((name, object), ...)`` for the identity-matched locals the limit counts by."""
+    """``((path, object), ...)`` for the identity-matched locals the limit counts by; a
+    path is ``(local name, item keys)``: an item of a local counts too (the layer of an
+    ``enumerate`` loop's item, ``L['___loop_item'][1]``)."""
     found = []
     for g in guards:
-        if g.kind == ID_MATCH and isinstance(g.source, LocalSource):
-            name = g.source.local_name
-            if name == _SELF or isinstance(g.value, paddle.nn.Layer):
-                found.append((name, g.value))
-    return tuple(sorted(found, key=lambda item: item[0]))
+        if g.kind != ID_MATCH:
+            continue
+        keys = []
+        source = g.source
+        while isinstance(source, ItemSource):
+            keys.append(source.key)
+            source = source.base
+        if not isinstance(source, LocalSource):
+            continue
+        path = (source.local_name, tuple(reversed(keys)))
+        if path == (_SELF, ()) or isinstance(g.value, paddle.nn.Layer):
+            found.append((path, g.value))
+    return tuple(sorted(found, key=lambda item: repr(item[0])))
+
+
+def owner_value(L: dict, path: tuple) -> Any:
+    """The object at ``path`` (``pinned_locals``) in a call's locals, or ``MISSING``."""
+    name, keys = path
+    value = L.get(name, MISSING)
+    for key in keys:
+        try:
+            value = value[key]
+        except Exception:  # noqa: BLE001 - not the container it was: not the owner
+            return MISSING
+    return value
+
+
+def owner_name(path: tuple) -> str:
+    name, keys = path
+    return name + "".join(f"[{key!r}]" for key in keys)
 
 
 @dataclass
@@ -197,7 +224,7 @@ class CodeCache:
         none."""
         n = 0
         for key, count in self._per_owner.items():
-            if all(id(L.get(name, MISSING)) == oid for name, oid in key):
+            if all(id(owner_value(L, path)) == oid for path, oid in key):
                 n += count
         return n
 

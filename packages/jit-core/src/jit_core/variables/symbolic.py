@@ -63,10 +63,36 @@ class SymIntVariable(VariableTracker):
         return self.output.guard_relation(operator.ne, self, ConstantVariable(0), "a branch")
 
     def reconstruct(self, cg) -> None:
-        if self.source is not None:  # an int input as it is: loaded again, not pinned
-            cg.extend(self.source.reconstruct(cg.code))
+        # computed again from the frame's inputs (``n + 1`` of an int input, a global
+        # counter's ``STEP += 1``, a size): no guard pins the value
+        expr = self.output.expr_of(self)
+        if expr is not None and expr[0] != "const":
+            cg.extend(_emit(expr, cg.code))
             return
         cg.extend(_compat.load_const(self.as_python_constant()))
+
+
+def _emit(expr: tuple, code) -> list:
+    """Bytecode that computes the ``shapes`` expression ``expr`` from the frame's values
+    (operators called as functions: no opcode differs between Python versions)."""
+    kind = expr[0]
+    if kind == "value":
+        return expr[1].reconstruct(code)
+    if kind == "const":
+        return _compat.load_const(expr[1])
+    if kind == "dim":
+        return (
+            expr[1].reconstruct(code)
+            + _compat.load_attr("shape")
+            + _compat.load_const(expr[2])
+            + _compat.subscr()
+        )
+    if kind == "neg":
+        return _compat.load_callable_const(operator.neg) + _emit(expr[1], code) + _compat.call(1)
+    fn, left, right = expr[1], expr[2], expr[3]
+    return (
+        _compat.load_callable_const(fn) + _emit(left, code) + _emit(right, code) + _compat.call(2)
+    )
 
 
 def is_int_like(v: VariableTracker) -> bool:

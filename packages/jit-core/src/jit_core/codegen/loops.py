@@ -41,7 +41,9 @@ through the hook, with the reason in ``explain()``. That is how the frame ran th
 before loops were outlined, without a call through the cache per iteration (an eager
 body function called per iteration cost about 15% more than that), and the frame after
 the loop stays compiled. Python booleans (a ``done`` flag) take two values at most
-and do not count. ``for`` loops keep recompiling per item up to the limit.
+and do not count. A ``for`` loop's int item becomes an input of the body's graph once it
+changed (automatic dynamic ints, ``shapes.ShapePolicy.int_is_input``); other items
+recompile per item up to the limit.
 
 Loops this cannot outline keep the older behaviour (the loop and the rest of the frame
 run eagerly, the functions they call captured on their own): loops that hold a

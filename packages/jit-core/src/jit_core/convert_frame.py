@@ -125,9 +125,10 @@ def _aliased_output(gm, traced: Traced) -> Optional[str]:
 def _shape_notes(output: OutputGraph, policy: ShapePolicy) -> List[str]:
     """What ``explain()`` says about this entry's shapes."""
     notes = []
-    for src, node, _ in output.inputs:
-        if node.meta.get("int_input"):
-            notes.append(f"{src.name()}: an int input (its value changed between calls)")
+    for src, node, ex in output.inputs:
+        if node.meta.get("number_input"):
+            kind = type(ex).__name__
+            notes.append(f"{src.name()}: an {kind} input (its value changed between calls)")
         dims = node.meta.get("dynamic_dims")
         if dims:
             notes.append(f"{src.name()}: dimension(s) {describe_dims(frozenset(dims))} dynamic")
@@ -374,7 +375,7 @@ class FrameCompiler:
         frame is captured again with static shapes (``policy.static_reason`` says why)."""
         if policy is None:
             policy = ShapePolicy(self.options.dynamic)
-        policy.int_inputs = self.backend.int_inputs
+        policy.number_inputs = self.backend.number_inputs
         try:
             return self._capture(frame, code, policy)
         except SpecializeShapes as e:

@@ -318,7 +318,7 @@ class CompileContext:
                         recompiles_log.info("%s: %s", code.co_name, note)
             location = _location(code)
             policy = ShapePolicy(
-                self.options.dynamic, cache.dynamic_dims, cache.static_reason, cache.dynamic_ints
+                self.options.dynamic, cache.dynamic_dims, cache.static_reason, cache.dynamic_numbers
             )
             try:
                 entry = self.compiler.capture(frame, code, policy)

@@ -200,11 +200,11 @@ def explain(fn: Callable, *args, backend: Optional[str] = None, **kwargs) -> Exp
         # next call would
         for code, cache in list(learned.cache.items()):
             if code in ctx.targets and (
-                cache.dynamic_dims or cache.dynamic_ints or cache.static_reason
+                cache.dynamic_dims or cache.dynamic_numbers or cache.static_reason
             ):
                 mine = ctx.cache_for(code)
                 mine.dynamic_dims = {k: set(v) for k, v in cache.dynamic_dims.items()}
-                mine.dynamic_ints = set(cache.dynamic_ints)
+                mine.dynamic_numbers = set(cache.dynamic_numbers)
                 mine.dynamic_notes = list(cache.dynamic_notes)
                 mine.static_reason = cache.static_reason
     result = ctx.run(fn, args, kwargs)

@@ -143,7 +143,7 @@ class CodeCache:
         "limits_hit",
         "_per_owner",
         "dynamic_dims",
-        "dynamic_ints",
+        "dynamic_numbers",
         "dynamic_notes",
         "static_reason",
     )
@@ -168,8 +168,9 @@ class CodeCache:
     def _reset_shapes(self) -> None:
         #: source name -> the dimensions automatic dynamic shapes made dynamic, and why
         self.dynamic_dims: Dict[str, Set[int]] = {}
-        #: source names of ints whose value changed between calls (graph inputs now)
-        self.dynamic_ints: Set[str] = set()
+        #: source names of ints and floats whose value changed between calls (graph
+        #: inputs now)
+        self.dynamic_numbers: Set[str] = set()
         self.dynamic_notes: List[str] = []
         #: why this code's captures keep every dimension static (``shapes``)
         self.static_reason: Optional[str] = None
@@ -189,11 +190,12 @@ class CodeCache:
                 note = f"dimension {dim} of {name} is dynamic: its size changed from {was} to {now}"
                 self.dynamic_notes.append(note)
                 marked.append(note)
-            for name, was, now in entry.guard.changed_ints(L, G):
-                if name in self.dynamic_ints:
+            for name, was, now in entry.guard.changed_numbers(L, G):
+                if name in self.dynamic_numbers:
                     continue
-                self.dynamic_ints.add(name)
-                note = f"the int {name} is an input: its value changed from {was} to {now}"
+                self.dynamic_numbers.add(name)
+                kind = type(now).__name__
+                note = f"the {kind} {name} is an input: its value changed from {was} to {now}"
                 self.dynamic_notes.append(note)
                 marked.append(note)
         return marked

@@ -248,9 +248,9 @@ class GuardSet:
         #: (source name, expression, spec) of each tensor guarded: what automatic dynamic
         #: shapes compare a later call with
         tensors: List[Tuple[str, str, TensorSpec]] = []
-        #: (source name, expression, value) of each int pinned: what automatic dynamic
-        #: ints compare a later call with
-        ints: List[Tuple[str, str, int]] = []
+        #: (source name, expression, value) of each int or float pinned: what automatic
+        #: dynamic numbers compare a later call with
+        numbers: List[Tuple[str, str, Any]] = []
         # expression of each identity-matched source, replaced by its constant
         pinned: Dict[str, str] = {}
         parts: List[Tuple[str, str]] = []  # (comment, expression)
@@ -308,8 +308,8 @@ class GuardSet:
                 parts.append((f"type {g.value.__qualname__}", f"type({e}) is {tname}"))
             elif g.kind == CONSTANT_MATCH:
                 v = g.value
-                if type(v) is int:
-                    ints.append((g.source.name(), e, v))
+                if type(v) in (int, float):
+                    numbers.append((g.source.name(), e, v))
                 if v is None or isinstance(v, bool):
                     check = f"{e} is {v!r}"
                 else:
@@ -354,7 +354,7 @@ class GuardSet:
         if self.grad_enabled is not None:
             fn = namer.obj(paddle.is_grad_enabled, "f")
             parts.append(("gradient mode", f"{fn}() is {self.grad_enabled!r}"))
-        return CompiledGuard(fn_name, parts, namer.scope, tensors, ints)
+        return CompiledGuard(fn_name, parts, namer.scope, tensors, numbers)
 
 
 _guard_counter = itertools.count()
@@ -369,11 +369,11 @@ class CompiledGuard:
         parts: List[Tuple[str, str]],
         scope: Dict[str, Any],
         tensors: Optional[List[Tuple[str, str, TensorSpec]]] = None,
-        ints: Optional[List[Tuple[str, str, int]]] = None,
+        numbers: Optional[List[Tuple[str, str, Any]]] = None,
     ):
         self.parts = parts
         self.tensors = tensors or []
-        self.ints = ints or []
+        self.numbers = numbers or []
         self.scope = scope
         self.fn_name = fn_name
         lines = [f"def {fn_name}(L, G):"]
@@ -417,17 +417,17 @@ class CompiledGuard:
                     changed.append((name, d, was, now))
         return changed
 
-    def changed_ints(self, L, G) -> List[Tuple[str, int, int]]:
-        """``(source name, value at capture, value now)`` of every int the guard pins
-        whose value differs in this call (still an int): what automatic dynamic ints
-        make graph inputs on the next capture."""
+    def changed_numbers(self, L, G) -> List[Tuple[str, Any, Any]]:
+        """``(source name, value at capture, value now)`` of every int or float the guard
+        pins whose value differs in this call (still of the same type): what automatic
+        dynamic numbers make graph inputs on the next capture."""
         changed = []
-        for name, e, was in self.ints:
+        for name, e, was in self.numbers:
             try:
                 now = eval(e, dict(self.scope), {"L": L, "G": G})
             except Exception:  # noqa: BLE001 - gone: not a changed value
                 continue
-            if type(now) is int and now != was:
+            if type(now) is type(was) and now != was:
                 changed.append((name, was, now))
         return changed
 

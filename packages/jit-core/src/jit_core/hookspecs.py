@@ -22,7 +22,7 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 def jit_register_backends(register):
     """Register backends:
     ``register(name, compile_fn, description="", inference_only=False, unavailable="",
-    dynamic_shapes=False, int_inputs=False)``.
+    dynamic_shapes=False, number_inputs=False)``.
 
     ``compile_fn(graph_module, example_inputs, **options) -> callable`` returns a callable
     that takes the graph's inputs positionally and returns the same tuple of tensors as
@@ -41,10 +41,10 @@ def jit_register_backends(register):
     handed to a backend registered
     with ``dynamic_shapes=True`` once, for every size; any other backend gets it once per
     distinct input shape (the examples have that shape). A backend registered with
-    ``int_inputs=True`` may get placeholders that are Python ints
-    (``node.meta["int_input"]``): frame ints whose value changed between calls, such as a
-    loop counter, which the graph reads as inputs rather than as constants; every other
-    backend gets a graph per value.
+    ``number_inputs=True`` may get placeholders that are Python ints or floats
+    (``node.meta["number_input"]``): frame numbers whose value changed between calls,
+    such as a loop counter or a time step, which the graph reads as inputs rather than as
+    constants; every other backend gets a graph per value.
     """
 
 

@@ -41,5 +41,5 @@ def jit_register_backends(register):
         compile_graph,
         description="Paddle's own kernels (embedded, the default)",
         dynamic_shapes=True,
-        int_inputs=True,
+        number_inputs=True,
     )

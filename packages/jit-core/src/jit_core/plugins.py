@@ -39,9 +39,9 @@ class Backend:
     #: what it builds serves every size of a graph's dynamic dimensions; otherwise
     #: jit-core builds once per input shape (``shape_dispatch.PerShape``)
     dynamic_shapes: bool = False
-    #: what it builds takes Python ints as inputs (``node.meta["int_input"]``
-    #: placeholders); otherwise each value of such an int is a graph of its own
-    int_inputs: bool = False
+    #: what it builds takes Python ints and floats as inputs (``node.meta["number_input"]``
+    #: placeholders); otherwise each value of such a number is a graph of its own
+    number_inputs: bool = False
 
 
 @dataclass
@@ -102,7 +102,7 @@ def backends() -> Dict[str, Backend]:
                 inference_only=False,
                 unavailable="",
                 dynamic_shapes=False,
-                int_inputs=False,
+                number_inputs=False,
             ):
                 found[name] = Backend(
                     name,
@@ -112,7 +112,7 @@ def backends() -> Dict[str, Backend]:
                     bool(inference_only),
                     unavailable,
                     bool(dynamic_shapes),
-                    bool(int_inputs),
+                    bool(number_inputs),
                 )
 
             return register

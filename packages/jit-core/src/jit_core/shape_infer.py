@@ -51,11 +51,12 @@ def _infer(output, last) -> Dict[Any, Optional[List[int]]]:
     for node in output.graph.nodes:
         if node.op == "output":
             break
-        if node.op == "placeholder" and node.meta.get("int_input"):
-            # an int input: a 0-D tensor in the program, which Paddle's shape arguments
+        if node.op == "placeholder" and node.meta.get("number_input"):
+            # a number input: a 0-D tensor in the program, which Paddle's shape arguments
             # take; a size that depends on it comes out unknown (-1)
             copy = graph.placeholder(node.name)
-            specs.append(paddle.static.InputSpec([], "int64", name=node.name))
+            dtype = "int64" if isinstance(examples[node], int) else "float64"
+            specs.append(paddle.static.InputSpec([], dtype, name=node.name))
         elif node.op == "placeholder":
             copy = graph.placeholder(node.name)
             shape: list = list(examples[node].shape)

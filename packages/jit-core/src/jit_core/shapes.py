@@ -20,10 +20,10 @@ A dimension whose size is 0 or 1 at capture is static all the same: size-1 dimen
 broadcast and size-0 tensors are empty, so a graph captured there may not hold for other
 sizes (and one captured at other sizes guards ``>= 2``).
 
-Ints of the frame follow the same rules (``ShapePolicy.int_is_input``): an int whose
-value changed between captures becomes an input of the graph, a symbolic int whose
-expression is ``("value", source)``, where the backend takes ints
-(``Backend.int_inputs``).
+Ints and floats of the frame follow the same rules (``ShapePolicy.number_is_input``): one
+whose value changed between captures becomes an input of the graph, a symbolic number
+whose expression is ``("value", source)``, where the backend takes Python numbers
+(``Backend.number_inputs``).
 
 When the capture needs the concrete value of a size it cannot guard (a size of a tensor
 the graph made, used where Python needs an int, such as ``range`` or a branch), it raises
@@ -108,30 +108,32 @@ class ShapePolicy:
         dynamic: Optional[bool] = None,
         automatic: Optional[Dict[str, Set[int]]] = None,
         static_reason: Optional[str] = None,
-        ints: Optional[Set[str]] = None,
+        numbers: Optional[Set[str]] = None,
     ):
         #: ``optimize(dynamic=...)``
         self.dynamic = dynamic
         #: source name -> dimensions the recompiles of this code made dynamic
         self.automatic = automatic or {}
-        #: source names of the ints whose value changed between captures of this code
-        self.ints = ints or set()
-        #: whether the backend takes ints as graph inputs (``Backend.int_inputs``): set by
-        #: the capture; without it every int is a constant of its graph
-        self.int_inputs = False
+        #: source names of the ints and floats whose value changed between captures of
+        #: this code
+        self.numbers = numbers or set()
+        #: whether the backend takes Python numbers as graph inputs
+        #: (``Backend.number_inputs``): set by the capture; without it every int and
+        #: float is a constant of its graph
+        self.number_inputs = False
         #: set when this code must stay static (an earlier capture needed a concrete size)
         self.static_reason = static_reason
         #: what the capture decided, for ``explain()``: (source name, dim, why static)
         self.specialized: list = []
 
-    def int_is_input(self, source_name: str) -> bool:
-        """Whether the int read from ``source_name`` is an input of the graph (a symbolic
-        int: arithmetic on it is recorded, a Python use pins it with a guard) rather
-        than a constant. The rules of dimensions: ``dynamic=True`` from the start,
+    def number_is_input(self, source_name: str) -> bool:
+        """Whether the int or float read from ``source_name`` is an input of the graph (a
+        symbolic number: arithmetic on it is recorded, a Python use pins it with a guard)
+        rather than a constant. The rules of dimensions: ``dynamic=True`` from the start,
         ``dynamic=None`` once its value changed between two captures."""
-        if not self.int_inputs or self.static_reason is not None or self.dynamic is False:
+        if not self.number_inputs or self.static_reason is not None or self.dynamic is False:
             return False
-        return bool(self.dynamic) or source_name in self.ints
+        return bool(self.dynamic) or source_name in self.numbers
 
     def dims_for(self, source_name: str, tensor: Any) -> Dict[int, Tuple[Optional[int], ...]]:
         """dimension -> (min, max) bounds, for the dimensions of ``tensor`` (read from
@@ -178,7 +180,16 @@ class ShapePolicy:
 # the symbols are the graph code's own (fx.codegen), so guards and graphs read alike
 ARITHMETIC: Dict[Callable, str] = {
     fn: _INFIX[fn]
-    for fn in (operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod)
+    for fn in (
+        operator.add,
+        operator.sub,
+        operator.mul,
+        operator.floordiv,
+        operator.mod,
+        # always a float, whatever the values: the result's type never depends on them
+        # (unlike ``**``: 2 ** -1 is a float, 2 ** 1 an int)
+        operator.truediv,
+    )
 }
 COMPARISONS: Dict[Callable, str] = {
     fn: _INFIX[fn]

@@ -42,7 +42,7 @@ before loops were outlined, without a call through the cache per iteration (an e
 body function called per iteration cost about 15% more than that), and the frame after
 the loop stays compiled. Python booleans (a ``done`` flag) take two values at most
 and do not count. A ``for`` loop's int item becomes an input of the body's graph once it
-changed (automatic dynamic ints, ``shapes.ShapePolicy.int_is_input``); other items
+changed (automatic dynamic numbers, ``shapes.ShapePolicy.number_is_input``); other items
 recompile per item up to the limit.
 
 Loops this cannot outline keep the older behaviour (the loop and the rest of the frame

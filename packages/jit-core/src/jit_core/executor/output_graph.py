@@ -135,8 +135,8 @@ class OutputGraph:
         #: an input with a dynamic dimension was read: sizes of tensors made from then on
         #: may differ from call to call
         self.dynamic_inputs = False
-        #: an int input was read (add_int_input)
-        self.int_inputs = False
+        #: an int or float input was read (add_number_input)
+        self.number_inputs = False
         #: tensor node -> its shape as Paddle infers it for every dynamic size
         #: (``shape_infer``), filled when a capture first needs one
         self.static_shapes: Dict[Any, Optional[List[int]]] = {}
@@ -228,20 +228,20 @@ class OutputGraph:
         self._input_by_source[key] = var
         return var
 
-    def add_int_input(self, value: int, source: Source) -> SymIntVariable:
-        """An int of the frame read by the graph as an input (``ShapePolicy.int_is_input``):
-        its type is guarded, its value only where Python uses it (a guard per relation,
-        as for dynamic sizes)."""
+    def add_number_input(self, value: Any, source: Source) -> SymIntVariable:
+        """An int or float of the frame read by the graph as an input
+        (``ShapePolicy.number_is_input``): its type is guarded, its value only where
+        Python uses it (a guard per relation, as for dynamic sizes)."""
         key = source.name()
         if key in self._input_by_source:
             return self._input_by_source[key]
-        self.guards.add(source, guards.TYPE_MATCH, int)
+        self.guards.add(source, guards.TYPE_MATCH, type(value))
         node = self._placeholder(source)
-        node.meta["int_input"] = True
+        node.meta["number_input"] = True
         var = SymIntVariable(self, node, value, ("value", source), source=source)
         # sizes of tensors made from it are known only when the graph runs, as with a
         # dynamic dimension (OutputGraph.size_of)
-        self.int_inputs = True
+        self.number_inputs = True
         self.inputs.append((source, node, value))
         self._input_by_source[key] = var
         return var
@@ -310,7 +310,7 @@ class OutputGraph:
         n = int(t.example.shape[dim])
         if dim in t.dynamic_dims:
             expr: Optional[tuple] = ("dim", t.source, dim)
-        elif (self.dynamic_inputs or self.int_inputs) and t.source is None:
+        elif (self.dynamic_inputs or self.number_inputs) and t.source is None:
             # a tensor the graph made after a dynamic input was read: its size may
             # depend on that input's (no expression over the inputs says how)
             expr = None

@@ -98,14 +98,14 @@ def _wrap(tx, value: Any, source: Optional[Source], owned_by_layer: bool) -> Var
         _guard(tx, source, guards.ID_MATCH, value)
         return ConstantVariable(value, source)
     if (
-        type(value) is int
+        type(value) in (int, float)
         and tx is not None
         and source is not None
-        and tx.output.shape_policy.int_is_input(source.name())
+        and tx.output.shape_policy.number_is_input(source.name())
     ):
-        # an int whose value changed between calls (a loop counter): an input of the
-        # graph, so that one capture serves every value
-        return tx.output.add_int_input(value, source)
+        # an int or float whose value changed between calls (a loop counter, a time
+        # step): an input of the graph, so that one capture serves every value
+        return tx.output.add_number_input(value, source)
     if (
         isinstance(value, (bool, type(None), np.generic) + _CONSTANT_TYPES)
         or is_paddle_dtype(value)

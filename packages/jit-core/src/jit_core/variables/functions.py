@@ -134,7 +134,12 @@ class BuiltinVariable(KnownValueVariable):
             if out is not None:
                 return out
         if not kwargs:
-            if fn is int and len(args) == 1 and isinstance(args[0], SymIntVariable):
+            if (
+                fn is int
+                and len(args) == 1
+                and isinstance(args[0], SymIntVariable)
+                and args[0].python_type() is int
+            ):
                 return args[0]
             sized = symbolic.call_builtin(tx, fn, args)
             if sized is not None:

@@ -11,9 +11,9 @@ from .constant import ConstantVariable
 
 
 class SymIntVariable(VariableTracker):
-    """A size of a dynamic dimension, an int input of the graph (a frame int whose value
-    changed between calls: ``shapes.ShapePolicy.int_is_input``), or an int computed from
-    such values.
+    """A size of a dynamic dimension, a number input of the graph (a frame int or float
+    whose value changed between calls: ``shapes.ShapePolicy.number_is_input``), or a
+    number computed from such values.
 
     ``node`` computes it when the graph runs (so ``x.reshape([x.shape[0], -1])`` serves
     every size); ``example`` is its value in this capture; ``expr`` says how to compute it
@@ -36,7 +36,8 @@ class SymIntVariable(VariableTracker):
         super().__init__(source)
         self.output = output
         self.node = node
-        self.example = int(example)
+        # an int, or a float where arithmetic with a float made one (``0.1 * i``)
+        self.example = example if type(example) is float else int(example)
         self.expr = expr
         #: without ``expr``: ``(tensor node, dim)`` of a size read, or ``(fn, a, b)`` of
         #: arithmetic on sizes; what ``OutputGraph.expr_of`` resolves it from later
@@ -44,11 +45,12 @@ class SymIntVariable(VariableTracker):
         self.operands = operands
 
     def python_type(self) -> type:
-        return int
+        return type(self.example)
 
     def describe(self) -> str:
         if self.source is not None:
-            return f"int input {self.source.name()} (= {self.example} here)"
+            kind = type(self.example).__name__
+            return f"{kind} input {self.source.name()} (= {self.example} here)"
         return f"dynamic size {self.node.name} (= {self.example} here)"
 
     # Wherever a constant is accepted, a size is one: reading it as one specialises it.
@@ -104,10 +106,19 @@ def is_int_like(v: VariableTracker) -> bool:
     return False
 
 
+def _is_number_like(v: VariableTracker) -> bool:
+    if isinstance(v, SymIntVariable):
+        return True
+    if isinstance(v, ConstantVariable):
+        return type(v.value) in (int, float)
+    return False
+
+
 def binary(tx, fn, a: VariableTracker, b: VariableTracker) -> Optional[VariableTracker]:
-    """``fn(a, b)`` where one of them is a dynamic size; None when that is not a size
-    operation (the caller goes on as with constants, which specialises)."""
-    if not (is_int_like(a) and is_int_like(b)):
+    """``fn(a, b)`` where one of them is a dynamic size or int input, the other an int
+    or a float (``t = i * dt``); None when that is not such an operation (the caller
+    goes on as with constants, which specialises)."""
+    if not (_is_number_like(a) and _is_number_like(b)):
         return None
     if fn in shapes.COMPARISONS:
         return ConstantVariable(tx.output.guard_relation(fn, a, b, "a comparison"))

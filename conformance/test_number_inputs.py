@@ -1,7 +1,7 @@
-"""Ints that change from call to call (automatic dynamic ints): the first capture bakes
-an int in as a constant; once a call brings another value, the int becomes an input of
-the graph, so one capture serves every value (a backend registered with
-``int_inputs=True``: paddle). Python uses of it (a branch, ``range``, an index) guard
+"""Ints and floats that change from call to call (automatic dynamic numbers): the first
+capture bakes a number in as a constant; once a call brings another value, it becomes an
+input of the graph, so one capture serves every value (a backend registered with
+``number_inputs=True``: paddle). Python uses of it (a branch, ``range``, an index) guard
 what they rely on. Every backend must give eager's results for every value."""
 
 from __future__ import annotations
@@ -153,12 +153,12 @@ def test_an_enumerate_loop_over_twelve_layers_stays_compiled(backend):
         warnings.filterwarnings("ignore", message=".*recompile limit", category=RuntimeWarning)
         for _ in range(2):
             assert_same(fast(x), net(x))
-    if _takes_ints(backend):
+    if _takes_numbers(backend):
         assert not fast.jit_stats.eager_frames, fast.jit_stats
 
 
-def _takes_ints(backend: str) -> bool:
-    return jit_core.backends()[backend].int_inputs
+def _takes_numbers(backend: str) -> bool:
+    return jit_core.backends()[backend].number_inputs
 
 
 STEP = 0
@@ -186,7 +186,7 @@ def test_a_global_counter_is_computed_not_pinned(backend):
         got = [fast(x) for _ in range(12)]
     assert STEP == 12
     assert_same(got, expected)
-    if _takes_ints(backend):
+    if _takes_numbers(backend):
         # STEP += 1 is written back as G['STEP'] + 1, not as a pinned constant
         assert not fast.jit_stats.eager_frames, fast.jit_stats
         assert fast.jit_stats.captures < 8, fast.jit_stats
@@ -203,3 +203,28 @@ def test_a_dynamic_size_returned_is_computed_per_call():
         assert_same(fast(x), size_returned(x))
     # 2, then 3 makes dimension 0 dynamic; the size returned does not pin it
     assert fast.jit_stats.captures == 2, fast.jit_stats
+
+
+def integrate(x, n, dt):
+    # a time step: t = i * dt is a float computed from two inputs, passed to the resume
+    # function after the break as a float local
+    for i in range(n):
+        t = i * dt
+        x = x + paddle.sin(x * t) / (i + 1)
+        if x.mean() > 10:
+            x = x / 10
+        x = x - t / n
+    return x
+
+
+def test_floats_computed_from_a_counter_are_inputs_too(backend):
+    x = paddle.rand([4])
+    fast = jit_core.optimize(integrate, backend=backend)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*recompile limit", category=RuntimeWarning)
+        for n, dt in ((12, 0.1), (12, 0.1), (7, 0.25), (20, 0.1)):
+            assert_same(fast(x, n, dt), integrate(x, n, dt))
+    if _takes_numbers(backend):
+        assert not fast.jit_stats.eager_frames, fast.jit_stats
+        notes = [n for notes in fast.jit_stats.dynamic_shapes.values() for n in notes]
+        assert any(n.startswith("the float L['t'] is an input") for n in notes), notes

@@ -66,6 +66,60 @@ def _as_argument(v: VariableTracker, tensor: Callable[[TensorVariable], Any]) ->
     )
 
 
+#: operators whose result has the shape of their tensor operand whatever Python number
+#: the other one is
+_ELEMENTWISE = frozenset(
+    (
+        operator.add,
+        operator.sub,
+        operator.mul,
+        operator.truediv,
+        operator.floordiv,
+        operator.mod,
+        operator.pow,
+        operator.lt,
+        operator.le,
+        operator.gt,
+        operator.ge,
+        operator.eq,
+        operator.ne,
+    )
+)
+
+
+def _reads_number_input(v: VariableTracker) -> bool:
+    """Whether ``v`` (an argument, maybe a list or slice of them) is or is computed from
+    a number input of the graph."""
+    if isinstance(v, SymIntVariable):
+        if v.source is not None:
+            return True
+        if v.expr is not None:
+            return any(True for _ in _value_leaves(v.expr))
+        if v.operands is not None:
+            return any(
+                isinstance(o, VariableTracker) and _reads_number_input(o) for o in v.operands[1:]
+            )
+        return False
+    if isinstance(v, BaseListVariable):
+        return any(_reads_number_input(i) for i in v.items)
+    if isinstance(v, DictVariable):
+        return any(_reads_number_input(i) for i in v.items.values())
+    if isinstance(v, SliceVariable):
+        return any(_reads_number_input(p) for p in v.parts)
+    return False
+
+
+def _value_leaves(expr: tuple):
+    kind = expr[0]
+    if kind == "value":
+        yield expr[1]
+    elif kind == "neg":
+        yield from _value_leaves(expr[1])
+    elif kind == "op":
+        yield from _value_leaves(expr[2])
+        yield from _value_leaves(expr[3])
+
+
 def example_of(v: VariableTracker) -> Any:
     """The argument as the example run sees it: tensors are their example values."""
     return _as_argument(v, lambda t: t.example)
@@ -135,8 +189,10 @@ class OutputGraph:
         #: an input with a dynamic dimension was read: sizes of tensors made from then on
         #: may differ from call to call
         self.dynamic_inputs = False
-        #: an int or float input was read (add_number_input)
-        self.number_inputs = False
+        #: a number input (add_number_input) reached an operation other than elementwise
+        #: arithmetic (a shape, an axis, a slice): sizes of tensors made from then on may
+        #: depend on it
+        self.sized_by_numbers = False
         #: tensor node -> its shape as Paddle infers it for every dynamic size
         #: (``shape_infer``), filled when a capture first needs one
         self.static_shapes: Dict[Any, Optional[List[int]]] = {}
@@ -239,9 +295,6 @@ class OutputGraph:
         node = self._placeholder(source)
         node.meta["number_input"] = True
         var = SymIntVariable(self, node, value, ("value", source), source=source)
-        # sizes of tensors made from it are known only when the graph runs, as with a
-        # dynamic dimension (OutputGraph.size_of)
-        self.number_inputs = True
         self.inputs.append((source, node, value))
         self._input_by_source[key] = var
         return var
@@ -310,7 +363,7 @@ class OutputGraph:
         n = int(t.example.shape[dim])
         if dim in t.dynamic_dims:
             expr: Optional[tuple] = ("dim", t.source, dim)
-        elif (self.dynamic_inputs or self.number_inputs) and t.source is None:
+        elif (self.dynamic_inputs or self.sized_by_numbers) and t.source is None:
             # a tensor the graph made after a dynamic input was read: its size may
             # depend on that input's (no expression over the inputs says how)
             expr = None
@@ -570,6 +623,12 @@ class OutputGraph:
             ) from e
 
     def _create_node(self, tx, op: str, target, args, kwargs):
+        if not self.sized_by_numbers and not (op == "call_function" and target in _ELEMENTWISE):
+            # x * i keeps x's shape; zeros([i, 4]), x.sum(axis=i), x[:i] may not: sizes of
+            # tensors made from then on are symbolic (each read where Python needs it
+            # asks Paddle's shape inference, which costs a static build)
+            if any(_reads_number_input(a) for a in list(args) + list(kwargs.values())):
+                self.sized_by_numbers = True
         node_args = tuple(node_arg_of(a) for a in args)
         node_kwargs = {k: node_arg_of(v) for k, v in kwargs.items()}
         node = self.graph.create_node(op, target, node_args, node_kwargs)

@@ -228,3 +228,22 @@ def test_floats_computed_from_a_counter_are_inputs_too(backend):
         assert not fast.jit_stats.eager_frames, fast.jit_stats
         notes = [n for notes in fast.jit_stats.dynamic_shapes.values() for n in notes]
         assert any(n.startswith("the float L['t'] is an input") for n in notes), notes
+
+
+def divide_by_full(x, t):
+    return x / paddle.full([2], t)
+
+
+def test_a_float_guard_tells_zero_from_minus_zero(backend):
+    # 0.0 == -0.0: a guard on the value alone served -0.0 with the graph of 0.0, and
+    # x / full([2], -0.0) came out +inf instead of -inf
+    # (paddle2onnx writes full(-0.0) as 0.0: the export's check refuses that model, and
+    # fallback=True runs that graph on paddle, with a warning)
+    options = {} if backend == "paddle" else {"fallback": True}
+    x = paddle.ones([2])
+    fast = jit_core.optimize(divide_by_full, backend=backend, dynamic=False, **options)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*paddle backend", category=RuntimeWarning)
+        for t in (0.0, -0.0, 0.0, 2.5):
+            assert_same(fast(x, t), divide_by_full(x, t))
+        assert float(fast(x, -0.0)[0]) == float("-inf")

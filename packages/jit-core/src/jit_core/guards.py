@@ -10,6 +10,7 @@ walking the whole attribute chain again: ``___o3.training is False`` rather than
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -315,6 +316,10 @@ class GuardSet:
                 else:
                     tname = namer.obj(type(v), "t")
                     check = f"type({e}) is {tname} and {e} == {_constant_literal(v, namer)}"
+                    if type(v) is float and v == 0.0:
+                        # 0.0 == -0.0, but the sign reaches results: 1 / full([2], t)
+                        sign = namer.obj(math.copysign, "f")
+                        check += f" and {sign}(1.0, {e}) == {math.copysign(1.0, v)!r}"
                 parts.append(("constant", check))
             elif g.kind == HASATTR:
                 check = f"hasattr({expr(g.source.base)}, {g.source.attr!r}) is {bool(g.value)!r}"

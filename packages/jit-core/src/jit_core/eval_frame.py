@@ -11,6 +11,7 @@ be captured, or its recompile limits are reached).
 
 from __future__ import annotations
 
+import gc
 import inspect
 import os
 import threading
@@ -63,6 +64,17 @@ set_eval_frame = _core.set_eval_frame
 # ``_never_skip`` exempts our targets from the file-prefix rule.
 _keep_hooking_codes = getattr(_core, "sot_setup_codes_with_graph", None)
 _never_skip_codes = getattr(_core, "eval_frame_no_skip_codes", None)
+
+
+def _gc_callback_codes() -> Set[types.CodeType]:
+    """The code objects of the functions in ``gc.callbacks`` (asked once per new code)."""
+    codes = set()
+    for cb in list(gc.callbacks):
+        fn = getattr(cb, "__func__", cb)
+        code = getattr(fn, "__code__", None)
+        if code is not None:
+            codes.add(code)
+    return codes
 
 
 class _WeakHook:
@@ -280,6 +292,9 @@ class CompileContext:
         if code not in self.targets and (
             is_skipped_file(code.co_filename)
             or code in GENERATED_CODES
+            # the garbage collector runs its callbacks (a profiler's, Hypothesis's) in
+            # whatever thread allocates: inside an optimized call they are not its code
+            or code in _gc_callback_codes()
             # module and class bodies (no CO_OPTIMIZED): not functions, nothing to capture
             or not code.co_flags & _CO_OPTIMIZED
         ):

@@ -173,7 +173,7 @@ class ShapePolicy:
 
 
 # ------------------------------------------------------------------ size expressions
-# An expression is a nested tuple: ("dim", source, d) | ("value", source) (an int input) |
+# An expression is a nested tuple: ("dim", source, d) | ("value", source) (a number input) |
 # ("const", value) | ("op", fn, left, right) | ("neg", operand). Guards render it over
 # the frame's values.
 
@@ -221,14 +221,16 @@ def render(expr: tuple, source_expr: Callable[[Any], str]) -> str:
     return f"({left} {sym} {right})"
 
 
-def sources_of(expr: tuple) -> Iterable[Any]:
-    if expr[0] in ("dim", "value"):
+def sources_of(expr: tuple, kinds: Tuple[str, ...] = ("dim", "value")) -> Iterable[Any]:
+    """The sources ``expr`` reads: sizes of tensors (``"dim"``), number inputs
+    (``"value"``), or those of ``kinds`` only."""
+    if expr[0] in kinds:
         yield expr[1]
     elif expr[0] == "neg":
-        yield from sources_of(expr[1])
+        yield from sources_of(expr[1], kinds)
     elif expr[0] == "op":
-        yield from sources_of(expr[2])
-        yield from sources_of(expr[3])
+        yield from sources_of(expr[2], kinds)
+        yield from sources_of(expr[3], kinds)
 
 
 def _size(t: Any, dim: int) -> Any:

@@ -67,24 +67,8 @@ def _as_argument(v: VariableTracker, tensor: Callable[[TensorVariable], Any]) ->
 
 
 #: operators whose result has the shape of their tensor operand whatever Python number
-#: the other one is
-_ELEMENTWISE = frozenset(
-    (
-        operator.add,
-        operator.sub,
-        operator.mul,
-        operator.truediv,
-        operator.floordiv,
-        operator.mod,
-        operator.pow,
-        operator.lt,
-        operator.le,
-        operator.gt,
-        operator.ge,
-        operator.eq,
-        operator.ne,
-    )
-)
+#: the other one is: the arithmetic and comparisons of symbolic numbers, and ``**``
+_ELEMENTWISE = frozenset(shapes.ARITHMETIC) | frozenset(shapes.COMPARISONS) | {operator.pow}
 
 
 def _reads_number_input(v: VariableTracker) -> bool:
@@ -94,7 +78,7 @@ def _reads_number_input(v: VariableTracker) -> bool:
         if v.source is not None:
             return True
         if v.expr is not None:
-            return any(True for _ in _value_leaves(v.expr))
+            return any(True for _ in shapes.sources_of(v.expr, kinds=("value",)))
         if v.operands is not None:
             return any(
                 isinstance(o, VariableTracker) and _reads_number_input(o) for o in v.operands[1:]
@@ -107,17 +91,6 @@ def _reads_number_input(v: VariableTracker) -> bool:
     if isinstance(v, SliceVariable):
         return any(_reads_number_input(p) for p in v.parts)
     return False
-
-
-def _value_leaves(expr: tuple):
-    kind = expr[0]
-    if kind == "value":
-        yield expr[1]
-    elif kind == "neg":
-        yield from _value_leaves(expr[1])
-    elif kind == "op":
-        yield from _value_leaves(expr[2])
-        yield from _value_leaves(expr[3])
 
 
 def example_of(v: VariableTracker) -> Any:

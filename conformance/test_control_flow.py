@@ -53,8 +53,8 @@ class EarlyReturn(paddle.nn.Layer):
 
 
 #: graphs of WhileDataDependent: before the loop, and after it where the code after the
-#: loop is not copied into it at its ``break`` (3.10 and 3.12 copy it)
-_AFTER_LOOP = 1 if sys.version_info[:2] in ((3, 10), (3, 12)) else 2
+#: loop is not copied into it at its ``break`` (3.10, 3.12 and 3.13 copy it)
+_AFTER_LOOP = 1 if sys.version_info[:2] in ((3, 10), (3, 12), (3, 13)) else 2
 
 
 class WhileDataDependent(paddle.nn.Layer):

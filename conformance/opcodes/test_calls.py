@@ -43,7 +43,7 @@ CASES = [
         positional_and_keywords,
         (
             "CALL_FUNCTION|CALL",
-            "CALL_FUNCTION_KW|KW_NAMES",
+            "CALL_FUNCTION_KW|KW_NAMES|CALL_KW",
             "CALL_METHOD|CALL",
             "LOAD_METHOD|LOAD_ATTR",
             "PRECALL",

@@ -103,7 +103,10 @@ CASES = [
             "BUILD_SLICE",
         ),
     ),
-    (formatted, ("FORMAT_VALUE", "BUILD_STRING")),
+    (
+        formatted,
+        ("FORMAT_VALUE|FORMAT_SIMPLE", "CONVERT_VALUE", "FORMAT_WITH_SPEC", "BUILD_STRING"),
+    ),
     (set_literal, ("BUILD_SET",)),
     (set_comprehension, ("BUILD_SET", "SET_ADD")),
     (set_unpacking, ("BUILD_SET_UNPACK", "SET_UPDATE")),

@@ -80,6 +80,7 @@ CASES = [
             "POP_JUMP_IF_NOT_NONE|POP_JUMP_FORWARD_IF_NOT_NONE|IS_OP",
             "JUMP_IF_FALSE_OR_POP|COPY",
             "JUMP_IF_TRUE_OR_POP|COPY",
+            "TO_BOOL",
         ),
     ),
 ]

@@ -71,7 +71,8 @@ def locals_and_attributes(x, scale=2.0):
         last = i
     # `last` may be unbound here (an empty loop): LOAD_FAST_CHECK on 3.12
     evens = [i * 2 for i in range(n)]  # 3.12 inlines it: LOAD_FAST_AND_CLEAR saves `i`
-    return y * last + sum(evens)
+    first, second = last, n  # 3.13: one STORE_FAST_STORE_FAST for both
+    return y * first + sum(evens) + second
 
 
 @covers(
@@ -84,6 +85,9 @@ def locals_and_attributes(x, scale=2.0):
     "LOAD_METHOD|LOAD_ATTR",
     "LOAD_FAST_CHECK",
     "LOAD_FAST_AND_CLEAR",
+    "LOAD_FAST_LOAD_FAST",
+    "STORE_FAST_LOAD_FAST",
+    "STORE_FAST_STORE_FAST",
 )
 def test_locals_and_attributes_in_one_graph(backend):
     x = paddle.rand([3, 2])

@@ -115,7 +115,7 @@ def test_version_specific_opcodes():
 
 def test_versions_helper():
     assert versions() == ALL_VERSIONS
-    assert versions("3.11") == ("3.11", "3.12")
+    assert versions("3.11") == ("3.11", "3.12", "3.13")
     assert versions(last="3.10") == ("3.8", "3.9", "3.10")
     assert versions("3.9", "3.9") == ("3.9",)
     assert versions("3.10", "3.9") == ()

@@ -1,4 +1,4 @@
-"""Every difference between CPython 3.8 and 3.12 that jit-core itself cares about.
+"""Every difference between CPython 3.8 and 3.13 that jit-core itself cares about.
 
 The executor, the codegen and the guards never look at ``sys.version_info``; they ask
 this module. Opcode handlers declare their own versions in jit-opcodes instead.
@@ -28,8 +28,19 @@ LOAD_ATTR_HAS_FLAG = PY_VERSION >= (3, 12)
 LOAD_GLOBAL_HAS_FLAG = PY_VERSION >= (3, 11)
 #: 3.11+ code objects start with MAKE_CELL / COPY_FREE_VARS / RESUME.
 HAS_PROLOGUE = PY_VERSION >= (3, 11)
-#: 3.12: FOR_ITER jumps to END_FOR, which pops the iterator and one more slot.
+#: 3.12+: FOR_ITER jumps to END_FOR, which pops the iterator and one more slot (3.13: END_FOR
+#: pops the slot, the POP_TOP after it the iterator).
 FOR_ITER_JUMPS_TO_END_FOR = PY_VERSION >= (3, 12)
+#: the instructions at FOR_ITER's target that an exhausted iterator skips in CPython:
+#: 3.12 goes on after END_FOR, 3.13 after END_FOR and its POP_TOP
+FOR_ITER_EXIT_SKIPS = 2 if PY_VERSION >= (3, 13) else 1 if PY_VERSION >= (3, 12) else 0
+#: 3.13 puts the NULL (or ``self``) *after* the callable: ``callable, self_or_null, args``;
+#: 3.11 and 3.12 put it before: ``NULL, callable, args`` or ``method, self, args``.
+NULL_AFTER_CALLABLE = PY_VERSION >= (3, 13)
+#: 3.13: conditional jumps take an exact bool; the compiler puts TO_BOOL before them.
+JUMPS_NEED_BOOL = PY_VERSION >= (3, 13)
+#: 3.13: LOAD_CLOSURE is a pseudo-instruction, assembled as LOAD_FAST of the cell.
+LOAD_CLOSURE_IS_LOAD_FAST = PY_VERSION >= (3, 13)
 
 
 #: 3.11+: Paddle's C shim never hands a frame whose code has an exception table (any
@@ -114,9 +125,15 @@ def instructions(code) -> List[dis.Instruction]:
     return list(dis.get_instructions(code))
 
 
+#: 3.13 made ``Instruction.starts_line`` a bool and put the line in ``line_number``.
+_STARTS_LINE_IS_FLAG = PY_VERSION >= (3, 13)
+
+
 def instruction_line(inst: dis.Instruction):
-    """The source line an instruction starts, or None (3.13 renamed the field)."""
-    return getattr(inst, "starts_line", None)
+    """The source line an instruction starts, or None."""
+    if _STARTS_LINE_IS_FLAG:
+        return inst.line_number if inst.starts_line else None
+    return inst.starts_line
 
 
 def line_of(code: types.CodeType, offset: int) -> int:
@@ -167,6 +184,8 @@ def load_attr(name: str) -> List[Instr]:
 
 def load_callable_const(obj: Any) -> List[Instr]:
     """Push ``obj`` (any object, kept in co_consts) so that ``call(n)`` can call it."""
+    if NULL_AFTER_CALLABLE:
+        return [Instr("LOAD_CONST", obj), Instr("PUSH_NULL")]
     if CALL_NEEDS_NULL:
         return [Instr("PUSH_NULL"), Instr("LOAD_CONST", obj)]
     return [Instr("LOAD_CONST", obj)]
@@ -226,6 +245,8 @@ def load_closure(code) -> List[Instr]:
 
 def load_cell(name: str, code) -> Instr:
     """Push the cell object (not its contents) of a cell or free variable of ``code``."""
+    if LOAD_CLOSURE_IS_LOAD_FAST:
+        return Instr("LOAD_FAST", _deref_arg(name, code))
     return Instr("LOAD_CLOSURE", _deref_arg(name, code))
 
 
@@ -335,11 +356,15 @@ def finally_bodies(code) -> List[tuple]:
     return out
 
 
-def pop_jump_forward(if_true: bool) -> str:
-    """The opname of "pop the top, jump forward if its truth is ``if_true``"."""
+def pop_jump_forward(if_true: bool, label) -> List[Instr]:
+    """Pop the top and jump forward to ``label`` if its truth is ``if_true`` (3.13 first
+    turns it into a bool: its jumps read any other object as false)."""
     if PY_VERSION == (3, 11):
-        return "POP_JUMP_FORWARD_IF_TRUE" if if_true else "POP_JUMP_FORWARD_IF_FALSE"
-    return "POP_JUMP_IF_TRUE" if if_true else "POP_JUMP_IF_FALSE"
+        return [
+            Instr("POP_JUMP_FORWARD_IF_TRUE" if if_true else "POP_JUMP_FORWARD_IF_FALSE", label)
+        ]
+    jump = Instr("POP_JUMP_IF_TRUE" if if_true else "POP_JUMP_IF_FALSE", label)
+    return [Instr("TO_BOOL"), jump] if JUMPS_NEED_BOOL else [jump]
 
 
 def dup_top() -> List[Instr]:

@@ -79,7 +79,7 @@ def inplace_38(tx, inst):
     _binary(tx, _INPLACE_38[inst.opname], inplace=True)
 
 
-@handler("BINARY_OP", versions=versions("3.11", "3.12"))
+@handler("BINARY_OP", versions=versions("3.11", "3.13"))
 def binary_op(tx, inst):
     sym = inst.argrepr
     inplace = sym.endswith("=")
@@ -117,14 +117,14 @@ def compare_op(tx, inst):
         raise Unsupported(f"COMPARE_OP {sym!r}", category=UNSUPPORTED_OPCODE)
 
 
-@handler("IS_OP", versions=versions("3.9", "3.12"))
+@handler("IS_OP", versions=versions("3.9", "3.13"))
 def is_op(tx, inst):
     b = tx.pop()
     a = tx.pop()
     tx.push(tx.identity_compare(operator.is_not if inst.arg else operator.is_, a, b))
 
 
-@handler("CONTAINS_OP", versions=versions("3.9", "3.12"))
+@handler("CONTAINS_OP", versions=versions("3.9", "3.13"))
 def contains_op(tx, inst):
     b = tx.pop()
     a = tx.pop()
@@ -156,7 +156,7 @@ def delete_subscr(tx, inst):
     tx.delitem(obj, key)
 
 
-@handler("BINARY_SLICE", versions=versions("3.12"))
+@handler("BINARY_SLICE", versions=versions("3.12", "3.13"))
 def binary_slice(tx, inst):
     stop = tx.pop()
     start = tx.pop()
@@ -164,7 +164,7 @@ def binary_slice(tx, inst):
     tx.push(tx.getitem(obj, SliceVariable(start, stop, wrap_static(None))))
 
 
-@handler("STORE_SLICE", versions=versions("3.12"), break_as=RunsInPython(pops=4))
+@handler("STORE_SLICE", versions=versions("3.12", "3.13"), break_as=RunsInPython(pops=4))
 def store_slice(tx, inst):
     stop = tx.pop()
     start = tx.pop()

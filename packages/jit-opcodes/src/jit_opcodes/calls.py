@@ -1,4 +1,4 @@
-"""Calls in every calling convention from 3.8 to 3.12, and MAKE_FUNCTION."""
+"""Calls in every calling convention from 3.8 to 3.13, and MAKE_FUNCTION."""
 
 from __future__ import annotations
 
@@ -44,26 +44,55 @@ def _decode_method_call(stack, inst, kw_names) -> CallParts:
     return CallParts(n + 2, fn, pos, kw)
 
 
-def _decode_call_ex(stack, inst, below: int) -> CallParts:
-    """CALL_FUNCTION_EX: ``below`` is 1 where a NULL sits below the callable (3.11+)."""
+def _decode_call_313(stack, inst, kw_names) -> CallParts:
+    """CALL (3.13): below the arguments, the callable and then NULL or ``self`` (LOAD_ATTR
+    pushed the method and ``self``; the capture pushes a bound method and NULL)."""
+    n = inst.arg
+    args = list(stack[len(stack) - n :])
+    fn, self_or_null = stack[-n - 2], stack[-n - 1]
+    if not isinstance(self_or_null, NullVariable):
+        args = [self_or_null] + args
+    pos, kw = _split_kwargs(args, kw_names)
+    return CallParts(n + 2, fn, pos, kw)
+
+
+def _decode_call_kw(stack, inst, kw_names) -> CallParts:
+    """CALL_KW (3.13): CALL's stack with the tuple of keyword names on top."""
+    names = tuple(stack[-1].as_python_constant())
+    parts = _decode_call_313(stack[:-1], inst, names)
+    parts.consumed += 1
+    return parts
+
+
+def _decode_call_ex(stack, inst, null_at: int) -> CallParts:
+    """CALL_FUNCTION_EX: ``null_at`` is where a NULL sits: 0 nowhere (3.8-3.10), -1 below
+    the callable (3.11, 3.12), 1 above it (3.13)."""
     i = 1
     kwargs_obj = None
     if inst.arg & 1:
         kwargs_obj = stack[-i]
         i += 1
     args_obj = stack[-i]
-    fn = stack[-i - 1]
-    if below and not isinstance(stack[-i - 2], NullVariable):
+    if null_at == 1:
+        fn, null = stack[-i - 2], stack[-i - 1]
+    else:
+        fn = stack[-i - 1]
+        null = stack[-i - 2] if null_at else NullVariable()
+    if not isinstance(null, NullVariable):
         raise Unsupported("CALL_FUNCTION_EX without the NULL it expects", category=INTERNAL)
-    return CallParts(i + 1 + below, fn, args_obj=args_obj, kwargs_obj=kwargs_obj)
+    return CallParts(i + 1 + abs(null_at), fn, args_obj=args_obj, kwargs_obj=kwargs_obj)
 
 
 def _decode_call_ex_38(stack, inst, kw_names) -> CallParts:
-    return _decode_call_ex(stack, inst, below=0)
+    return _decode_call_ex(stack, inst, null_at=0)
 
 
 def _decode_call_ex_311(stack, inst, kw_names) -> CallParts:
-    return _decode_call_ex(stack, inst, below=1)
+    return _decode_call_ex(stack, inst, null_at=-1)
+
+
+def _decode_call_ex_313(stack, inst, kw_names) -> CallParts:
+    return _decode_call_ex(stack, inst, null_at=1)
 
 
 def _simulate(tx, inst, decode) -> None:
@@ -123,6 +152,15 @@ def call_function_ex_311(tx, inst):
     _simulate(tx, inst, _decode_call_ex_311)
 
 
+@handler(
+    "CALL_FUNCTION_EX",
+    versions=versions("3.13"),
+    break_as=BreaksAtCall(_decode_call_ex_313),
+)
+def call_function_ex_313(tx, inst):
+    _simulate(tx, inst, _decode_call_ex_313)
+
+
 @handler("KW_NAMES", versions=versions("3.11", "3.12"))
 def kw_names(tx, inst):
     # the argument indexes co_consts; 3.11's dis shows it as "<unknown>", so never trust argval
@@ -134,7 +172,17 @@ def call_311(tx, inst):
     _simulate(tx, inst, _decode_method_call)
 
 
-@handler("MAKE_FUNCTION")
+@handler("CALL", versions=versions("3.13"), break_as=BreaksAtCall(_decode_call_313))
+def call_313(tx, inst):
+    _simulate(tx, inst, _decode_call_313)
+
+
+@handler("CALL_KW", versions=versions("3.13"), break_as=BreaksAtCall(_decode_call_kw))
+def call_kw(tx, inst):
+    _simulate(tx, inst, _decode_call_kw)
+
+
+@handler("MAKE_FUNCTION", versions=versions("3.8", "3.12"))
 def make_function(tx, inst):
     flags = inst.arg
     # 3.8/3.9/3.10 push the qualified name after the code; 3.11+ do not
@@ -158,7 +206,30 @@ def make_function(tx, inst):
     )
 
 
-@handler("CALL_INTRINSIC_1", versions=versions("3.12"))
+@handler("MAKE_FUNCTION", versions=versions("3.13"))
+def make_function_313(tx, inst):
+    # 3.13 makes a bare function; SET_FUNCTION_ATTRIBUTE adds defaults, closure and the rest
+    code = tx.pop().as_python_constant()
+    tx.push(NestedFunctionVariable(code, code.co_qualname, tx.f_globals, None, None, None, None))
+
+
+#: SET_FUNCTION_ATTRIBUTE's flag -> the NestedFunctionVariable field it sets
+_FUNCTION_ATTRIBUTES = {0x01: "defaults", 0x02: "kwdefaults", 0x04: "annotations", 0x08: "closure"}
+
+
+@handler("SET_FUNCTION_ATTRIBUTE", versions=versions("3.13"))
+def set_function_attribute(tx, inst):
+    fn = tx.pop()
+    value = tx.pop()
+    field = _FUNCTION_ATTRIBUTES.get(inst.arg)
+    if field is None or not isinstance(fn, NestedFunctionVariable):
+        raise Unsupported(f"SET_FUNCTION_ATTRIBUTE {inst.arg}", category=UNSUPPORTED_OPCODE)
+    # (the function was made by the MAKE_FUNCTION just before: no one else holds it yet)
+    setattr(fn, field, value.items if field == "closure" else value)
+    tx.push(fn)
+
+
+@handler("CALL_INTRINSIC_1", versions=versions("3.12", "3.13"))
 def call_intrinsic_1(tx, inst):
     from jit_core.variables import TupleVariable
 
@@ -175,7 +246,7 @@ def call_intrinsic_1(tx, inst):
 
 @handler(
     "CALL_INTRINSIC_2",
-    versions=versions("3.12"),
+    versions=versions("3.12", "3.13"),
     eager="except* re-raising and PEP 695 type parameters run eagerly",
 )
 def call_intrinsic_2(tx, inst):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from jit_core.errors import RAISES, SIDE_EFFECT, Unsupported
 
-from .registry import handler
+from .registry import handler, versions
 
 
 @handler("LOAD_DEREF")
@@ -49,6 +49,6 @@ def delete_deref(tx, inst):
     cell.contents = None
 
 
-@handler("LOAD_CLOSURE")
+@handler("LOAD_CLOSURE", versions=versions("3.8", "3.12"))  # 3.13: LOAD_FAST of the cell
 def load_closure(tx, inst):
     tx.push(tx.cell(inst.argval))

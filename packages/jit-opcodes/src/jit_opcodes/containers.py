@@ -70,7 +70,7 @@ def set_add(tx, inst):
     _set_at(tx, inst.arg).add(value)
 
 
-@handler("SET_UPDATE", versions=versions("3.9", "3.12"))
+@handler("SET_UPDATE", versions=versions("3.9", "3.13"))
 def set_update(tx, inst):
     seq = tx.pop()
     _set_at(tx, inst.arg).call_method(tx, "update", [seq], {})
@@ -101,7 +101,7 @@ def map_add(tx, inst):
     tx.peek(inst.arg).items[_key(key)] = value
 
 
-@handler("LIST_EXTEND", versions=versions("3.9", "3.12"))
+@handler("LIST_EXTEND", versions=versions("3.9", "3.13"))
 def list_extend(tx, inst):
     seq = tx.pop()
     tx.peek(inst.arg).items.extend(seq.unpack_var_sequence(tx))
@@ -112,7 +112,7 @@ def list_to_tuple(tx, inst):
     tx.push(TupleVariable(tx.pop().items))
 
 
-@handler("DICT_MERGE", "DICT_UPDATE", versions=versions("3.9", "3.12"))
+@handler("DICT_MERGE", "DICT_UPDATE", versions=versions("3.9", "3.13"))
 def dict_merge(tx, inst):
     other = tx.pop()
     if not isinstance(other, DictVariable):
@@ -176,22 +176,45 @@ def unpack_ex(tx, inst):
         tx.push(item)
 
 
-@handler("FORMAT_VALUE")
+def _known(value, what: str):
+    if not value.is_python_constant():
+        raise Unsupported(f"{what} {value.describe()} into a string", category=DYNAMIC_VALUE)
+    return value.as_python_constant()
+
+
+#: the conversions of an f-string's ``!s``, ``!r`` and ``!a``, by their number
+_CONVERSIONS = {1: str, 2: repr, 3: ascii}
+
+
+@handler("FORMAT_VALUE", versions=versions("3.8", "3.12"))
 def format_value(tx, inst):
     have_spec = (inst.arg & 0x04) == 0x04
     spec = tx.pop().as_python_constant() if have_spec else ""
-    value = tx.pop()
-    if not value.is_python_constant():
-        raise Unsupported(f"formatting {value.describe()} into a string", category=DYNAMIC_VALUE)
-    v = value.as_python_constant()
-    conv = inst.arg & 0x03
-    if conv == 1:
-        v = str(v)
-    elif conv == 2:
-        v = repr(v)
-    elif conv == 3:
-        v = ascii(v)
+    v = _known(tx.pop(), "formatting")
+    conv = _CONVERSIONS.get(inst.arg & 0x03)
+    if conv is not None:
+        v = conv(v)
     tx.push(ConstantVariable(format(v, spec)))
+
+
+# 3.13 splits FORMAT_VALUE: CONVERT_VALUE (!s, !r, !a), then FORMAT_SIMPLE or, with a
+# format spec on top, FORMAT_WITH_SPEC
+
+
+@handler("CONVERT_VALUE", versions=versions("3.13"))
+def convert_value(tx, inst):
+    tx.push(ConstantVariable(_CONVERSIONS[inst.arg](_known(tx.pop(), "converting"))))
+
+
+@handler("FORMAT_SIMPLE", versions=versions("3.13"))
+def format_simple(tx, inst):
+    tx.push(ConstantVariable(format(_known(tx.pop(), "formatting"), "")))
+
+
+@handler("FORMAT_WITH_SPEC", versions=versions("3.13"))
+def format_with_spec(tx, inst):
+    spec = _known(tx.pop(), "the format spec of")
+    tx.push(ConstantVariable(format(_known(tx.pop(), "formatting"), spec)))
 
 
 @handler("BUILD_STRING")

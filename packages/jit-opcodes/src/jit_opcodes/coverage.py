@@ -62,7 +62,8 @@ def assert_covers(fn: Callable, *specs: str) -> None:
     present = opcodes_of(fn)
     checked = 0
     for spec in specs:
-        choices = [op for op in spec.split("|") if op in dis.opmap]
+        # (pseudo-instructions, 256 and up, never reach a code object: 3.13's LOAD_CLOSURE)
+        choices = [op for op in spec.split("|") if dis.opmap.get(op, 256) < 256]
         if not choices:
             continue
         checked += 1

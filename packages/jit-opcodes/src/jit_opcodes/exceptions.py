@@ -49,7 +49,7 @@ def finally_jumps(tx, inst):
 
 
 @handler("SETUP_WITH", versions=versions("3.8", "3.10"))
-@handler("BEFORE_WITH", versions=versions("3.11", "3.12"))
+@handler("BEFORE_WITH", versions=versions("3.11", "3.13"))
 def with_block(tx, inst):
     # gradient mode, auto_cast and plain-Python context managers are modelled; the
     # normal way out calls the __exit__ pushed here with (None, None, None)
@@ -80,14 +80,14 @@ def with_cleanup_finish(tx, inst):
 
 
 @handler("RAISE_VARARGS", eager=_RAISES)
-@handler("RERAISE", versions=versions("3.9", "3.12"), eager=_RAISES)
+@handler("RERAISE", versions=versions("3.9", "3.13"), eager=_RAISES)
 def raise_varargs(tx, inst):
     raise Unsupported(_RAISES, category=RAISES)
 
 
 @handler(
     "LOAD_ASSERTION_ERROR",
-    versions=versions("3.9", "3.12"),
+    versions=versions("3.9", "3.13"),
     eager=_ASSERT,
 )
 def load_assertion_error(tx, inst):

@@ -13,7 +13,7 @@ from jit_core.variables.generators import LazyIteratorVariable
 from .registry import handler, versions
 
 
-@handler("RETURN_GENERATOR", versions=versions("3.11", "3.12"))
+@handler("RETURN_GENERATOR", versions=versions("3.11", "3.13"))
 def return_generator(tx, inst):
     # the generator starts: the POP_TOP after it drops the None that the first send brings
     tx.push(ConstantVariable(None))

@@ -20,7 +20,7 @@ def return_value(tx, inst):
     tx.do_return(tx.pop())
 
 
-@handler("RETURN_CONST", versions=versions("3.12"))
+@handler("RETURN_CONST", versions=versions("3.12", "3.13"))
 def return_const(tx, inst):
     from jit_core.variables import wrap_static
 
@@ -29,7 +29,7 @@ def return_const(tx, inst):
 
 @handler("JUMP_FORWARD")
 @handler("JUMP_ABSOLUTE", versions=versions("3.8", "3.10"))
-@handler("JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", versions=versions("3.11", "3.12"))
+@handler("JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", versions=versions("3.11", "3.13"))
 def jump(tx, inst):
     tx.jump(inst)
 
@@ -38,7 +38,7 @@ def _is_none(v):
     return isinstance(v, ConstantVariable) and v.value is None
 
 
-@handler("POP_JUMP_IF_TRUE", versions=("3.8", "3.9", "3.10", "3.12"), break_as=_IF_TRUE)
+@handler("POP_JUMP_IF_TRUE", versions=("3.8", "3.9", "3.10", "3.12", "3.13"), break_as=_IF_TRUE)
 @handler(
     "POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_BACKWARD_IF_TRUE", versions=("3.11",), break_as=_IF_TRUE
 )
@@ -47,7 +47,7 @@ def pop_jump_if_true(tx, inst):
         tx.jump(inst)
 
 
-@handler("POP_JUMP_IF_FALSE", versions=("3.8", "3.9", "3.10", "3.12"), break_as=_IF_FALSE)
+@handler("POP_JUMP_IF_FALSE", versions=("3.8", "3.9", "3.10", "3.12", "3.13"), break_as=_IF_FALSE)
 @handler(
     "POP_JUMP_FORWARD_IF_FALSE",
     "POP_JUMP_BACKWARD_IF_FALSE",
@@ -64,14 +64,14 @@ def _none_check(tx, v):
     return _is_none(v)
 
 
-@handler("POP_JUMP_IF_NONE", versions=("3.12",))
+@handler("POP_JUMP_IF_NONE", versions=("3.12", "3.13"))
 @handler("POP_JUMP_FORWARD_IF_NONE", "POP_JUMP_BACKWARD_IF_NONE", versions=("3.11",))
 def pop_jump_if_none(tx, inst):
     if _none_check(tx, tx.pop()):
         tx.jump(inst)
 
 
-@handler("POP_JUMP_IF_NOT_NONE", versions=("3.12",))
+@handler("POP_JUMP_IF_NOT_NONE", versions=("3.12", "3.13"))
 @handler("POP_JUMP_FORWARD_IF_NOT_NONE", "POP_JUMP_BACKWARD_IF_NOT_NONE", versions=("3.11",))
 def pop_jump_if_not_none(tx, inst):
     if not _none_check(tx, tx.pop()):
@@ -123,7 +123,21 @@ def for_iter(tx, inst):
     tx.jump(inst)
 
 
-@handler("END_FOR", versions=versions("3.12"))
+@handler("END_FOR", versions=versions("3.12", "3.12"))
 def end_for(tx, inst):
     tx.pop()
     tx.pop()
+
+
+@handler("END_FOR", versions=versions("3.13"))
+def end_for_313(tx, inst):
+    # the POP_TOP after it pops the iterator
+    tx.pop()
+
+
+@handler("TO_BOOL", versions=versions("3.13"))
+def to_bool(tx, inst):
+    # only a conditional jump or UNARY_NOT reads what it makes, and both take the truth of
+    # the value itself (as on 3.12, which has no TO_BOOL); a break at such a jump turns
+    # the rebuilt value into a bool first (``_compat.pop_jump_forward``)
+    pass

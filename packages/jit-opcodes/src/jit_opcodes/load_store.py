@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from jit_core import _compat
 from jit_core.codegen.breaks import RunsInPython
 from jit_core.errors import SIDE_EFFECT, Unsupported
 from jit_core.variables import NullVariable, wrap_static
@@ -9,17 +10,48 @@ from jit_core.variables import NullVariable, wrap_static
 from .registry import handler, versions
 
 
-@handler("LOAD_FAST")
+@handler("LOAD_FAST", versions=versions("3.8", "3.12"))
 def load_fast(tx, inst):
     tx.push(tx.load_local(inst.argval))
 
 
-@handler("LOAD_FAST_CHECK", versions=versions("3.12"))
+@handler("LOAD_FAST", versions=versions("3.13"))
+def load_fast_313(tx, inst):
+    name = inst.argval
+    if name in tx.code.co_cellvars or name in tx.code.co_freevars:
+        # 3.13 loads the cell itself this way (what LOAD_CLOSURE did), for a closure
+        tx.push(tx.cell(name))
+    else:
+        tx.push(tx.load_local(name))
+
+
+@handler("LOAD_FAST_LOAD_FAST", versions=versions("3.13"))
+def load_fast_load_fast(tx, inst):
+    first, second = inst.argval
+    tx.push(tx.load_local(first))
+    tx.push(tx.load_local(second))
+
+
+@handler("STORE_FAST_LOAD_FAST", versions=versions("3.13"))
+def store_fast_load_fast(tx, inst):
+    stored, loaded = inst.argval
+    store_fast_named(tx, stored)
+    tx.push(tx.load_local(loaded))
+
+
+@handler("STORE_FAST_STORE_FAST", versions=versions("3.13"))
+def store_fast_store_fast(tx, inst):
+    first, second = inst.argval
+    store_fast_named(tx, first)
+    store_fast_named(tx, second)
+
+
+@handler("LOAD_FAST_CHECK", versions=versions("3.12", "3.13"))
 def load_fast_check(tx, inst):
     tx.push(tx.load_local(inst.argval))
 
 
-@handler("LOAD_FAST_AND_CLEAR", versions=versions("3.12"))
+@handler("LOAD_FAST_AND_CLEAR", versions=versions("3.12", "3.13"))
 def load_fast_and_clear(tx, inst):
     # 3.12 inlined comprehensions save the outer binding of their loop variable here
     name = inst.argval
@@ -29,12 +61,16 @@ def load_fast_and_clear(tx, inst):
 
 @handler("STORE_FAST")
 def store_fast(tx, inst):
+    store_fast_named(tx, inst.argval)
+
+
+def store_fast_named(tx, name: str) -> None:
     value = tx.pop()
     if isinstance(value, NullVariable):
-        # restoring a 3.12 comprehension variable that was unbound before
-        tx.symbolic_locals.pop(inst.argval, None)
+        # restoring a 3.12+ comprehension variable that was unbound before
+        tx.symbolic_locals.pop(name, None)
         return
-    tx.store_local(inst.argval, value)
+    tx.store_local(name, value)
 
 
 @handler("DELETE_FAST")
@@ -60,6 +96,14 @@ def load_global_null(tx, inst):
     tx.push(tx.load_global(inst.argval))
 
 
+@handler("LOAD_GLOBAL", versions=versions("3.13"))
+def load_global_null_after(tx, inst):
+    # 3.13: the NULL goes after the value
+    tx.push(tx.load_global(inst.argval))
+    if inst.arg & 1:
+        tx.push(NullVariable())
+
+
 _GLOBAL_STORE = "assigning or deleting a global: a side effect, run between two graphs"
 _ATTR_STORE = "storing or deleting an attribute: a side effect, run between two graphs"
 
@@ -76,7 +120,7 @@ def load_attr(tx, inst):
     tx.push(tx.getattr(obj, inst.argval))
 
 
-@handler("LOAD_ATTR", versions=versions("3.12"))
+@handler("LOAD_ATTR", versions=versions("3.12", "3.12"))
 def load_attr_312(tx, inst):
     obj = tx.pop()
     if inst.arg & 1:
@@ -85,15 +129,27 @@ def load_attr_312(tx, inst):
     tx.push(tx.getattr(obj, inst.argval))
 
 
-@handler("LOAD_SUPER_ATTR", versions=versions("3.12"))
+@handler("LOAD_ATTR", versions=versions("3.13"))
+def load_attr_313(tx, inst):
+    obj = tx.pop()
+    tx.push(tx.getattr(obj, inst.argval))
+    if inst.arg & 1:
+        # method form: bound callable + NULL is equivalent to method + self
+        tx.push(NullVariable())
+
+
+@handler("LOAD_SUPER_ATTR", versions=versions("3.12", "3.13"))
 def load_super_attr(tx, inst):
     # STACK: the global `super`, the class (the __class__ cell), the object
     obj = tx.pop()
     cls = tx.pop()
     sup = tx.call(tx.pop(), [cls, obj], {})
-    if inst.arg & 1:
-        tx.push(NullVariable())  # method form, as in LOAD_ATTR
+    method = inst.arg & 1  # the method form, as in LOAD_ATTR: a NULL next to the value
+    if method and not _compat.NULL_AFTER_CALLABLE:
+        tx.push(NullVariable())
     tx.push(tx.getattr(sup, inst.argval))
+    if method and _compat.NULL_AFTER_CALLABLE:
+        tx.push(NullVariable())
 
 
 @handler("LOAD_METHOD", versions=versions("3.8", "3.11"))

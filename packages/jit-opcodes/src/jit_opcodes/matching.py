@@ -33,19 +33,19 @@ def _type_of(v) -> type:
         ) from None
 
 
-@handler("MATCH_SEQUENCE", versions=versions("3.10", "3.12"))
+@handler("MATCH_SEQUENCE", versions=versions("3.10", "3.13"))
 def match_sequence(tx, inst):
     t = _type_of(tx.peek())
     ok = issubclass(t, collections.abc.Sequence) and not issubclass(t, _NOT_SEQUENCES)
     tx.push(ConstantVariable(ok))
 
 
-@handler("MATCH_MAPPING", versions=versions("3.10", "3.12"))
+@handler("MATCH_MAPPING", versions=versions("3.10", "3.13"))
 def match_mapping(tx, inst):
     tx.push(ConstantVariable(issubclass(_type_of(tx.peek()), collections.abc.Mapping)))
 
 
-@handler("GET_LEN", versions=versions("3.10", "3.12"))
+@handler("GET_LEN", versions=versions("3.10", "3.13"))
 def get_len(tx, inst):
     tx.push(ConstantVariable(len(tx.peek().unpack_var_sequence(tx))))
 
@@ -76,7 +76,7 @@ def match_keys_310(tx, inst):
         tx.push(ConstantVariable(False))
 
 
-@handler("MATCH_KEYS", versions=versions("3.11", "3.12"))
+@handler("MATCH_KEYS", versions=versions("3.11", "3.13"))
 def match_keys(tx, inst):
     keys = _keys(tx, tx.peek())
     subject = _mapping(tx, tx.peek(2))
@@ -127,7 +127,7 @@ def match_class_310(tx, inst):
     tx.push(ConstantVariable(found is not None))
 
 
-@handler("MATCH_CLASS", versions=versions("3.11", "3.12"))
+@handler("MATCH_CLASS", versions=versions("3.11", "3.13"))
 def match_class(tx, inst):
     names = tx.pop()
     cls = tx.pop()

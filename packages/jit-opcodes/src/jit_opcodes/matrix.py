@@ -1,4 +1,4 @@
-"""The support matrix: every opcode of CPython 3.8 to 3.12 against what jit-core does.
+"""The support matrix: every opcode of CPython 3.8 to 3.13 against what jit-core does.
 
 ``opmaps.json`` holds ``dis.opmap`` of each version (a test checks the running
 interpreter's against it), so the whole matrix can be printed from any one Python.
@@ -92,6 +92,11 @@ NEVER_IN_FUNCTIONS = {
     "CACHE": "an inline cache entry, not an instruction (dis hides it)",
     "RESERVED": "reserved; CPython never emits it",
     "INTERPRETER_EXIT": "only in the interpreter's own trampoline code",
+    "EXIT_INIT_CHECK": "only in the interpreter's own shim code for __init__ calls",
+    "ENTER_EXECUTOR": (
+        "put in place of a hot loop by 3.13's experimental JIT at run time; dis and the hook "
+        "see the original instruction"
+    ),
 }
 #: (opname, version) the compiler of that version never leaves in a code object, and why
 NOT_EMITTED = {

@@ -7,7 +7,7 @@ from typing import Callable, Iterable, List, NamedTuple, Optional, Tuple
 from jit_core.codegen.breaks import BreakKind
 
 #: the Python versions this package knows
-ALL_VERSIONS: Tuple[str, ...] = ("3.8", "3.9", "3.10", "3.11", "3.12")
+ALL_VERSIONS: Tuple[str, ...] = ("3.8", "3.9", "3.10", "3.11", "3.12", "3.13")
 
 
 class Declared(NamedTuple):
@@ -25,7 +25,7 @@ class Declared(NamedTuple):
 HANDLERS: List[Declared] = []
 
 
-def versions(first: str = "3.8", last: str = "3.12") -> Tuple[str, ...]:
+def versions(first: str = "3.8", last: str = "3.13") -> Tuple[str, ...]:
     """The versions from ``first`` to ``last`` inclusive."""
     lo, hi = ALL_VERSIONS.index(first), ALL_VERSIONS.index(last)
     return ALL_VERSIONS[lo : hi + 1]

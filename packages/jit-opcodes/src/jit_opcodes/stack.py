@@ -12,7 +12,7 @@ def nop(tx, inst):
     pass
 
 
-@handler("RESUME", "MAKE_CELL", "COPY_FREE_VARS", versions=versions("3.11", "3.12"))
+@handler("RESUME", "MAKE_CELL", "COPY_FREE_VARS", versions=versions("3.11", "3.13"))
 @handler("PRECALL", versions=("3.11",))
 def nop_311(tx, inst):
     # RESUME does nothing observable; PRECALL's work is done by CALL; cells and free
@@ -31,7 +31,7 @@ def pop_top(tx, inst):
     tx.pop()
 
 
-@handler("PUSH_NULL", versions=versions("3.11", "3.12"))
+@handler("PUSH_NULL", versions=versions("3.11", "3.13"))
 def push_null(tx, inst):
     tx.push(NullVariable())
 
@@ -67,12 +67,12 @@ def dup_top_two(tx, inst):
     tx.push(b)
 
 
-@handler("COPY", versions=versions("3.11", "3.12"))
+@handler("COPY", versions=versions("3.11", "3.13"))
 def copy(tx, inst):
     tx.push(tx.peek(inst.arg))
 
 
-@handler("SWAP", versions=versions("3.11", "3.12"))
+@handler("SWAP", versions=versions("3.11", "3.13"))
 def swap(tx, inst):
     i = inst.arg
     tx.stack[-1], tx.stack[-i] = tx.stack[-i], tx.stack[-1]

@@ -163,7 +163,7 @@ class BreaksAtBranch(BreakKind):
         taken = Label()
         if self.keeps_value:
             b.out += _compat.dup_top()
-        b.out.append(Instr(_compat.pop_jump_forward(self.jump_if_true), taken))
+        b.out += _compat.pop_jump_forward(self.jump_if_true, taken)
         if self.keeps_value:
             b.out += _compat.pop_top()
         b.resume(point.next_offset, len(rest))

@@ -190,7 +190,7 @@ def plan_loop(code: types.CodeType, head: int) -> Union[LoopPlan, str]:
         return breaks
     exhausted = end
     if kind == "for" and insts[end_i].opname == "END_FOR":
-        exhausted = insts[end_i + 1].offset  # 3.12: an exhausted FOR_ITER skips it
+        exhausted = insts[end_i + _compat.FOR_ITER_EXIT_SKIPS].offset
     return LoopPlan(
         head,
         insts[first].offset,
@@ -208,8 +208,10 @@ def _carried(code: types.CodeType, insts, region: range, head: int) -> Tuple[str
     """The locals the loop assigns and reads, that are live at its head (those only
     assigned in it, or read after it, are not carried from one iteration to the next;
     one read after the loop too is counted, to be safe)."""
-    stored = {insts[k].argval for k in region if insts[k].opname in resume._STORES}
-    loaded = {insts[k].argval for k in region if insts[k].opname in resume._LOADS}
+    cells = code.co_cellvars + code.co_freevars
+    accesses = [a for k in region for a in resume.local_accesses(insts[k], cells)]
+    stored = {name for kind, name in accesses if kind == "store"}
+    loaded = {name for kind, name in accesses if kind == "load"}
     live = resume.live_locals(code, [head])
     return tuple(sorted(stored & loaded & live))
 

@@ -23,6 +23,13 @@ STACK_ARG = "___stack{}"
 _LOADS = {"LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_AND_CLEAR"}
 _STORES = {"STORE_FAST"}
 _DELETES = {"DELETE_FAST"}
+#: 3.13's pairs of local accesses in one instruction (its argval names both locals): what
+#: each does to the first and the second, in the order they run
+_PAIRS = {
+    "LOAD_FAST_LOAD_FAST": ("load", "load"),
+    "STORE_FAST_LOAD_FAST": ("store", "load"),
+    "STORE_FAST_STORE_FAST": ("store", "store"),
+}
 _UNCONDITIONAL = {
     "JUMP_FORWARD",
     "JUMP_ABSOLUTE",
@@ -77,12 +84,33 @@ def _exception_edges(code, insts, index) -> Dict[int, List[int]]:
     return edges
 
 
+def local_accesses(inst: dis.Instruction, cells: Iterable[str] = ()) -> List[Tuple[str, str]]:
+    """``(kind, name)`` for each local that ``inst`` loads, stores or deletes, in the order
+    it does so; ``kind`` is "load", "store" or "delete". ``cells``: the code's cell and
+    free variables (3.13 loads such a cell itself, for a closure, with LOAD_FAST: not a
+    read of a local)."""
+    op = inst.opname
+    if op in _LOADS:
+        if op == "LOAD_FAST" and _compat.LOAD_CLOSURE_IS_LOAD_FAST and inst.argval in cells:
+            return []
+        return [("load", inst.argval)]
+    if op in _STORES:
+        return [("store", inst.argval)]
+    if op in _DELETES:
+        return [("delete", inst.argval)]
+    pair = _PAIRS.get(op)
+    if pair is not None:
+        return list(zip(pair, inst.argval))
+    return []
+
+
 def live_locals(code: types.CodeType, starts: Iterable[int]) -> FrozenSet[str]:
     """The locals that may be read, before being assigned again, by the code that runs
     from any of the offsets ``starts``: the ones a resume function needs."""
     insts, index = _layout(code)
     handlers = _exception_edges(code, insts, index)
     succ = [_successors(insts, index, i, handlers) for i in range(len(insts))]
+    cells = frozenset(code.co_cellvars + code.co_freevars)
     live_in: List[Set[str]] = [set() for _ in insts]
     changed = True
     while changed:
@@ -92,13 +120,12 @@ def live_locals(code: types.CodeType, starts: Iterable[int]) -> FrozenSet[str]:
             out: Set[str] = set()
             for s in succ[i]:
                 out |= live_in[s]
-            if inst.opname in _STORES:
-                out.discard(inst.argval)
-            elif inst.opname in _DELETES:
-                out.discard(inst.argval)
-                out.add(inst.argval)  # del reads the binding first
-            elif inst.opname in _LOADS:
-                out.add(inst.argval)
+            # backwards through what the instruction does, last access first
+            for kind, name in reversed(local_accesses(inst, cells)):
+                if kind == "store":
+                    out.discard(name)
+                else:  # a load, or a del, which reads the binding first
+                    out.add(name)
             if out != live_in[i]:
                 live_in[i] = out
                 changed = True
@@ -178,11 +205,12 @@ def cells_not_shareable(code: types.CodeType) -> str:
     for inst in _compat.instructions(code):
         if inst.opname == "RESUME":
             started = True
-        elif (inst.opname == "MAKE_CELL" and started) or (
-            inst.opname in _LOADS | _STORES | _DELETES and inst.argval in cells
-        ):
+            continue
+        touched = [name for kind, name in local_accesses(inst, cells) if name in cells]
+        if (inst.opname == "MAKE_CELL" and started) or touched:
+            name = inst.argval if inst.opname == "MAKE_CELL" else touched[0]
             return (
-                f"a comprehension inlined in it makes its variable {inst.argval!r} a cell of "
+                f"a comprehension inlined in it makes its variable {name!r} a cell of "
                 "its own (a lambda in it captures the variable)"
             )
     return ""
@@ -208,6 +236,10 @@ def cells_become_free(bc: Bytecode, items: list) -> list:
             if isinstance(item.arg, CellVar):
                 item = item.copy()
                 item.arg = FreeVar(item.arg.name)
+            elif item.name == "LOAD_FAST" and item.arg in cells:
+                # 3.13 loads the cell of an argument (its slot is the argument's) by name
+                item = item.copy()
+                item.arg = FreeVar(item.arg)
         kept.append(item)
     return kept
 
@@ -249,7 +281,11 @@ def build_resume_code(
     line = code.co_firstlineno
     stack_args = _stack_arg_names(code, nstack)
     prefix: List[Instr] = _compat.entry_prologue(code)
-    prefix += [Instr("LOAD_FAST", name) for name in stack_args]
+    nulls = null_slots(code, offset, nstack) if _compat.NULL_AFTER_CALLABLE else ()
+    prefix += [
+        Instr("PUSH_NULL") if j in nulls else Instr("LOAD_FAST", name)
+        for j, name in enumerate(stack_args)
+    ]
     prefix += _compat.jump_forward(label)
     for ins in prefix:
         ins.lineno = line
@@ -265,6 +301,77 @@ def build_resume_code(
     if hasattr(bc, "qualname"):
         bc.qualname = bc.name
     return bc.to_code()
+
+
+def null_slots(code: types.CodeType, offset: int, nstack: int) -> FrozenSet[int]:
+    """The stack slots (0 at the bottom) that hold a NULL when ``code`` reaches ``offset``
+    with ``nstack`` values on the stack.
+
+    3.13 puts the NULL after the callable, and CALL reads anything there but a NULL as
+    ``self``, while CALL_FUNCTION_EX ignores the slot: no stand-in object works for both,
+    so a resume function pushes a real NULL (PUSH_NULL) in those slots. The break passes
+    ``base.call_first`` there, unused. Found by walking the code the way CPython's
+    compiler lays out its stack: only the instructions below push NULLs (LOAD_ATTR's may
+    be ``self`` at run time; the capture models it as the bound method and a NULL, which
+    CALL takes alike), and only calls pop them, with the callable below."""
+    insts, index = _layout(code)
+    start = index[offset]
+    states: Dict[int, Tuple[bool, ...]] = {0: ()}
+    todo = [0]
+    while todo:
+        i = todo.pop()
+        if i == start:
+            break
+        flags = states[i]
+        inst = insts[i]
+        for j, taken in _flows(insts, index, i):
+            nxt = _null_effect(inst, flags, taken)
+            if j not in states:
+                states[j] = nxt
+                todo.append(j)
+    flags = states.get(start)
+    if flags is None or len(flags) != nstack:
+        raise ValueError(
+            f"{code.co_name}: the stack at offset {offset} could not be laid out "
+            f"({'unreached' if flags is None else len(flags)} slots, {nstack} expected)"
+        )
+    return frozenset(j for j, null in enumerate(flags) if null)
+
+
+def _flows(insts, index, i: int) -> List[Tuple[int, bool]]:
+    """(successor, jumped) of instruction ``i``, exception handlers left out: a resume
+    function never starts in a handler."""
+    inst = insts[i]
+    out = []
+    if inst.opname not in _ENDS and inst.opname not in _UNCONDITIONAL and i + 1 < len(insts):
+        out.append((i + 1, False))
+    if inst.opcode in _JUMPS and inst.argval in index:
+        out.append((index[inst.argval], True))
+    return out
+
+
+def _null_effect(inst: dis.Instruction, flags: Tuple[bool, ...], jumped: bool) -> Tuple[bool, ...]:
+    op, arg = inst.opname, inst.arg
+    if op == "PUSH_NULL":
+        return flags + (True,)
+    if op == "LOAD_GLOBAL" and arg & 1:
+        return flags + (False, True)
+    if op == "LOAD_ATTR" and arg & 1:
+        return flags[:-1] + (False, True)
+    if op == "LOAD_SUPER_ATTR" and arg & 1:
+        return flags[:-3] + (False, True)
+    if op == "COPY":
+        return flags + (flags[-arg],)
+    if op == "SWAP":
+        out = list(flags)
+        out[-1], out[-arg] = out[-arg], out[-1]
+        return tuple(out)
+    # everything else pops values that are not NULLs (a call pops its NULL, which sits
+    # above its callable, whose slot takes the result) and pushes values
+    effect = dis.stack_effect(
+        inst.opcode, arg if inst.opcode >= dis.HAVE_ARGUMENT else None, jump=jumped
+    )
+    return flags[: len(flags) + effect] if effect <= 0 else flags + (False,) * effect
 
 
 def _marks_the_instruction(item) -> bool:

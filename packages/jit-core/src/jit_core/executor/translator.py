@@ -232,7 +232,9 @@ class Translator:
 
     #: what may stand between a load and the frame's return for the value to be only
     #: passed through: more loads, and tuples built of them
-    _PASS_THROUGH = frozenset({"LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_CONST", "BUILD_TUPLE"})
+    _PASS_THROUGH = frozenset(
+        {"LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_LOAD_FAST", "LOAD_CONST", "BUILD_TUPLE"}
+    )
 
     def _only_returned(self) -> bool:
         """Whether the value loaded now goes straight into the frame's return value: a

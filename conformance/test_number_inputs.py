@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
 import paddle
 import pytest
 
@@ -247,3 +248,76 @@ def test_a_float_guard_tells_zero_from_minus_zero(backend):
         for t in (0.0, -0.0, 0.0, 2.5):
             assert_same(fast(x, t), divide_by_full(x, t))
         assert float(fast(x, -0.0)[0]) == float("-inf")
+
+
+def divide_by_second(x, t):
+    return x / paddle.full([2], t[1])
+
+
+def divide_by_largest(x, s):
+    return x / paddle.full([2], max(s))
+
+
+def divide_by_largest_pair(x, s):
+    return x / paddle.full([2], max(s)[1])
+
+
+def divide_by_imaginary_part(x, c):
+    return x / paddle.full([2], c.imag)
+
+
+def divide_by_first_key(x, d):
+    return x / paddle.full([2], list(d)[0])
+
+
+@pytest.mark.parametrize(
+    "fn, zero, minus_zero",
+    [
+        (divide_by_second, (1.0, 0.0), (1.0, -0.0)),
+        # a tuple's items are guarded one by one, as floats; a frozenset, a complex, a
+        # dict's keys and a NumPy float are each guarded whole
+        (divide_by_largest, frozenset({-1.0, 0.0}), frozenset({-1.0, -0.0})),
+        (divide_by_largest_pair, frozenset({(2.0, 0.0)}), frozenset({(2.0, -0.0)})),
+        (divide_by_imaginary_part, complex(1.0, 0.0), complex(1.0, -0.0)),
+        (divide_by_first_key, {0.0: "a"}, {-0.0: "a"}),
+        (divide_by_full, np.float64(0.0), np.float64(-0.0)),
+    ],
+    ids=["tuple", "frozenset", "nested", "complex", "dict-key", "numpy"],
+)
+def test_a_guard_on_a_value_holding_a_zero_tells_it_from_minus_zero(backend, fn, zero, minus_zero):
+    # frozenset({0.0}) == frozenset({-0.0}): a guard comparing the whole value with ==
+    # served -0.0 with the graph that bakes 0.0 in (fallback=True: as above)
+    options = {} if backend == "paddle" else {"fallback": True}
+    x = paddle.ones([2])
+    fast = jit_core.optimize(fn, backend=backend, dynamic=False, **options)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*paddle backend", category=RuntimeWarning)
+        for value in (zero, minus_zero, zero):
+            assert_same(fast(x, value), fn(x, value))
+        assert float(fast(x, minus_zero)[0]) == float("-inf")
+
+
+@pytest.mark.parametrize(
+    "fn, make",
+    [
+        (divide_by_full, lambda: float("nan")),
+        (divide_by_second, lambda: (1.0, float("nan"))),
+        (divide_by_largest, lambda: frozenset({float("nan")})),
+        (divide_by_full, lambda: np.float64(0.5)),
+    ],
+    ids=["nan", "tuple-nan", "frozenset-nan", "numpy"],
+)
+def test_a_constant_guard_holds_for_the_value_it_was_captured_at(backend, fn, make):
+    # nan != nan: a guard comparing with == failed on every call, and each call captured
+    # again until the recompile limit sent the function to eager (a NumPy float's guard
+    # wrote its repr, np.float64(0.5) with NumPy 2, a name the guard does not know)
+    # (paddle2onnx aborts on full(nan), with its log in the warning: fallback=True)
+    options = {} if backend == "paddle" else {"fallback": True}
+    x = paddle.ones([2])
+    fast = jit_core.optimize(fn, backend=backend, dynamic=False, **options)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="(?s).*paddle backend", category=RuntimeWarning)
+        for _ in range(3):
+            value = make()
+            assert_same(fast(x, value), fn(x, value), atol=0.0)
+    assert fast.jit_stats.captures == 1, fast.jit_stats

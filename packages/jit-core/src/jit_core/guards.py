@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+import numpy as np
 import paddle
 
 from . import _compat, shapes
@@ -190,13 +191,64 @@ class _Namer:
 def _constant_literal(value: Any, namer: _Namer) -> str:
     if value is None or isinstance(value, bool):
         return repr(value)
-    if isinstance(value, (int, str, bytes)):
+    # exact types only: a subclass's repr need not be code (NumPy 2 writes
+    # np.float64(0.5), and the guard has no np)
+    if type(value) in (int, str, bytes):
         return repr(value)
-    if isinstance(value, float):
+    if type(value) is float:
         if value != value or value in (float("inf"), float("-inf")):
             return namer.obj(value, "c")
         return repr(value)
     return namer.obj(value, "c")
+
+
+def _zero_or_nan(value: Any) -> bool:
+    """Whether ``value`` holds, at any depth, a float that == cannot pin: a zero (0.0 ==
+    -0.0, but the sign reaches results: 1 / full([2], t)) or a NaN (equal to nothing, so
+    a guard with == never holds and every call captures again)."""
+    if isinstance(value, (float, np.floating)):
+        return value == 0.0 or value != value
+    if isinstance(value, (complex, np.complexfloating)):
+        return _zero_or_nan(value.real) or _zero_or_nan(value.imag)
+    if isinstance(value, (tuple, list, frozenset, set)):
+        return any(_zero_or_nan(v) for v in value)
+    if isinstance(value, dict):
+        return any(_zero_or_nan(k) or _zero_or_nan(v) for k, v in value.items())
+    return False
+
+
+def exact_key(value: Any) -> Any:
+    """``value`` as a key that is equal only for a value a capture may take for it:
+    floats by repr, which writes the sign of a zero and one ``nan`` for every NaN, and the
+    type of every item with it (``frozenset({1}) == frozenset({1.0})``, and a graph bakes
+    in an int where it bakes in a float)."""
+    t = type(value)
+    if isinstance(value, (float, np.floating, complex, np.complexfloating)):
+        return (t, repr(value))
+    if isinstance(value, (tuple, list)):
+        return (t, tuple(exact_key(v) for v in value))
+    if isinstance(value, (frozenset, set)):
+        return (t, frozenset(exact_key(v) for v in value))
+    if isinstance(value, dict):
+        return (t, tuple((exact_key(k), exact_key(v)) for k, v in value.items()))
+    return (t, value)
+
+
+class Exactly:
+    """A guard's check that a value is the constant seen at capture, where == would also
+    take another one (``_zero_or_nan``); only used there, == being several times faster."""
+
+    __slots__ = ("value", "_key")
+
+    def __init__(self, value: Any):
+        self.value = value
+        self._key = exact_key(value)
+
+    def __call__(self, other: Any) -> bool:
+        return exact_key(other) == self._key
+
+    def __repr__(self) -> str:
+        return f"exactly({self.value!r})"
 
 
 class GuardSet:
@@ -314,12 +366,20 @@ class GuardSet:
                 if v is None or isinstance(v, bool):
                     check = f"{e} is {v!r}"
                 else:
-                    tname = namer.obj(type(v), "t")
-                    check = f"type({e}) is {tname} and {e} == {_constant_literal(v, namer)}"
-                    if type(v) is float and v == 0.0:
-                        # 0.0 == -0.0, but the sign reaches results: 1 / full([2], t)
-                        sign = namer.obj(math.copysign, "f")
-                        check += f" and {sign}(1.0, {e}) == {math.copysign(1.0, v)!r}"
+                    check = f"type({e}) is {namer.obj(type(v), 't')} and "
+                    if type(v) is float and v != v:
+                        # nan == nan is False: the entry would never be used again
+                        check += f"{namer.obj(math.isnan, 'f')}({e})"
+                    elif type(v) is not float and _zero_or_nan(v):
+                        # a frozenset, complex, NumPy float... holding one: == takes -0.0
+                        # for 0.0, and never takes a NaN
+                        check += f"{namer.obj(Exactly(v), 'exactly')}({e})"
+                    else:
+                        check += f"{e} == {_constant_literal(v, namer)}"
+                        if type(v) is float and v == 0.0:
+                            # 0.0 == -0.0, but the sign reaches results: 1 / full([2], t)
+                            sign = namer.obj(math.copysign, "f")
+                            check += f" and {sign}(1.0, {e}) == {math.copysign(1.0, v)!r}"
                 parts.append(("constant", check))
             elif g.kind == HASATTR:
                 check = f"hasattr({expr(g.source.base)}, {g.source.attr!r}) is {bool(g.value)!r}"
@@ -329,8 +389,14 @@ class GuardSet:
                 parts.append(("container", f"type({e}) is {tname} and len({e}) == {len(g.value)}"))
             elif g.kind == DICT_KEYS:
                 tname = namer.obj(type(g.value), "t")
-                keys = namer.obj(list(g.value.keys()), "k")
-                parts.append(("dict keys", f"type({e}) is {tname} and list({e}.keys()) == {keys}"))
+                keys = list(g.value.keys())
+                if _zero_or_nan(keys):
+                    # {-0.0: ...} has the keys of {0.0: ...} for ==, and a loop over it
+                    # bakes the key in
+                    same = f"{namer.obj(Exactly(keys), 'exactly')}(list({e}.keys()))"
+                else:
+                    same = f"list({e}.keys()) == {namer.obj(keys, 'k')}"
+                parts.append(("dict keys", f"type({e}) is {tname} and {same}"))
             elif g.kind == TENSOR_MATCH:
                 spec: TensorSpec = g.value
                 tname = namer.obj(spec.type, "t")
@@ -432,7 +498,8 @@ class CompiledGuard:
                 now = eval(e, dict(self.scope), {"L": L, "G": G})
             except Exception:  # noqa: BLE001 - gone: not a changed value
                 continue
-            if type(now) is type(was) and now != was:
+            # the same NaN is no change, a zero of the other sign is one
+            if type(now) is type(was) and exact_key(now) != exact_key(was):
                 changed.append((name, was, now))
         return changed
 

@@ -443,7 +443,7 @@ def build_body_code(code: types.CodeType, plan: LoopPlan, whole: bool = False) -
     bc.name = eager_loop_name(code, plan.head) if whole else body_name(code, plan.head)
     if hasattr(bc, "qualname"):
         bc.qualname = bc.name
-    body = bc.to_code()
+    body = _compat.to_code(bc)
     BODY_CODES.add(body)
     return body
 

@@ -300,7 +300,7 @@ def build_resume_code(
     bc.name = resume_name(code, insts[target].offset)
     if hasattr(bc, "qualname"):
         bc.qualname = bc.name
-    return bc.to_code()
+    return _compat.to_code(bc)
 
 
 def null_slots(code: types.CodeType, offset: int, nstack: int) -> FrozenSet[int]:

@@ -156,6 +156,13 @@ def _wrap(tx, value: Any, source: Optional[Source], owned_by_layer: bool) -> Var
         if is_skipped_file(value.__code__.co_filename):
             return _LibraryFunctionVariable(value, source)
         return UserFunctionVariable(value, source)
+    if (
+        tx is not None
+        and source is not None
+        and isinstance(value, (types.MethodType, types.BuiltinMethodType))
+        and is_tensor(getattr(value, "__self__", None))
+    ):
+        return _tensor_method(tx, value, source)
     if isinstance(value, types.MethodType):
         fn, obj = value.__func__, value.__self__
         if isinstance(fn, types.FunctionType) and not _is_paddle_callable(fn):
@@ -179,6 +186,28 @@ def _wrap(tx, value: Any, source: Optional[Source], owned_by_layer: bool) -> Var
     if tx is not None and source is not None:
         _guard(tx, source, guards.TYPE_MATCH, type(value))
     return UserObjectVariable(value, source)
+
+
+def _tensor_method(tx, value: Any, source: Source) -> VariableTracker:
+    """A method bound to a tensor (``x.add``, kept in a local or on the stack at a graph
+    break): the tensor is read through it, a graph input like any other, and the method is
+    called on it. Wrapped as a function, it would be a constant of the graph that holds
+    the tensor of the first call."""
+    from .functions import BoundMethodVariable
+
+    name, tensor = value.__name__, value.__self__
+    if isinstance(value, types.MethodType):
+        same = getattr(type(tensor), name, None) is value.__func__
+        _guard(tx, AttrSource(source, "__func__"), guards.ID_MATCH, value.__func__)
+    else:  # a method of the C type
+        same = getattr(tensor, name, None) == value
+        _guard(tx, source, guards.TYPE_MATCH, type(value))
+        _guard(tx, AttrSource(source, "__name__"), guards.CONSTANT_MATCH, name)
+    if not same:
+        raise Unsupported(
+            f"a method of a tensor that is not its attribute {name!r}", category=DYNAMIC_VALUE
+        )
+    return BoundMethodVariable(_wrap(tx, tensor, AttrSource(source, "__self__"), False), name)
 
 
 #: containers from outside the frame whose mutation the capture writes back

@@ -12,7 +12,13 @@ from jit_backend_onnxrt.backend import RTOL, OnnxRuntimeError, OrtGraph, validat
 
 import jit_core
 from jit_core.compile_cache import ENV_VAR
-from jit_core.onnx import check_against_paddle
+from jit_core.onnx import check_against_paddle, unavailable_reason
+
+#: 3.13: paddle2onnx 2.x has no wheels; the check's own tests run without an export
+WHY_NOT = unavailable_reason()
+needs_export = pytest.mark.skipif(
+    bool(WHY_NOT), reason=f"the ONNX export cannot run here: {WHY_NOT}"
+)
 
 
 @pytest.fixture(autouse=True)
@@ -52,6 +58,7 @@ class Wrapped(paddle.nn.Layer):
         return self.act(x) * 2.0
 
 
+@needs_export
 def test_gelu_approximate_equals_eager():
     # paddle2onnx 2.1 exports it as exact GELU: up to 4.7e-4 away, and the old check let it
     # through
@@ -71,6 +78,7 @@ def test_the_gelu_layer_is_a_call_module_in_the_graph():
     assert [n.op for n in gm.graph.nodes if n.op.startswith("call")][0] == "call_module"
 
 
+@needs_export
 @pytest.mark.parametrize(
     "fn",
     [

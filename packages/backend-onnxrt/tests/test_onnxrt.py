@@ -13,11 +13,19 @@ import jit_backend_onnxrt
 import numpy as np
 import paddle
 import pytest
+from jit_backend_onnxrt import plugin
 from jit_backend_onnxrt.backend import OrtGraph, stats
 
 import jit_core
 from jit_core.compile_cache import ENV_VAR
-from jit_core.errors import BackendCompileError, MissingDependencyError
+from jit_core.errors import BackendCompileError, BackendUnavailableError, MissingDependencyError
+
+#: why the backend cannot run here (3.13: paddle2onnx 2.x has no wheels); what needs no
+#: export (registration, the reasons, ONNX Runtime's own side) is tested everywhere
+WHY_NOT = plugin.unavailable_reason()
+needs_export = pytest.mark.skipif(
+    bool(WHY_NOT), reason=f"the onnxrt backend cannot run here: {WHY_NOT}"
+)
 
 
 @pytest.fixture(autouse=True)
@@ -58,8 +66,67 @@ def test_registered_as_a_plugin_with_its_version():
         jit_core.list_plugins()
     )
     assert jit_core.backends()["onnxrt"].inference_only
+    assert jit_core.backends()["onnxrt"].unavailable == WHY_NOT
 
 
+@pytest.mark.skipif(not WHY_NOT, reason="checks the error where the ONNX export cannot run")
+def test_unavailable_says_why_and_falls_back_on_request():
+    with pytest.raises(BackendUnavailableError, match="paddle2onnx") as e:
+        jit_core.optimize(make_net(), backend="onnxrt")
+    assert WHY_NOT in str(e.value)
+    net = make_net()
+    with pytest.warns(RuntimeWarning, match="paddle2onnx"), paddle.no_grad():
+        x = paddle.rand([3, 8])
+        close(jit_core.optimize(net, backend="onnxrt", fallback=True)(x), net(x))
+
+
+def _paddle2onnx_at(monkeypatch, version=None):
+    """The ONNX export's metadata lookup, with paddle2onnx at ``version`` (None: missing)."""
+    from jit_core.onnx import export
+
+    real = export.installed_version
+    monkeypatch.setattr(
+        export, "installed_version", lambda dist: version if dist == "paddle2onnx" else real(dist)
+    )
+
+
+def test_the_reason_names_paddle2onnx_and_the_python(monkeypatch):
+    _paddle2onnx_at(monkeypatch, None)
+    assert plugin.unavailable_reason((3, 13)) == (
+        "paddle2onnx 2.x has no wheels for Python 3.13, and the ONNX export needs it "
+        "(its wheels cover Python 3.8 to 3.12)"
+    )
+    assert plugin.unavailable_reason((3, 12)) == (
+        "paddle2onnx is not installed, and the ONNX export needs it: "
+        "pip install 'jit-core[onnx]' (paddle2onnx and onnx)"
+    )
+    # 0.9.2, the only wheel 3.13 has, cannot read Paddle 3's programs; a 2.x serves anywhere
+    _paddle2onnx_at(monkeypatch, "0.9.2")
+    assert "the installed paddle2onnx 0.9.2 cannot read Paddle 3's programs" in (
+        plugin.unavailable_reason((3, 13))
+    )
+    assert "pip install 'paddle2onnx==2.1.0'" in plugin.unavailable_reason((3, 12))
+    _paddle2onnx_at(monkeypatch, "2.1.0")
+    assert plugin.unavailable_reason((3, 13)) == plugin.unavailable_reason((3, 12)) == ""
+
+
+def test_without_paddle2onnx_the_backend_is_refused_and_the_export_names_it(monkeypatch):
+    from jit_core import plugins
+
+    _paddle2onnx_at(monkeypatch, None)
+    monkeypatch.setattr(plugins, "_backends", None)  # registered again, then put back
+    assert "paddle2onnx" in jit_core.backends()["onnxrt"].unavailable
+    with pytest.raises(BackendUnavailableError, match="paddle2onnx"):
+        jit_core.optimize(make_net(), backend="onnxrt")
+    # the export itself, asked directly, names the package (never a bare import error)
+    x = paddle.rand([3, 8])
+    gm = jit_core.capture(make_net(), x)
+    with pytest.raises(MissingDependencyError, match="paddle2onnx") as e:
+        jit_core.onnx.export_onnx(gm, [x])
+    assert e.value.package == "paddle2onnx"
+
+
+@needs_export
 def test_graph_runs_on_onnx_runtime_and_equals_eager():
     net = make_net()
     fast = jit_core.optimize(net, backend="onnxrt")
@@ -74,6 +141,7 @@ def test_graph_runs_on_onnx_runtime_and_equals_eager():
         assert jit_core.explain(fast, x).graphs[0].backend == "onnxrt"
 
 
+@needs_export
 def test_parameters_stay_live_unless_frozen():
     net = make_net()
     x = paddle.randn([4, 8])
@@ -97,6 +165,7 @@ def test_parameters_stay_live_unless_frozen():
         close(frozen(x), net(x), 1e-4)
 
 
+@needs_export
 def test_gradients_or_training_mode_run_on_the_paddle_backend():
     net = make_net()
     fast = jit_core.optimize(net, backend="onnxrt")
@@ -120,6 +189,7 @@ def test_gradients_or_training_mode_run_on_the_paddle_backend():
         assert "is in training mode" in report.graphs[0].backend
 
 
+@needs_export
 def test_an_operator_paddle2onnx_lacks_is_named_and_can_fall_back():
     def f(x):
         return paddle.linalg.eigh(x)[0] + 1
@@ -137,6 +207,7 @@ def test_an_operator_paddle2onnx_lacks_is_named_and_can_fall_back():
         close(jit_core.optimize(lambda t: t * 3, backend="onnxrt")(x), x * 3)
 
 
+@needs_export
 def test_a_wrong_conversion_is_refused_and_never_cached(monkeypatch, cache_dir):
     # without its workaround, paddle2onnx 2.1 exports x + 1 as x: validation must see it
     from jit_core.onnx import prepare
@@ -152,6 +223,7 @@ def test_a_wrong_conversion_is_refused_and_never_cached(monkeypatch, cache_dir):
     assert not (cache_dir / "onnxrt").exists()
 
 
+@needs_export
 def test_outputs_keep_paddle_dtypes_and_shapes():
     def f(x):
         return x.argmax(axis=1), x > 0.5, x.sum(), x.astype("float64") * 2
@@ -165,6 +237,7 @@ def test_outputs_keep_paddle_dtypes_and_shapes():
         np.testing.assert_allclose(a.numpy(), e.numpy(), rtol=1e-6)
 
 
+@needs_export
 def test_options_are_checked_with_clear_errors():
     x = paddle.rand([2])
     with paddle.no_grad():
@@ -181,6 +254,7 @@ def test_options_are_checked_with_clear_errors():
         close(fast(x), x * 2)
 
 
+@needs_export
 def test_a_missing_runtime_names_the_package(monkeypatch):
     import importlib.util
 
@@ -221,6 +295,7 @@ def run_script(cache: str) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+@needs_export
 def test_a_second_process_takes_the_model_from_the_cache(tmp_path):
     cache = str(tmp_path / "shared")
     first = run_script(cache)
@@ -231,6 +306,7 @@ def test_a_second_process_takes_the_model_from_the_cache(tmp_path):
     assert os.listdir(os.path.join(cache, "onnxrt"))
 
 
+@needs_export
 def test_a_corrupt_entry_is_rebuilt_with_a_warning(cache_dir):
     net = make_net()
     x = paddle.randn([4, 8])
@@ -250,6 +326,7 @@ def test_a_corrupt_entry_is_rebuilt_with_a_warning(cache_dir):
     assert os.path.getsize(entry) > 0
 
 
+@needs_export
 def test_the_environment_variable_moves_the_cache(tmp_path, monkeypatch):
     elsewhere = tmp_path / "elsewhere"
     monkeypatch.setenv(ENV_VAR, str(elsewhere))
@@ -258,6 +335,7 @@ def test_the_environment_variable_moves_the_cache(tmp_path, monkeypatch):
     assert len(list((elsewhere / "onnxrt").rglob("*"))) >= 2  # a folder and an entry
 
 
+@needs_export
 def test_bad_options_are_named():
     def g(x):
         return x * 2

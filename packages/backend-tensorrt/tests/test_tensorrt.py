@@ -35,6 +35,11 @@ HERE = unavailable_reason(probe())
 needs_unavailable = pytest.mark.skipif(
     not HERE, reason="TensorRT can run here: the unavailability path does not apply"
 )
+#: the shared ONNX export, which the lowering tests feed the stand-in (3.13: no paddle2onnx)
+NO_EXPORT = jit_core.onnx.unavailable_reason()
+needs_export = pytest.mark.skipif(
+    bool(NO_EXPORT), reason=f"the ONNX export cannot run here: {NO_EXPORT}"
+)
 ORIGIN = Origin("10.0.1", "NVIDIA A100-SXM4-80GB", "8.0")
 
 
@@ -170,11 +175,42 @@ def test_every_cause_is_reported_together():
     assert why.count("; ") == 1 and "no module 'tensorrt'" in why and "without CUDA" in why
 
 
+NO_PADDLE2ONNX = (
+    "paddle2onnx 2.x has no wheels for Python 3.13, and the ONNX export needs it "
+    "(its wheels cover Python 3.8 to 3.12)"
+)
+
+
+def test_an_export_that_cannot_run_is_a_reason_of_its_own():
+    assert unavailable_reason(env(export_unavailable=NO_PADDLE2ONNX)) == NO_PADDLE2ONNX
+    why = unavailable_reason(
+        env(tensorrt_found=False, paddle_cuda=False, export_unavailable=NO_PADDLE2ONNX)
+    )
+    assert why.count("; ") == 2 and why.endswith(NO_PADDLE2ONNX)
+
+
+def test_probe_asks_the_export_whether_paddle2onnx_serves(monkeypatch):
+    from jit_core.onnx import export
+
+    real = export.installed_version
+    monkeypatch.setattr(
+        export, "installed_version", lambda dist: None if dist == "paddle2onnx" else real(dist)
+    )
+    assert "paddle2onnx" in probe().export_unavailable
+    assert "paddle2onnx" in unavailable_reason(probe())
+    monkeypatch.setattr(
+        export, "installed_version", lambda dist: "2.1.0" if dist == "paddle2onnx" else real(dist)
+    )
+    assert probe().export_unavailable == ""
+
+
 @pytest.fixture
 def gpu_paddle(monkeypatch):
     """Paddle as probe() sees it on a CUDA build with one device."""
     monkeypatch.setattr(paddle, "is_compiled_with_cuda", lambda: True)
     monkeypatch.setattr(paddle.device.cuda, "device_count", lambda: 1)
+    # and the ONNX export can run (on 3.13 paddle2onnx 2.x is missing: a reason of its own)
+    monkeypatch.setattr(environment, "_export_unavailable", lambda: "")
 
 
 def test_probe_imports_tensorrt_only_where_a_gpu_can_run_it(monkeypatch, gpu_paddle):
@@ -389,6 +425,7 @@ def test_no_cache_builds_every_time(stub_export):
 # ------------------------------------------------------------------ lowering sequence
 
 
+@needs_export
 def test_parser_gets_the_shared_export_and_builder_the_options(monkeypatch):
     gm, x, _ = linear_graph(dynamic=True)
     exported = []

@@ -10,12 +10,19 @@ import sys
 import numpy as np
 import paddle
 import pytest
+from jit_backend_tvm import plugin
 
 import jit_core
 from jit_core.errors import BackendCompileError, BackendUnavailableError
 
 HAS_TVM = sys.version_info >= (3, 10)
 needs_tvm = pytest.mark.skipif(not HAS_TVM, reason="apache-tvm 0.27 has wheels for 3.10+ only")
+#: why the backend cannot run here: no TVM (3.8/3.9) or no ONNX export (3.13: no paddle2onnx
+#: 2.x wheels); the tests of TVM's own side run wherever TVM does
+WHY_NOT = plugin.unavailable_reason()
+needs_backend = pytest.mark.skipif(
+    bool(WHY_NOT), reason=f"the tvm backend cannot run here: {WHY_NOT}"
+)
 
 
 class SmallNet(paddle.nn.Layer):
@@ -52,7 +59,62 @@ def test_unavailable_before_310_says_why():
         jit_core.optimize(_net(), backend="tvm")
 
 
-@needs_tvm
+def test_registered_with_the_reason_it_cannot_run_here_or_none():
+    assert jit_core.backends()["tvm"].unavailable == WHY_NOT
+    assert jit_core.backends()["tvm"].inference_only
+
+
+@pytest.mark.skipif(
+    "paddle2onnx" not in WHY_NOT, reason="checks the error where paddle2onnx 2.x is missing"
+)
+def test_unavailable_without_paddle2onnx_says_why():
+    with pytest.raises(BackendUnavailableError, match="paddle2onnx 2.x") as e:
+        jit_core.optimize(_net(), backend="tvm")
+    assert f"Python {sys.version_info[0]}.{sys.version_info[1]}" in str(e.value)
+
+
+def _paddle2onnx_at(monkeypatch, version=None):
+    """The ONNX export's metadata lookup, with paddle2onnx at ``version`` (None: missing)."""
+    from jit_core.onnx import export
+
+    real = export.installed_version
+    monkeypatch.setattr(
+        export, "installed_version", lambda dist: version if dist == "paddle2onnx" else real(dist)
+    )
+
+
+def test_the_reasons_name_the_missing_package_and_the_python(monkeypatch):
+    _paddle2onnx_at(monkeypatch, None)
+    assert plugin.unavailable_reason((3, 13)) == (
+        "paddle2onnx 2.x has no wheels for Python 3.13, and the ONNX export needs it "
+        "(its wheels cover Python 3.8 to 3.12)"
+    )
+    # TVM's own reason and the export's, together
+    assert plugin.unavailable_reason((3, 9)) == (
+        "apache-tvm 0.27 has wheels for Python 3.10+ only; this is Python 3.9; "
+        "paddle2onnx is not installed, and the ONNX export needs it: "
+        "pip install 'jit-core[onnx]' (paddle2onnx and onnx)"
+    )
+    # a paddle2onnx 2.x built from source serves on 3.13; 0.9.2 (3.13's only wheel) does not
+    _paddle2onnx_at(monkeypatch, "2.1.0")
+    assert plugin.unavailable_reason((3, 13)) == ""
+    _paddle2onnx_at(monkeypatch, "0.9.2")
+    assert "the installed paddle2onnx 0.9.2 cannot read Paddle 3's programs" in (
+        plugin.unavailable_reason((3, 13))
+    )
+
+
+def test_a_missing_paddle2onnx_is_listed_and_refused_with_the_reason(monkeypatch):
+    from jit_core import plugins
+
+    _paddle2onnx_at(monkeypatch, None)
+    monkeypatch.setattr(plugins, "_backends", None)  # registered again, then put back
+    assert "paddle2onnx" in jit_core.backends()["tvm"].unavailable
+    with pytest.raises(BackendUnavailableError, match="paddle2onnx"):
+        jit_core.optimize(_net(), backend="tvm")
+
+
+@needs_backend
 def test_matches_eager_with_live_parameters():
     from jit_backend_tvm import stats
 
@@ -77,7 +139,7 @@ def test_matches_eager_with_live_parameters():
     assert stats["builds"] == builds + 1
 
 
-@needs_tvm
+@needs_backend
 def test_frozen_model_and_library_cache(capfd):
     from jit_backend_tvm import stats
 
@@ -98,7 +160,7 @@ def test_frozen_model_and_library_cache(capfd):
         assert "Scope Loaded" not in capfd.readouterr().err
 
 
-@needs_tvm
+@needs_backend
 def test_a_library_with_live_parameters_serves_a_twin_model():
     from jit_backend_tvm import stats
 
@@ -163,7 +225,7 @@ def _tune_in_a_process(mode: str, cache: str = "cache", **env_vars: str) -> dict
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-@needs_tvm
+@needs_backend
 def test_tuning_records_outlive_the_process_and_travel_through_redis(redis_server, tmp_path):
     from jit_backend_tvm.target import make_target
     from jit_backend_tvm.tuning import database_dir
@@ -200,7 +262,7 @@ def test_tuning_records_outlive_the_process_and_travel_through_redis(redis_serve
     assert any("all" in line and "have records" in line for line in rebuilt["log"])
 
 
-@needs_tvm
+@needs_backend
 @pytest.mark.parametrize(
     "options, message",
     [
@@ -279,7 +341,7 @@ def test_shape_arithmetic_is_folded_for_the_importer():
     assert numpy_helper.to_array(target.attribute[0].t).tolist() == [2, -1]
 
 
-@needs_tvm
+@needs_backend
 def test_a_spent_time_budget_leaves_kernels_untuned_and_the_build_uncached():
     from jit_backend_tvm import stats
 
@@ -352,7 +414,7 @@ def _relax_conv_relu():
     return bb.get()
 
 
-@needs_tvm
+@needs_backend
 @pytest.mark.parametrize("layout, data_shape", [("NHWC", [1, 8, 8, 3]), ("NCHW", [1, 3, 8, 8])])
 def test_convolutions_run_in_the_layout_asked_for(layout, data_shape):
     from jit_backend_tvm import tuning
@@ -576,7 +638,7 @@ class WideConvNet(paddle.nn.Layer):
         return self.conv2(paddle.nn.functional.relu(self.conv1(x))).mean([2, 3])
 
 
-@needs_tvm
+@needs_backend
 def test_frozen_graphs_use_winograd_unless_told_not_to(caplog):
     paddle.seed(3)
     net = WideConvNet()

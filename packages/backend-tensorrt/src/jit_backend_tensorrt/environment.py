@@ -1,9 +1,10 @@
 """Whether TensorRT can build and run engines here, and if not, exactly why.
 
 ``probe()`` gathers the facts (cheap ones first: ``tensorrt`` is imported only where Paddle
-has a CUDA device to run its engines on); ``unavailable_reason()`` turns them into the
-message ``optimize(..., backend="tensorrt")`` raises. The two are apart so that tests can
-check the message of every cause on a machine that has none of them.
+has a CUDA device to run its engines on, and the ONNX export's packages are only looked up
+in their metadata); ``unavailable_reason()`` turns them into the message
+``optimize(..., backend="tensorrt")`` raises. The two are apart so that tests can check the
+message of every cause on a machine that has none of them.
 """
 
 from __future__ import annotations
@@ -38,6 +39,9 @@ class Environment:
     paddle_version: str = ""
     #: CUDA devices Paddle sees
     cuda_devices: int = 0
+    #: why the shared ONNX export cannot run (``jit_core.onnx.unavailable_reason()``: no
+    #: paddle2onnx 2.x, which has no wheels for Python 3.13); empty when it can
+    export_unavailable: str = ""
 
 
 def _major(version: str) -> Optional[int]:
@@ -87,6 +91,9 @@ def unavailable_reason(env: Environment) -> str:
             "Paddle sees no CUDA device (paddle.device.cuda.device_count() is 0): check the "
             "NVIDIA driver (nvidia-smi) and CUDA_VISIBLE_DEVICES"
         )
+    if env.export_unavailable:
+        # engines are built from the shared ONNX export
+        reasons.append(env.export_unavailable)
     return "; ".join(reasons)
 
 
@@ -95,6 +102,12 @@ def _found(module: str) -> bool:
         return importlib.util.find_spec(module) is not None
     except (ImportError, ValueError):
         return False
+
+
+def _export_unavailable() -> str:
+    from jit_core.onnx import unavailable_reason as export_unavailable
+
+    return export_unavailable()
 
 
 def probe() -> Environment:
@@ -116,6 +129,7 @@ def probe() -> Environment:
         paddle_cuda=paddle_cuda,
         paddle_version=paddle.__version__,
         cuda_devices=devices,
+        export_unavailable=_export_unavailable(),
     )
     if not found or devices < 1:
         # importing TensorRT loads its CUDA libraries: not worth it where nothing can run

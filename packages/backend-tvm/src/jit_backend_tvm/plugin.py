@@ -1,8 +1,15 @@
-"""Registers the backend through jit-core's hook, like any plugin."""
+"""Registers the backend through jit-core's hook, like any plugin.
+
+Where it cannot run (no TVM wheels before Python 3.10; no paddle2onnx 2.x wheels, which the
+ONNX export needs, for 3.13) the backend is still listed, with the reason as
+``unavailable``: ``optimize`` then raises it at once, or with ``fallback=True`` runs on the
+paddle backend with one warning.
+"""
 
 from __future__ import annotations
 
 import sys
+from typing import List, Optional, Tuple
 
 from jit_core import hookimpl
 
@@ -10,14 +17,22 @@ from jit_core import hookimpl
 MIN_PYTHON = (3, 10)
 
 
-def unavailable_reason() -> str:
-    """Why the backend cannot run on this Python; empty when it can."""
-    if sys.version_info[:2] < MIN_PYTHON:
-        return (
+def unavailable_reason(python: Optional[Tuple[int, int]] = None) -> str:
+    """Why the backend cannot run on this Python, each reason naming the missing package;
+    empty when it can (``python``: a ``(major, minor)`` pair, default this one; for tests)."""
+    from jit_core.onnx import unavailable_reason as export_unavailable
+
+    python = tuple(python or sys.version_info[:2])
+    reasons: List[str] = []
+    if python < MIN_PYTHON:
+        reasons.append(
             f"apache-tvm 0.27 has wheels for Python {MIN_PYTHON[0]}.{MIN_PYTHON[1]}+ only; "
-            f"this is Python {sys.version_info[0]}.{sys.version_info[1]}"
+            f"this is Python {python[0]}.{python[1]}"
         )
-    return ""
+    export = export_unavailable(python)
+    if export:
+        reasons.append(export)
+    return "; ".join(reasons)
 
 
 @hookimpl

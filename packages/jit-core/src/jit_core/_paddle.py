@@ -12,7 +12,7 @@ from typing import Optional, Tuple
 
 #: the oldest Paddle jit-core runs on, and the releases its CI tests
 MINIMUM = (3, 0)
-TESTED = "3.0.0 on Python 3.8, 3.3.x on Python 3.9 to 3.12"
+TESTED = "3.0.0 on Python 3.8, 3.3.x on Python 3.9 to 3.13"
 _INSTALL = (
     "install one build of it: `pip install paddlepaddle` (CPU) or `pip install "
     "paddlepaddle-gpu` (CUDA; see paddlepaddle.org.cn for the index of your CUDA "

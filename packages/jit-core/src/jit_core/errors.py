@@ -167,6 +167,10 @@ class CaptureError(JitError):
 class MissingDependencyError(JitError, ImportError):
     """An optional package that a feature needs is not installed; the message names it."""
 
-    def __init__(self, feature: str, package: str, install: str):
+    def __init__(self, feature: str, package: str, install: str, message: str = ""):
         self.package = package
-        super().__init__(f"{feature} needs the {package!r} package: pip install {install}")
+        # ``message`` (naming the package) replaces the default where an install command
+        # would not help, e.g. the package has no wheels for this Python
+        super().__init__(
+            message or f"{feature} needs the {package!r} package: pip install {install}"
+        )

@@ -1,6 +1,9 @@
 """The ONNX export that every ONNX-based backend shares (``pip install 'jit-core[onnx]'``).
 
-Nothing here imports paddle2onnx or onnx until an export is asked for.
+Nothing here imports paddle2onnx or onnx until an export is asked for;
+``unavailable_reason()`` says from their metadata whether an export can run at all (the
+ONNX-based backends register as unavailable with that reason: paddle2onnx 2.x has no wheels
+for Python 3.13).
 """
 
 from .check import check_against_paddle, graph_operators, restored_shapes, run_on_paddle
@@ -9,8 +12,10 @@ from .export import (
     EXPORT_REVISION,
     OnnxExportError,
     export_onnx,
+    installed_version,
     require,
     save_static,
+    unavailable_reason,
 )
 from .parameters import lift_parameters, live_tensors
 
@@ -21,10 +26,12 @@ __all__ = [
     "check_against_paddle",
     "export_onnx",
     "graph_operators",
+    "installed_version",
     "lift_parameters",
     "live_tensors",
     "require",
     "restored_shapes",
     "run_on_paddle",
     "save_static",
+    "unavailable_reason",
 ]

@@ -13,6 +13,7 @@ become shape operators of the program: ``shapes.size``).
 from __future__ import annotations
 
 import atexit
+import importlib.metadata
 import importlib.util
 import json
 import logging
@@ -23,7 +24,7 @@ import sys
 import tempfile
 import threading
 import warnings
-from typing import Any, List, Optional, Sequence
+from typing import Any, List, Optional, Sequence, Tuple
 
 from ..errors import JitError, MissingDependencyError
 
@@ -39,6 +40,13 @@ PADDLE2ONNX_VERSION = "2.1.0"
 #: 2.1 dropped, e.g. ``gelu(approximate=True)``, are spelt out)
 EXPORT_REVISION = 2
 _INSTALL = "'jit-core[onnx]' (paddle2onnx and onnx)"
+#: the first paddle2onnx major release that reads Paddle 3's programs (PIR); 0.9 and 1.x
+#: do not
+PADDLE2ONNX_MIN_MAJOR = 2
+#: the first Python that paddle2onnx 2.x has no wheels for (2.1.0: CPython 3.8 to 3.12), so
+#: that ``jit-core[onnx]`` leaves it out there (an environment marker) and the ONNX-based
+#: backends are unavailable, saying why
+PADDLE2ONNX_NO_WHEELS = (3, 13)
 
 
 class OnnxExportError(JitError):
@@ -56,11 +64,69 @@ def require(module: str, feature: str = "the ONNX export", install: str = _INSTA
     return importlib.import_module(module)
 
 
+def installed_version(dist: str) -> Optional[str]:
+    """The version of an installed distribution, from its metadata (nothing is imported);
+    None when it is not installed."""
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _major(version: str) -> int:
+    try:
+        return int(version.split(".")[0])
+    except ValueError:
+        return 0
+
+
+def _paddle2onnx_missing(python: Tuple[int, int]) -> str:
+    """Why paddle2onnx cannot serve the export on ``python``; empty when it can."""
+    version = installed_version("paddle2onnx")
+    if version is not None and _major(version) >= PADDLE2ONNX_MIN_MAJOR:
+        return ""
+    if python >= PADDLE2ONNX_NO_WHEELS:
+        why = (
+            f"the installed paddle2onnx {version} cannot read Paddle 3's programs"
+            if version is not None
+            else "its wheels cover Python 3.8 to 3.12"
+        )
+        return (
+            f"paddle2onnx {PADDLE2ONNX_MIN_MAJOR}.x has no wheels for Python "
+            f"{python[0]}.{python[1]}, and the ONNX export needs it ({why})"
+        )
+    if version is None:
+        return f"paddle2onnx is not installed, and the ONNX export needs it: pip install {_INSTALL}"
+    return (
+        f"paddle2onnx {version} is installed, and the ONNX export needs "
+        f"{PADDLE2ONNX_MIN_MAJOR}.x (older releases cannot read Paddle 3's programs): "
+        f"pip install 'paddle2onnx=={PADDLE2ONNX_VERSION}'"
+    )
+
+
+def unavailable_reason(python: Optional[Tuple[int, int]] = None) -> str:
+    """Why the ONNX export cannot run on this Python, naming each missing package; empty
+    when it can.
+
+    Read from the installed distributions' metadata, without importing them: cheap enough
+    for the ONNX-based backends to call when they register, and right on any Python (a
+    paddle2onnx 2.x built from source on 3.13 serves). ``python`` (a ``(major, minor)``
+    pair, default this one) is for tests.
+    """
+    reasons = [_paddle2onnx_missing(tuple(python or sys.version_info[:2]))]
+    if installed_version("onnx") is None:
+        reasons.append(
+            f"onnx is not installed, and the ONNX export needs it: pip install {_INSTALL}"
+        )
+    return "; ".join(r for r in reasons if r)
+
+
 def export_onnx(gm, example_inputs: Sequence[Any], opset: int = DEFAULT_OPSET):
     """The ONNX model of ``gm`` for inputs shaped like ``example_inputs``."""
     onnx = require("onnx")
-    if importlib.util.find_spec("paddle2onnx") is None:
-        raise MissingDependencyError("the ONNX export", "paddle2onnx", _INSTALL)
+    missing = _paddle2onnx_missing(tuple(sys.version_info[:2]))
+    if missing:
+        raise MissingDependencyError("the ONNX export", "paddle2onnx", _INSTALL, message=missing)
     _check_graph(gm.graph)
     with tempfile.TemporaryDirectory(prefix="jit_core_onnx_") as folder:
         prefix = os.path.join(folder, "graph")

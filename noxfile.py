@@ -1,19 +1,24 @@
 """Every check of the monorepo, on every Python of the matrix. Run through ``./dev``.
 
-./dev test            lint + docs + the tests on Python 3.8 to 3.12
+./dev test            lint + docs + the tests on Python 3.8 to 3.13
 ./dev test -- -k mlp  arguments after ``--`` go to pytest
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+from typing import Dict
 
 import nox
 
-PYTHONS = ["3.8", "3.9", "3.10", "3.11", "3.12"]
+#: (free-threaded 3.13t is out of scope)
+PYTHONS = ["3.8", "3.9", "3.10", "3.11", "3.12", "3.13"]
 #: jit-core with its "onnx" extra: the ONNX export the onnxrt, tvm and tensorrt backends
-#: share. jit-backend-tvm installs on every Python; TVM itself comes on 3.10+ only.
+#: share; its paddle2onnx comes on 3.8 to 3.12 only (2.x has no 3.13 wheels), so on 3.13
+#: every ONNX-based backend installs and is listed as unavailable, saying why.
+#: jit-backend-tvm installs on every Python; TVM itself comes on 3.10+ only.
 #: jit-backend-tensorrt installs without its "trt" extra: TensorRT's builder is not
 #: installable on CI's machines (no NVIDIA GPU), so its backend is listed as unavailable.
 PACKAGES = [
@@ -27,26 +32,29 @@ PACKAGES = [
 #: backends the conformance suite runs on besides the default paddle backend, with the
 #: environment of their run. tvm checks correctness on sampled schedules (no tuning):
 #: tuning whole models on every run would not fit CI (its unit tests tune a small kernel
-#: instead). On 3.8/3.9 its column is n/a: every test is skipped with the reason. tensorrt's
-#: column is n/a wherever TensorRT or a CUDA device is missing (all of CI): skipped at
-#: collection with the reason, a few seconds per Python.
+#: instead). A backend's column is n/a where the backend cannot run (tvm on 3.8/3.9, onnxrt
+#: and tvm on 3.13 without paddle2onnx, tensorrt wherever TensorRT or a CUDA device is
+#: missing: all of CI): every test is skipped at collection with the reason, in one process
+#: (``n_a_backends``), a few seconds per run.
 CONFORMANCE_BACKENDS = {"onnxrt": {}, "tvm": {"JIT_TVM_TUNE": "off"}, "tensorrt": {}}
-#: pytest-xdist workers of a backend's conformance run, where not JIT_TEST_WORKERS: tensorrt
-#: runs in one process (one GPU; and where it is n/a, skipping every test takes a few
-#: seconds, while starting two workers that import Paddle took about 20 s on 2 cores)
+#: pytest-xdist workers of a backend's conformance run, where not JIT_TEST_WORKERS and the
+#: backend can run: tensorrt runs in one process (one GPU). Where a backend is n/a the run
+#: is one process too: skipping every test takes a few seconds, while starting two workers
+#: that import Paddle took about 20 s on 2 cores.
 CONFORMANCE_WORKERS = {"tensorrt": "0"}
 #: the compile cache tvm's conformance runs share across the Pythons of one ``./dev test``
 #: (TVM compiles the same graphs alike on every Python, and the entries do not depend on the
 #: process: 3.11 and 3.12 load what 3.10 built, 40 s instead of 4 minutes each on 2 cores).
-#: The first Python with TVM starts it empty.
+#: The first Python with TVM starts it empty; on 3.13 the tvm column is n/a (no
+#: paddle2onnx), so that run neither reads nor writes it.
 TVM_SHARED_CACHE = os.path.abspath(os.path.join(".nox", "tvm-conformance-cache"))
 FIRST_TVM_PYTHON = "3.10"
 #: example plugins that exist to be installed in the test environment (see their READMEs)
 TEST_PLUGINS = [p for p in ["examples/opcode-plugin"] if os.path.isdir(p)]
 RUFF = "ruff==0.17.5"
 DOCS = ["sphinx==9.1.1", "furo==2025.12.19"]
-#: the Paddle each test venv gets; jit-core itself allows 3.3.x on 3.9+, the pin keeps
-#: every run (and the README's timings) on the same release
+#: the Paddle each test venv gets (3.3.1 on 3.9 to 3.13); jit-core itself allows 3.3.x on
+#: 3.9+, the pin keeps every run (and the README's timings) on the same release
 PADDLE = {"3.8": "paddlepaddle==3.0.0"}
 PADDLE_DEFAULT = "paddlepaddle==3.3.1"
 
@@ -94,6 +102,29 @@ def install_project(session: nox.Session) -> None:
     session.install(paddle, "-r", "requirements-test.txt", *editable)
 
 
+#: prints why each installed backend cannot run in the session's venv ("" where it can):
+#: ``jit_core.backends()``, whose reasons the conformance suite skips with
+BACKENDS_PROBE = """
+import json, warnings
+warnings.filterwarnings("ignore")
+import jit_core
+reasons = {name: b.unavailable for name, b in jit_core.backends().items()}
+print("unavailable:", json.dumps(reasons))
+"""
+
+
+def n_a_backends(session: nox.Session) -> Dict[str, str]:
+    """The backends installed in the session's venv that cannot run there, with the reason
+    (a few seconds: one import of Paddle). Where the answer cannot be read, none: the runs
+    then only take longer."""
+    out = session.run("python", "-c", BACKENDS_PROBE, silent=True, env={"GLOG_minloglevel": "2"})
+    for line in (out or "").splitlines():  # (empty where nothing ran: nox --install-only)
+        if line.startswith("unavailable: "):
+            reasons = json.loads(line[len("unavailable: ") :])
+            return {name: why for name, why in reasons.items() if why}
+    return {}
+
+
 @nox.session(python=PYTHONS)
 def tests(session: nox.Session) -> None:
     """The unit tests of every package, and the conformance suite on every backend."""
@@ -105,13 +136,16 @@ def tests(session: nox.Session) -> None:
     session.run("pytest", "-n", workers, *session.posargs, env=env)
     if session.python == FIRST_TVM_PYTHON:
         shutil.rmtree(TVM_SHARED_CACHE, ignore_errors=True)
+    n_a = n_a_backends(session)
     for backend, backend_env in CONFORMANCE_BACKENDS.items():
         if backend == "tvm":
             backend_env = {**backend_env, "JIT_CONFORMANCE_CACHE_DIR": TVM_SHARED_CACHE}
+        if backend in n_a:
+            session.log(f"conformance on {backend}: n/a here, every test skipped ({n_a[backend]})")
         session.run(
             "pytest",
             "-n",
-            CONFORMANCE_WORKERS.get(backend, workers),
+            "0" if backend in n_a else CONFORMANCE_WORKERS.get(backend, workers),
             "conformance",
             "--backend",
             backend,

@@ -138,7 +138,9 @@ def main() -> None:
 
     installed = jit_core.backends()
     backends = []
-    if args.backend in ("all", "onnxrt") and "onnxrt" in installed:
+    onnxrt = installed.get("onnxrt")
+    # (onnxrt and tvm are n/a on 3.13: paddle2onnx 2.x has no wheels there)
+    if args.backend in ("all", "onnxrt") and onnxrt is not None and not onnxrt.unavailable:
         backends.append(("onnxrt", {}))
     tvm = installed.get("tvm")
     if args.backend in ("all", "tvm") and tvm is not None and not tvm.unavailable:

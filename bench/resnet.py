@@ -162,7 +162,8 @@ def main() -> None:
     for backend in ("paddle", "onnxrt"):
         # onnxrt is the peer of every other backend
         peers = (None, backend, "tvm") if backend == "onnxrt" else (None, backend)
-        if backend not in installed or only not in peers:
+        # (onnxrt is n/a on 3.13: paddle2onnx 2.x has no wheels there)
+        if backend not in installed or installed[backend].unavailable or only not in peers:
             continue
         for label, options in VARIANTS:
             if only == "tvm" and not options.get("freeze"):
@@ -200,9 +201,11 @@ def main() -> None:
             + (f" (n/a here: {why})" if why else "")
         )
 
-    onnx_backends = [b for b in ("onnxrt", "tvm") if b in installed and only in (None, b)]
-    if "tvm" in onnx_backends and not _tvm_runs(installed):
-        onnx_backends.remove("tvm")
+    onnx_backends = [
+        b
+        for b in ("onnxrt", "tvm")
+        if b in installed and not installed[b].unavailable and only in (None, b)
+    ]
     if args.skip_first_call or not onnx_backends:
         return
     print()

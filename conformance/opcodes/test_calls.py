@@ -1,6 +1,7 @@
-"""calls family: every calling convention of 3.8 to 3.12 (CALL_FUNCTION/_KW/CALL_METHOD;
-3.11's PRECALL/CALL/KW_NAMES/PUSH_NULL; CALL_FUNCTION_EX with the unpacking opcodes that
-build its arguments) into one graph; a class statement runs its frame eagerly."""
+"""calls family: every calling convention of 3.8 to 3.13 (CALL_FUNCTION/_KW/CALL_METHOD;
+3.11's PRECALL/CALL/KW_NAMES/PUSH_NULL; 3.13's CALL_KW and the NULL after the callable;
+CALL_FUNCTION_EX with the unpacking opcodes that build its arguments) into one graph; a
+class statement runs its frame eagerly."""
 
 from __future__ import annotations
 

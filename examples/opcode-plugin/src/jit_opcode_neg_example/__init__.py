@@ -31,4 +31,6 @@ def unary_negative(tx, inst) -> None:
 @hookimpl
 def jit_register_opcodes(register):
     # the default priority (10) wins over jit-opcodes' handlers (priority 0)
-    register("UNARY_NEGATIVE", unary_negative, versions=("3.8", "3.9", "3.10", "3.11", "3.12", "3.13"))
+    register(
+        "UNARY_NEGATIVE", unary_negative, versions=("3.8", "3.9", "3.10", "3.11", "3.12", "3.13")
+    )

@@ -91,3 +91,25 @@ def redis_server():
                 server.stop()
             return
     pytest.fail("redis-server did not start on a free loopback port")
+
+
+# --------------------------------------------------- the ONNX export's view of paddle2onnx
+
+
+@pytest.fixture
+def paddle2onnx_at(monkeypatch):
+    """``paddle2onnx_at(version)``: the ONNX export's metadata lookup reports paddle2onnx at
+    ``version`` (None: not installed), every other package as it is. The backends that
+    export through ONNX decide from it whether they can run."""
+    from jit_core.onnx import export
+
+    real = export.installed_version
+
+    def at(version):
+        monkeypatch.setattr(
+            export,
+            "installed_version",
+            lambda dist: version if dist == "paddle2onnx" else real(dist),
+        )
+
+    return at

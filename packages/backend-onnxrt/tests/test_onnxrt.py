@@ -80,18 +80,8 @@ def test_unavailable_says_why_and_falls_back_on_request():
         close(jit_core.optimize(net, backend="onnxrt", fallback=True)(x), net(x))
 
 
-def _paddle2onnx_at(monkeypatch, version=None):
-    """The ONNX export's metadata lookup, with paddle2onnx at ``version`` (None: missing)."""
-    from jit_core.onnx import export
-
-    real = export.installed_version
-    monkeypatch.setattr(
-        export, "installed_version", lambda dist: version if dist == "paddle2onnx" else real(dist)
-    )
-
-
-def test_the_reason_names_paddle2onnx_and_the_python(monkeypatch):
-    _paddle2onnx_at(monkeypatch, None)
+def test_the_reason_names_paddle2onnx_and_the_python(paddle2onnx_at):
+    paddle2onnx_at(None)
     assert plugin.unavailable_reason((3, 13)) == (
         "paddle2onnx 2.x has no wheels for Python 3.13, and the ONNX export needs it "
         "(its wheels cover Python 3.8 to 3.12)"
@@ -101,19 +91,21 @@ def test_the_reason_names_paddle2onnx_and_the_python(monkeypatch):
         "pip install 'jit-core[onnx]' (paddle2onnx and onnx)"
     )
     # 0.9.2, the only wheel 3.13 has, cannot read Paddle 3's programs; a 2.x serves anywhere
-    _paddle2onnx_at(monkeypatch, "0.9.2")
+    paddle2onnx_at("0.9.2")
     assert "the installed paddle2onnx 0.9.2 cannot read Paddle 3's programs" in (
         plugin.unavailable_reason((3, 13))
     )
     assert "pip install 'paddle2onnx==2.1.0'" in plugin.unavailable_reason((3, 12))
-    _paddle2onnx_at(monkeypatch, "2.1.0")
+    paddle2onnx_at("2.1.0")
     assert plugin.unavailable_reason((3, 13)) == plugin.unavailable_reason((3, 12)) == ""
 
 
-def test_without_paddle2onnx_the_backend_is_refused_and_the_export_names_it(monkeypatch):
+def test_without_paddle2onnx_the_backend_is_refused_and_the_export_names_it(
+    monkeypatch, paddle2onnx_at
+):
     from jit_core import plugins
 
-    _paddle2onnx_at(monkeypatch, None)
+    paddle2onnx_at(None)
     monkeypatch.setattr(plugins, "_backends", None)  # registered again, then put back
     assert "paddle2onnx" in jit_core.backends()["onnxrt"].unavailable
     with pytest.raises(BackendUnavailableError, match="paddle2onnx"):

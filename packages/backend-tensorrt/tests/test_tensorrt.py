@@ -189,18 +189,11 @@ def test_an_export_that_cannot_run_is_a_reason_of_its_own():
     assert why.count("; ") == 2 and why.endswith(NO_PADDLE2ONNX)
 
 
-def test_probe_asks_the_export_whether_paddle2onnx_serves(monkeypatch):
-    from jit_core.onnx import export
-
-    real = export.installed_version
-    monkeypatch.setattr(
-        export, "installed_version", lambda dist: None if dist == "paddle2onnx" else real(dist)
-    )
+def test_probe_asks_the_export_whether_paddle2onnx_serves(paddle2onnx_at):
+    paddle2onnx_at(None)
     assert "paddle2onnx" in probe().export_unavailable
     assert "paddle2onnx" in unavailable_reason(probe())
-    monkeypatch.setattr(
-        export, "installed_version", lambda dist: "2.1.0" if dist == "paddle2onnx" else real(dist)
-    )
+    paddle2onnx_at("2.1.0")
     assert probe().export_unavailable == ""
 
 

@@ -73,18 +73,8 @@ def test_unavailable_without_paddle2onnx_says_why():
     assert f"Python {sys.version_info[0]}.{sys.version_info[1]}" in str(e.value)
 
 
-def _paddle2onnx_at(monkeypatch, version=None):
-    """The ONNX export's metadata lookup, with paddle2onnx at ``version`` (None: missing)."""
-    from jit_core.onnx import export
-
-    real = export.installed_version
-    monkeypatch.setattr(
-        export, "installed_version", lambda dist: version if dist == "paddle2onnx" else real(dist)
-    )
-
-
-def test_the_reasons_name_the_missing_package_and_the_python(monkeypatch):
-    _paddle2onnx_at(monkeypatch, None)
+def test_the_reasons_name_the_missing_package_and_the_python(paddle2onnx_at):
+    paddle2onnx_at(None)
     assert plugin.unavailable_reason((3, 13)) == (
         "paddle2onnx 2.x has no wheels for Python 3.13, and the ONNX export needs it "
         "(its wheels cover Python 3.8 to 3.12)"
@@ -96,18 +86,18 @@ def test_the_reasons_name_the_missing_package_and_the_python(monkeypatch):
         "pip install 'jit-core[onnx]' (paddle2onnx and onnx)"
     )
     # a paddle2onnx 2.x built from source serves on 3.13; 0.9.2 (3.13's only wheel) does not
-    _paddle2onnx_at(monkeypatch, "2.1.0")
+    paddle2onnx_at("2.1.0")
     assert plugin.unavailable_reason((3, 13)) == ""
-    _paddle2onnx_at(monkeypatch, "0.9.2")
+    paddle2onnx_at("0.9.2")
     assert "the installed paddle2onnx 0.9.2 cannot read Paddle 3's programs" in (
         plugin.unavailable_reason((3, 13))
     )
 
 
-def test_a_missing_paddle2onnx_is_listed_and_refused_with_the_reason(monkeypatch):
+def test_a_missing_paddle2onnx_is_listed_and_refused_with_the_reason(monkeypatch, paddle2onnx_at):
     from jit_core import plugins
 
-    _paddle2onnx_at(monkeypatch, None)
+    paddle2onnx_at(None)
     monkeypatch.setattr(plugins, "_backends", None)  # registered again, then put back
     assert "paddle2onnx" in jit_core.backends()["tvm"].unavailable
     with pytest.raises(BackendUnavailableError, match="paddle2onnx"):

@@ -59,14 +59,7 @@ def _layout(code: types.CodeType) -> Tuple[List[dis.Instruction], Dict[int, int]
 
 
 def _successors(insts, index, i: int, handlers: Dict[int, List[int]]) -> List[int]:
-    inst = insts[i]
-    out: List[int] = []
-    if inst.opname not in _ENDS and inst.opname not in _UNCONDITIONAL and i + 1 < len(insts):
-        out.append(i + 1)
-    if inst.opcode in _JUMPS and inst.argval in index:
-        out.append(index[inst.argval])
-    out.extend(handlers.get(i, ()))
-    return out
+    return [j for j, _jumped in _flows(insts, index, i)] + list(handlers.get(i, ()))
 
 
 def _exception_edges(code, insts, index) -> Dict[int, List[int]]:
@@ -339,8 +332,8 @@ def null_slots(code: types.CodeType, offset: int, nstack: int) -> FrozenSet[int]
 
 
 def _flows(insts, index, i: int) -> List[Tuple[int, bool]]:
-    """(successor, jumped) of instruction ``i``, exception handlers left out: a resume
-    function never starts in a handler."""
+    """(successor, jumped) of instruction ``i``, exception handlers left out (liveness adds
+    them; a resume function never starts in one)."""
     inst = insts[i]
     out = []
     if inst.opname not in _ENDS and inst.opname not in _UNCONDITIONAL and i + 1 < len(insts):

@@ -332,10 +332,14 @@ class _Renderer:
         a, b, c, e = p
         var = self.fresh("j")
         if kind == "for_range":
-            bound = (str(c % 5), "m", "len(lst) % 4", f"{self.pick_or('i', b, '2')} % 4")[a % 4]
+            # ``m`` is an int like the others: a statement may have set it to ``len(lst)``
+            bound = (str(c % 5), "m % 5", "len(lst) % 4", f"{self.pick_or('i', b, '2')} % 4")
+            bound = bound[a % 4]
             self.emit(f"for {var} in range({bound}):")
         elif kind == "for_list":
-            self.emit(f"for {var} in list(lst):")
+            # a copy of at most four: the body may grow ``lst``, and a loop as long as the
+            # list after another such loop multiplies its length at each statement
+            self.emit(f"for {var} in lst[:4]:")
         elif kind == "for_tensor":
             acc = self.target("s", 0)
             self.emit(f"{acc} = paddle.zeros([])")
@@ -768,8 +772,10 @@ class _Renderer:
 
     def k_obj_list(self, a, b, c, e):
         # ``lst`` becomes the object argument's own list (or the other way round): the
-        # list operations after it mutate a list from outside the frame, through two paths
-        line = ("lst = obj.items", "obj.items = lst", "obj.items.extend(lst)")[a % 3]
+        # list operations after it mutate a list from outside the frame, through two paths.
+        # The extend takes a few elements only: once the two names are one list, extending
+        # it by itself doubles it, and in a loop that took a hunt to 24 GB (test_programs)
+        line = ("lst = obj.items", "obj.items = lst", "obj.items.extend(lst[:3])")[a % 3]
         self.emit(line)
 
     def k_print(self, a, b, c, e):

@@ -148,6 +148,39 @@ def test_a_dropped_function_made_at_run_time_lets_its_code_go():
     assert not [c for c in translator._instruction_cache if c.co_filename == filename]
 
 
+_MADE = """
+import paddle
+
+
+class Made(paddle.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.l1 = paddle.nn.Linear(8, 8)
+
+    def forward(self, x):
+        y = self.l1(x)
+        if y.sum() > 0:
+            y = y * 2
+        return y + 1
+"""
+
+
+def test_a_layer_class_made_at_run_time_goes_with_its_module():
+    # forward_of kept each class's forward as the value of a dict weak on the class only:
+    # the function's globals hold the class, so class, module and code stayed for good
+    ns: dict = {}
+    exec(compile(_MADE, "<test_memory: a layer class made at run time>", "exec"), ns)
+    net = ns["Made"]()
+    fast = jit_core.optimize(net)
+    x, neg = inputs()
+    np.testing.assert_allclose(fast(x).numpy(), net(x).numpy(), rtol=1e-6)
+    np.testing.assert_allclose(fast(neg).numpy(), net(neg).numpy(), rtol=1e-6)
+    refs = [weakref.ref(o) for o in (ns["Made"], ns["Made"].forward, net, fast)]
+    del ns, net, fast
+    settle()
+    assert [r() for r in refs] == [None] * len(refs)
+
+
 def test_the_first_call_inputs_are_not_kept_by_a_graph_break():
     # the cache entry keeps the break for explain(); its traceback held the capture's
     # frames, and with them the example inputs of the first call

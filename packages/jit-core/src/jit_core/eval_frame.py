@@ -157,14 +157,22 @@ def frame_keys(codes) -> Dict[types.CodeType, str]:
     return {code: _key(name, code) for code, name in _compat.code_qualnames(codes).items()}
 
 
-_forwards: weakref.WeakKeyDictionary[type, Any] = weakref.WeakKeyDictionary()
+#: each layer class's ``forward``, held weakly too: the function reaches its class (its
+#: globals, a closure), so as a plain value it kept the key, a class made at run time and
+#: its whole module, alive for good (test_memory)
+_forwards: weakref.WeakKeyDictionary[type, weakref.ref] = weakref.WeakKeyDictionary()
 
 
 def forward_of(cls: type) -> Any:
     """The ``forward`` a layer class defines (looked up once per class)."""
-    forward = _forwards.get(cls)
+    ref = _forwards.get(cls)
+    forward = ref() if ref is not None else None
     if forward is None:
-        forward = _forwards[cls] = inspect.getattr_static(cls, "forward", None)
+        forward = inspect.getattr_static(cls, "forward", None)
+        try:
+            _forwards[cls] = weakref.ref(forward)
+        except TypeError:  # None, or no weak references to it: looked up at each call
+            pass
     return forward
 
 

@@ -7,10 +7,11 @@ import importlib.metadata
 import logging
 import os
 import tempfile
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 import paddle
+from paddle import _C_ops
 
 from jit_core.compile_cache import DiskCache, graph_key, machine_fingerprint
 from jit_core.errors import JitError, StaticShapesOnly
@@ -198,6 +199,66 @@ def _to_numpy(t: paddle.Tensor) -> np.ndarray:
         return t.numpy()
 
 
+def _copy(t: paddle.Tensor) -> np.ndarray:
+    return t.numpy()
+
+
+#: a fixed-size feed up to this many elements is copied: ``Tensor.numpy()`` takes under
+#: 2 us there, a DLPack view about 3 us at any size
+SMALL_FEED = 16384
+
+
+def _copy_if_small(t: paddle.Tensor) -> np.ndarray:
+    n = 1
+    for d in t.shape:
+        n *= d
+    return t.numpy() if n <= SMALL_FEED else _to_numpy(t)
+
+
+def _feed_reader(shape) -> Callable[[paddle.Tensor], np.ndarray]:
+    """How to read an input of the session with this ONNX shape (dimension names are
+    strings: dynamic) as an array."""
+    if not all(isinstance(d, int) for d in shape):
+        return _copy_if_small
+    if int(np.prod(shape, dtype=np.int64)) <= SMALL_FEED:
+        return _copy
+    return _to_numpy
+
+
+def _view(t: paddle.Tensor) -> Optional[np.ndarray]:
+    """An array sharing ``t``'s memory, or None where DLPack cannot give one."""
+    try:
+        return np.from_dlpack(t.detach())
+    except Exception:  # noqa: BLE001 - older Paddle, a dtype DLPack lacks, not on the CPU
+        return None
+
+
+class _LiveFeed:
+    """A parameter or buffer the model reads, fed as a view of its memory that is made
+    once: an update in place is seen through the view, and a tensor that got new memory
+    (``set_value`` of another shape, ``.to()``) has a new ``data_ptr``, which makes a new
+    view. (The old view keeps the old memory alive, so the address cannot come back.)
+    Where no view is possible the tensor is copied at every call."""
+
+    __slots__ = ("name", "tensor", "ptr", "array")
+
+    def __init__(self, name: str, tensor: paddle.Tensor):
+        self.name = name
+        self.tensor = tensor
+        self.ptr = None
+        self.array = None
+
+    def read(self) -> np.ndarray:
+        t = self.tensor
+        ptr = t.data_ptr()
+        if ptr != self.ptr or self.array is None:
+            self.array = _view(t)
+            self.ptr = ptr if self.array is not None else None
+            if self.array is None:
+                return t.detach().numpy()
+        return self.array
+
+
 def _dlpack_to_paddle():
     from paddle.utils import dlpack
 
@@ -229,19 +290,37 @@ def _to_paddle(a: np.ndarray, dtype: Optional[str]) -> paddle.Tensor:
     return t
 
 
+#: how many input shapes of one graph keep their output layouts (``OrtGraph``)
+MAX_LAYOUTS = 256
+
+_UNSEEN = object()
+
+
 class OrtGraph:
-    """A compiled graph: call it with the graph's input tensors, get its output tuple."""
+    """A compiled graph: call it with the graph's input tensors, get its output tuple.
+
+    ONNX Runtime's arrays cost more to turn into Paddle tensors (about 15 us each, right
+    after a run) than the small model runs. So the first call at each input shape runs
+    plainly and notes its outputs' shapes and dtypes (``_layouts``); later calls at that
+    shape allocate the Paddle outputs and bind them for ONNX Runtime to write into. An
+    output whose shape depends on the data makes ONNX Runtime refuse the buffer, and one
+    it hands out without writing (an input, a constant) is seen at the first bound run
+    at each shape; either way the call runs plainly, as every later one does.
+    """
 
     def __init__(self, session, gm, live: Dict[str, paddle.Tensor]):
         self.session = session
         placeholders = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
         names = [i.name for i in session.get_inputs()]
         # paddle2onnx drops inputs that nothing reads: feed by name
-        self._feeds = [(n, placeholders.index(n)) for n in names if n in placeholders]
-        self._live = [(n, live.get(n)) for n in names if n not in placeholders]
-        unknown = [n for n, t in self._live if t is None]
+        shapes = {i.name: i.shape for i in session.get_inputs()}
+        self._feeds = [
+            (n, placeholders.index(n), _feed_reader(shapes[n])) for n in names if n in placeholders
+        ]
+        unknown = [n for n in names if n not in placeholders and live.get(n) is None]
         if unknown:
             raise OnnxRuntimeError(f"the exported model has inputs {unknown} the graph lacks")
+        self._live = [_LiveFeed(n, live[n]) for n in names if n not in placeholders]
         self._outputs = [o.name for o in session.get_outputs()]
         out = gm.graph.nodes[-1].args[0]
         out = out if isinstance(out, (tuple, list)) else (out,)
@@ -252,15 +331,95 @@ class OrtGraph:
                 f"the exported model has {len(self._outputs)} outputs, the graph "
                 f"{len(self._dtypes)}"
             )
+        # the key of the layouts: nothing when every input's shape is fixed
+        self._fixed = all(all(isinstance(d, int) for d in shapes[n]) for n, _, _ in self._feeds)
+        self._layouts: Optional[Dict[tuple, Any]] = (
+            {} if session.get_providers() == ["CPUExecutionProvider"] else None
+        )
+        #: the input shapes at which ONNX Runtime was seen writing into every bound output
+        self._honoured: set = set()
 
     def __call__(self, *tensors):
-        feeds = {name: _to_numpy(tensors[i]) for name, i in self._feeds}
-        for name, t in self._live:
-            feeds[name] = _to_numpy(t.detach())
-        outs = self.session.run(self._outputs, feeds)
+        feeds = {name: read(tensors[i]) for name, i, read in self._feeds}
+        for live in self._live:
+            feeds[live.name] = live.read()
+        layouts = self._layouts
+        if layouts is None:
+            return self._run(feeds)
+        key = () if self._fixed else tuple([feeds[name].shape for name, _, _ in self._feeds])
+        layout = layouts.get(key, _UNSEEN)
+        if layout is _UNSEEN:
+            outs = self.session.run(self._outputs, feeds)
+            result = self._to_paddle(outs)
+            if len(layouts) < MAX_LAYOUTS:
+                layouts[key] = _layout(self._outputs, outs, result)
+            return result
+        if layout is not None:
+            result = self._run_into(feeds, layout, key)
+            if result is not None:
+                return result
+        return self._run(feeds)
+
+    def _run(self, feeds) -> tuple:
+        return self._to_paddle(self.session.run(self._outputs, feeds))
+
+    def _to_paddle(self, outs) -> tuple:
         return tuple(
             _to_paddle(_reshaped(a, s), d) for a, s, d in zip(outs, self._shapes, self._dtypes)
         )
+
+    def _run_into(self, feeds, layout, key: tuple) -> Optional[tuple]:
+        result = []
+        try:
+            binding = self.session.io_binding()
+            for name, a in feeds.items():
+                binding.bind_cpu_input(name, a)
+            for name, ort_shape, element, shape, dtype in layout:
+                t = _C_ops.empty(shape, dtype, _CPU)
+                binding.bind_output(name, "cpu", 0, element, ort_shape, t.data_ptr())
+                result.append(t)
+            self.session.run_with_iobinding(binding)
+        except Exception as e:  # noqa: BLE001 - ORT's own exception types
+            # an output whose shape depends on the data (or an input ORT cannot bind):
+            # this graph runs plainly from now
+            log.info("%s: outputs no longer bound (%s)", type(self).__name__, str(e)[:200])
+            self._layouts = None
+            return None
+        if key not in self._honoured:
+            # ONNX Runtime leaves a bound buffer unwritten where an output is an input or
+            # a constant of the model, or another output: it hands out that value instead
+            # (and asking for it costs more than the binding saves, so once per shape)
+            written = binding.get_outputs()
+            if any(o.data_ptr() != t.data_ptr() for o, t in zip(written, result)):
+                log.info("%s: outputs not bound (ONNX Runtime aliases one)", type(self).__name__)
+                self._layouts = None
+                return None
+            self._honoured.add(key)
+        return tuple(result)
+
+
+_CPU = paddle.CPUPlace()
+
+
+def _layout(names, outs, result) -> Optional[list]:
+    """How to allocate each output of a run like this one for ONNX Runtime to write into
+    (its name, ORT's shape, element type, and the Paddle shape and dtype), or None where
+    one cannot be (an empty or strided array, a dtype that differs from Paddle's)."""
+    layout = []
+    for name, a, t in zip(names, outs, result):
+        dtype = str(t.dtype).replace("paddle.", "")
+        if a.size == 0 or not a.flags.c_contiguous or dtype not in _BINDABLE:
+            return None
+        if np.dtype(dtype) != a.dtype:
+            return None
+        layout.append((name, list(a.shape), a.dtype.type, list(t.shape), t.dtype))
+    return layout
+
+
+#: the Paddle dtypes whose NumPy dtype of the same name ONNX Runtime can bind
+_BINDABLE = frozenset(
+    ("bool", "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8")
+)
 
 
 def _reshaped(a: np.ndarray, shape: Optional[List[int]]) -> np.ndarray:

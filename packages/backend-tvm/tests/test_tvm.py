@@ -684,3 +684,99 @@ def test_a_kernel_starts_from_the_schedules_of_kernels_alike():
     database = tuning.best_records(target)
     for task in tuning.extract_tasks(mod, target):
         assert tuning.has_record(database, task, target)
+
+
+class MLP(paddle.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.body = paddle.nn.Sequential(
+            paddle.nn.Linear(8, 16), paddle.nn.ReLU(), paddle.nn.Linear(16, 4)
+        )
+
+    def forward(self, x):
+        return self.body(x)
+
+
+def _mlp():
+    paddle.seed(0)
+    net = MLP()
+    net.eval()
+    return net
+
+
+@needs_backend
+def test_a_dynamic_batch_builds_once_with_symbolic_sizes(monkeypatch):
+    from jit_backend_tvm import stats
+
+    monkeypatch.setenv("JIT_TVM_TUNE", "off")
+    net = _mlp()
+    fast = jit_core.optimize(net, backend="tvm")
+    builds, symbolic = stats["builds"], stats["symbolic_builds"]
+    with paddle.no_grad():
+        for b in range(2, 10):
+            x = paddle.randn([b, 8])
+            np.testing.assert_allclose(fast(x).numpy(), net(x).numpy(), rtol=1e-5, atol=1e-6)
+        # batch 2 is captured static (one build), batch 3 makes dimension 0 dynamic: one
+        # symbolic build serves 3..9
+        assert fast.jit_stats.captures == 2, fast.jit_stats
+        assert stats["symbolic_builds"] == symbolic + 1
+        assert stats["builds"] == builds + 2
+        report = str(jit_core.explain(fast, paddle.randn([5, 8])))
+    assert "one build per input shape" not in report
+
+
+@needs_backend
+def test_a_failing_symbolic_build_falls_back_to_one_build_per_shape(monkeypatch):
+    from jit_backend_tvm import backend, stats
+
+    monkeypatch.setenv("JIT_TVM_TUNE", "off")
+    to_relax = backend._to_relax
+
+    def refuses_symbolic(model, inputs, gm, *rest):
+        if backend.dynamic_dims(gm):
+            raise backend.TvmCompileError("no symbolic sizes here (test)")
+        return to_relax(model, inputs, gm, *rest)
+
+    monkeypatch.setattr(backend, "_to_relax", refuses_symbolic)
+    net = _mlp()
+    x = paddle.randn([3, 8])
+    jit_core.mark_dynamic(x, 0)
+    fast = jit_core.optimize(net, backend="tvm")
+    failures, builds = stats["symbolic_failures"], stats["builds"]
+    with paddle.no_grad():
+        np.testing.assert_allclose(fast(x).numpy(), net(x).numpy(), rtol=1e-5, atol=1e-6)
+        for b in (4, 5):
+            y = paddle.randn([b, 8])
+            np.testing.assert_allclose(fast(y).numpy(), net(y).numpy(), rtol=1e-5, atol=1e-6)
+        assert fast.jit_stats.captures == 1, fast.jit_stats
+        assert stats["symbolic_failures"] == failures + 1
+        assert stats["builds"] == builds + 3  # one per shape
+        z = paddle.randn([6, 8])
+        jit_core.mark_dynamic(z, 0)
+        report = str(jit_core.explain(fast, z))
+    assert "one build per input shape" in report
+    assert "symbolic TVM build failed (import into Relax)" in report
+    assert "no symbolic sizes here (test)" in report
+
+
+@needs_tvm
+def test_identities_are_dropped_for_the_symbolic_importer():
+    from jit_backend_tvm.backend import drop_identities
+    from onnx import TensorProto, helper
+
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Identity", ["s"], ["s2"]),
+        helper.make_node("Reshape", ["x", "s2"], ["y"]),
+        helper.make_node("Identity", ["y"], ["out"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 3])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, ["n", 3])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    assert drop_identities(model) == 1
+    assert [n.op_type for n in model.graph.node] == ["Shape", "Reshape", "Identity"]
+    assert list(model.graph.node[1].input) == ["x", "s"]

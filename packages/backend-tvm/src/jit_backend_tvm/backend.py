@@ -24,7 +24,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 import paddle
 
 from jit_core.compile_cache import DiskCache, graph_key, machine_fingerprint
-from jit_core.errors import JitError
+from jit_core.errors import JitError, StaticShapesOnly
 from jit_core.index_bounds import IndexChecked
 from jit_core.logs import get_logger
 from jit_core.onnx import (
@@ -36,8 +36,10 @@ from jit_core.onnx import (
     lift_parameters,
     live_tensors,
     require,
+    restored_shapes,
     run_on_paddle,
 )
+from jit_core.shape_dispatch import dynamic_dims, other_sizes
 
 from . import layouts, schedules, tuning
 from .target import TargetSpec, make_target
@@ -70,6 +72,10 @@ stats: Dict[str, int] = {
     "tuned_tasks": 0,
     "reused_tasks": 0,
     "sampled_kernels": 0,
+    #: builds of graphs with dynamic dimensions: one library serves every size
+    "symbolic_builds": 0,
+    #: graphs with dynamic dimensions whose symbolic build failed (built per shape)
+    "symbolic_failures": 0,
 }
 
 
@@ -113,6 +119,11 @@ def compile_graph(
     if not isinstance(winograd, bool):
         raise ValueError(f"winograd must be True or False, got {winograd!r}")
     tgt = make_target(target)
+    dynamic = bool(dynamic_dims(gm))
+    if dynamic:
+        # MetaSchedule measures kernels of fixed sizes: a symbolic build takes the
+        # sampled schedules (and the records of none)
+        mode = "off"
     frozen = bool(gm.meta.get("frozen"))
     live = {} if frozen else live_tensors(gm)
     state_names = _state_names(gm, live)
@@ -125,6 +136,7 @@ def compile_graph(
             EXPORT_REVISION,
             str(tgt),
             "sampled schedules" if mode == "off" else f"tuned ({tuning.MEASUREMENT})",
+            "symbolic dimensions" if dynamic else "static shapes",
             layout,
             "winograd" if winograd else "direct convolutions",
             "frozen" if frozen else "live parameters",
@@ -139,6 +151,10 @@ def compile_graph(
         # live parameters are fed by position and stored under their state-dict names, so
         # an entry holds in any process (Paddle numbers tensor names per process)
         key = graph_key(gm, example_inputs, extra, values=frozen, tensor_names=state_names is None)
+    if dynamic:
+        return _compile_dynamic(
+            gm, example_inputs, key, tgt, live, state_names, opset, layout, winograd, progress
+        )
     try:
         if key is not None and mode != "always":
             blob = _CACHE.get(key)
@@ -180,6 +196,86 @@ def compile_graph(
     return _indices_checked(compiled, gm)
 
 
+def _compile_dynamic(
+    gm, example_inputs, key, target, live, state_names, opset, layout, winograd, progress
+):
+    """One library for every size of the graph's dynamic dimensions: exported with them,
+    imported into Relax with a symbolic ``tirx.Var`` for each, built with sampled
+    schedules, and checked against Paddle at the example size and at other sizes
+    (``shape_dispatch.other_sizes``). Any failure raises ``StaticShapesOnly`` naming the
+    step, and jit-core builds the graph once per input shape instead."""
+    step = ["taking it from the cache"]
+    try:
+        blob = _CACHE.get(key) if key is not None else None
+        if blob is not None:
+            stats["cache_hits"] += 1
+            log.info("%s: symbolic library from the cache (%s)", type(gm).__name__, key[:12])
+            compiled = TvmGraph.from_blob(blob, gm, live, state_names)
+        else:
+            compiled, library, _ = _build(
+                gm,
+                example_inputs,
+                target,
+                live,
+                opset,
+                layout,
+                winograd,
+                "off",
+                DEFAULT_TRIALS_PER_TASK,
+                None,
+                progress,
+                step=step,
+            )
+            step[0] = "check against Paddle at the example size"
+            check_against_paddle(
+                compiled,
+                gm,
+                example_inputs,
+                TvmCompileError,
+                "paddle2onnx or TVM's ONNX importer",
+                rtol=RTOL,
+                scaled_atol=SCALED_ATOL,
+            )
+            step[0] = "check against Paddle at another size"
+            _check_other_sizes(compiled, gm, example_inputs)
+            stats["symbolic_builds"] += 1
+            if key is not None:
+                _CACHE.put(key, compiled.to_blob(library, state_names))
+    except StaticShapesOnly:
+        stats["symbolic_failures"] += 1
+        raise
+    except Exception as e:  # noqa: BLE001 - whatever fails here may work per shape
+        stats["symbolic_failures"] += 1
+        raise StaticShapesOnly(
+            f"its symbolic TVM build failed ({step[0]}): {type(e).__name__}: {_first_line(e)[:300]}"
+        ) from e
+    return _indices_checked(compiled, gm)
+
+
+def _check_other_sizes(compiled: TvmGraph, gm, example_inputs) -> None:
+    """A library built with symbolic dimensions must also agree with Paddle at sizes it
+    was not checked at (every dynamic dimension one longer, together and then alone)."""
+    checked = 0
+    for inputs in other_sizes(example_inputs, gm):
+        try:
+            with paddle.no_grad():
+                gm.forward(*inputs)
+        except Exception:  # noqa: BLE001 - not inputs Paddle takes (dims that go together)
+            continue
+        check_against_paddle(
+            compiled,
+            gm,
+            inputs,
+            TvmCompileError,
+            "paddle2onnx or TVM's ONNX importer",
+            rtol=RTOL,
+            scaled_atol=SCALED_ATOL,
+        )
+        checked += 1
+    if not checked:
+        raise StaticShapesOnly("no other input size to check its symbolic TVM build at")
+
+
 def _indices_checked(compiled: TvmGraph, gm):
     """TVM does not check indices (an out-of-range gather reads out of bounds, with no
     error): calls whose index inputs are out of range run on Paddle's kernels, which raise
@@ -208,18 +304,24 @@ def _build(
     trials_per_task,
     seconds,
     progress,
+    step: Optional[List[str]] = None,
 ) -> Tuple[TvmGraph, bytes, bool]:
     """The compiled graph, its shared library, and whether every kernel worth tuning has
-    its record (False when ``seconds`` ran out first)."""
+    its record (False when ``seconds`` ran out first). ``step[0]`` names the step under
+    way (for the reason of a failure)."""
     import tvm
 
+    step = step if step is not None else [""]
     name = type(gm).__name__
     started = time.perf_counter()
+    step[0] = "ONNX export"
     model = export_onnx(gm, example_inputs, opset)
     if live:
         lift_parameters(model, live)
     inputs = _model_inputs(model, gm)
+    step[0] = "import into Relax"
     mod = _to_relax(model, inputs, gm, example_inputs, live)
+    step[0] = "Relax passes"
     mod = tuning.prepare(mod, target, layout, winograd)
     complete = True
     if mode != "off":
@@ -236,9 +338,11 @@ def _build(
         stats["reused_tasks"] += report.reused
         complete = report.complete
         mod = tuning.apply_records(mod, target)
-    mod, sampled = schedules.sample_unscheduled(mod, target)
+    step[0] = "sampled schedules"
+    mod, sampled = schedules.sample_unscheduled(mod, target, symbolic=bool(dynamic_dims(gm)))
     stats["sampled_kernels"] += sampled
     mod = schedules.fold_weight_layouts(mod, target)
+    step[0] = "tvm.compile"
     try:
         executable = tvm.compile(mod, target)
     except Exception as e:  # noqa: BLE001 - TVM raises its own error types
@@ -248,6 +352,7 @@ def _build(
     # 12 s), and exporting it afterwards would emit the code a second time
     library = _export(executable)
     stats["builds"] += 1
+    step[0] = "loading the library"
     log.info("%s: built in %.1f s", name, time.perf_counter() - started)
     return TvmGraph.load(library, inputs, gm, live), library, complete
 
@@ -310,6 +415,7 @@ def _fed_names(model) -> List[str]:
 
 
 def _to_relax(model, inputs, gm, example_inputs, live):
+    import tvm
     from tvm.relax.frontend import onnx as onnx_frontend
 
     unsupported = _unsupported_ops(model)
@@ -318,14 +424,22 @@ def _to_relax(model, inputs, gm, example_inputs, live):
             f"TVM's ONNX importer has no converter for the ONNX operators "
             f"{', '.join(unsupported)} (nodes {_nodes_of(model, unsupported)})"
         )
-    shapes: Dict[str, List[int]] = {}
+    shapes: Dict[str, List[Any]] = {}
     dtypes: Dict[str, str] = {}
+    dynamic = dynamic_dims(gm)
+    placeholders = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
     for (kind, ref), name in zip(inputs, _fed_names(model)):
         t = example_inputs[ref] if kind == "input" else live[ref]
         shapes[name] = list(t.shape)
         dtypes[name] = str(t.dtype).replace("paddle.", "")
+        if kind == "input":
+            for d in dynamic.get(placeholders[ref], ()):
+                # one symbolic size per dynamic dimension: Relax compiles kernels over it
+                shapes[name][d] = tvm.tirx.Var(f"{placeholders[ref]}_{d}", "int64")
     fold_static_shapes(model)
     fold_batch_norms(model)
+    if dynamic:
+        drop_identities(model)
     try:
         with warnings.catch_warnings():
             # parameter names hold dots, which Relax renames, one warning each
@@ -356,6 +470,39 @@ def fold_static_shapes(model) -> int:
         if not folded:
             break
     return total
+
+
+def drop_identities(model) -> int:
+    """Remove the ``Identity`` nodes whose output is not a graph output (their readers
+    read the input instead); returns how many. paddle2onnx passes shapes through them,
+    and with dynamic dimensions TVM's importer gets a symbolic shape there, which its
+    ``Identity`` converter rejects ("cannot handle ShapeExpr inputs")."""
+    graph = model.graph
+    outputs = {o.name for o in graph.output}
+    renamed: Dict[str, str] = {}
+    kept = []
+    for node in graph.node:
+        for i, name in enumerate(node.input):
+            if name in renamed:
+                node.input[i] = renamed[name]
+        if node.op_type == "Identity" and node.domain in ("", "ai.onnx"):
+            if node.output[0] not in outputs:
+                renamed[node.output[0]] = node.input[0]
+                continue
+        kept.append(node)
+    if renamed:
+        # subgraphs (If, Loop) may read a dropped name too
+        for node in kept:
+            for attr in node.attribute:
+                for sub in list(attr.g.node if attr.HasField("g") else []) + [
+                    n for g in attr.graphs for n in g.node
+                ]:
+                    for i, name in enumerate(sub.input):
+                        if name in renamed:
+                            sub.input[i] = renamed[name]
+        del graph.node[:]
+        graph.node.extend(kept)
+    return len(renamed)
 
 
 def fold_batch_norms(model) -> int:
@@ -604,8 +751,9 @@ class TvmGraph:
         out = gm.graph.nodes[-1].args[0]
         out = out if isinstance(out, (tuple, list)) else (out,)
         self._dtypes = [getattr(n, "meta", {}).get("dtype") for n in out]
-        # paddle2onnx gives 0-D results the shape [1]: put Paddle's shape back
-        self._shapes = [getattr(n, "meta", {}).get("shape") for n in out]
+        # paddle2onnx gives 0-D results the shape [1]: put Paddle's shape back (with
+        # dynamic dimensions, only where it holds at every size)
+        self._shapes = restored_shapes(gm)
 
     def __call__(self, *tensors):
         args = []

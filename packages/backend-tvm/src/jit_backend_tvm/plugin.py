@@ -47,5 +47,6 @@ def jit_register_backends(register):
         compile_graph,
         description="Apache TVM (Relax) for the host CPU, tuned with MetaSchedule",
         inference_only=True,
+        dynamic_shapes=True,
         unavailable=unavailable_reason(),
     )

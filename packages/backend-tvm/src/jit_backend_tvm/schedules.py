@@ -25,10 +25,11 @@ MAX_UNROLL = 16
 _SCHEDULED = "tirx.is_scheduled"
 
 
-def sample_unscheduled(mod, target) -> Tuple[object, int]:
+def sample_unscheduled(mod, target, symbolic: bool = False) -> Tuple[object, int]:
     """``mod`` with each kernel not yet scheduled (by a record) given a sampled schedule;
     returns it and how many kernels were sampled. A kernel the search space cannot
-    serve keeps its loop nest."""
+    serve keeps its loop nest. ``symbolic``: the module has symbolic sizes (dynamic
+    dimensions), where a kernel whose sampling fails keeps its loop nest too."""
     import tvm_ffi
     from tvm import tirx
 
@@ -44,13 +45,27 @@ def sample_unscheduled(mod, target) -> Tuple[object, int]:
             same = by_structure.setdefault(tvm_ffi.structural_hash(func), [])
             scheduled = next((s for f, s in same if tvm_ffi.structural_equal(f, func)), None)
             if scheduled is None:
-                scheduled = _sample(func, target, gv.name_hint)
+                if symbolic:
+                    scheduled = _sample_symbolic(func, target, gv.name_hint)
+                else:
+                    scheduled = _sample(func, target, gv.name_hint)
                 same.append((func, scheduled))
             if scheduled is not None:
                 sampled[gv] = scheduled
     for gv, func in sampled.items():
         mod[gv] = func
     return mod, len(sampled)
+
+
+def _sample_symbolic(func, target, name: str) -> Optional[object]:
+    """A schedule for a kernel that may have symbolic sizes: MetaSchedule's search space where it
+    can sample one (its tiling needs fixed extents, and fails on most), else the loop
+    nest."""
+    try:
+        return _sample(func, target, name)
+    except Exception as e:  # noqa: BLE001 - MetaSchedule's checks fail on symbolic loops
+        log.debug("%s: no sampled schedule over symbolic sizes (%s)", name, str(e)[:200])
+        return None
 
 
 def fold_weight_layouts(mod, target):

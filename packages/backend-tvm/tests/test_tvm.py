@@ -261,6 +261,7 @@ def test_tuning_records_outlive_the_process_and_travel_through_redis(redis_serve
         (dict(target={"kind": "cuda"}), "compiles for CPUs"),
         (dict(layout="NCHW8c"), "layout must be one of NHWC, NCHW"),
         (dict(winograd="yes"), "winograd must be True or False"),
+        (dict(symbolic="yes"), "symbolic must be True or False"),
     ],
 )
 def test_bad_options_are_named(options, message):

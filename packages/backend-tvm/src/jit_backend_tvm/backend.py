@@ -105,9 +105,14 @@ def compile_graph(
     opset: int = DEFAULT_OPSET,
     cache: bool = True,
     fallback: bool = False,
+    symbolic: bool = True,
 ):
-    """The backend's ``compile``: see the package README for the options."""
+    """The backend's ``compile``: see the package README for the options. ``symbolic``:
+    a graph with dynamic dimensions is built once over symbolic sizes (``False``: once
+    per input shape, each tuned like a static graph)."""
     tvm = require("tvm", "the tvm backend", _INSTALL)
+    if not isinstance(symbolic, bool):
+        raise ValueError(f"symbolic must be True or False, got {symbolic!r}")
     mode = tune if tune is not None else os.environ.get(TUNE_ENV, "auto")
     if mode not in TUNE_MODES:
         raise ValueError(f"tune must be one of {', '.join(TUNE_MODES)}; got {mode!r}")
@@ -120,6 +125,8 @@ def compile_graph(
         raise ValueError(f"winograd must be True or False, got {winograd!r}")
     tgt = make_target(target)
     dynamic = bool(dynamic_dims(gm))
+    if dynamic and not symbolic:
+        raise StaticShapesOnly("symbolic=False asks for one TVM build per input shape")
     if dynamic:
         # MetaSchedule measures kernels of fixed sizes: a symbolic build takes the
         # sampled schedules (and the records of none)
@@ -436,10 +443,14 @@ def _to_relax(model, inputs, gm, example_inputs, live):
             for d in dynamic.get(placeholders[ref], ()):
                 # one symbolic size per dynamic dimension: Relax compiles kernels over it
                 shapes[name][d] = tvm.tirx.Var(f"{placeholders[ref]}_{d}", "int64")
-    fold_static_shapes(model)
-    fold_batch_norms(model)
     if dynamic:
+        # ONNX's shape inference, which both folds run, can die of SIGFPE on a model with
+        # dynamic dimensions (conformance test_models, a vision model with a dynamic
+        # batch), taking the user's process with it; they only pay off on static shapes
         drop_identities(model)
+    else:
+        fold_static_shapes(model)
+        fold_batch_norms(model)
     try:
         with warnings.catch_warnings():
             # parameter names hold dots, which Relax renames, one warning each

@@ -333,8 +333,12 @@ class OrtGraph:
             )
         # the key of the layouts: nothing when every input's shape is fixed
         self._fixed = all(all(isinstance(d, int) for d in shapes[n]) for n, _, _ in self._feeds)
+        # outputs that are inputs of the model (x * 1 exports as such): ONNX Runtime 1.19
+        # hands back the fed array itself, whose memory dies with the feed, and ignores
+        # a buffer bound for it
+        self._echoes = [i for i, name in enumerate(self._outputs) if name in shapes]
         self._layouts: Optional[Dict[tuple, Any]] = (
-            {} if session.get_providers() == ["CPUExecutionProvider"] else None
+            {} if session.get_providers() == ["CPUExecutionProvider"] and not self._echoes else None
         )
         #: the input shapes at which ONNX Runtime was seen writing into every bound output
         self._honoured: set = set()
@@ -364,6 +368,8 @@ class OrtGraph:
         return self._to_paddle(self.session.run(self._outputs, feeds))
 
     def _to_paddle(self, outs) -> tuple:
+        for i in self._echoes:
+            outs[i] = outs[i].copy()
         return tuple(
             _to_paddle(_reshaped(a, s), d) for a, s, d in zip(outs, self._shapes, self._dtypes)
         )
@@ -386,9 +392,9 @@ class OrtGraph:
             self._layouts = None
             return None
         if key not in self._honoured:
-            # ONNX Runtime leaves a bound buffer unwritten where an output is an input or
-            # a constant of the model, or another output: it hands out that value instead
-            # (and asking for it costs more than the binding saves, so once per shape)
+            # ONNX Runtime may leave a bound buffer unwritten and hand out another value
+            # (it does for an output that is an input: _echoes); asking for the values
+            # costs more than the binding saves, so this is checked once per shape
             written = binding.get_outputs()
             if any(o.data_ptr() != t.data_ptr() for o, t in zip(written, result)):
                 log.info("%s: outputs not bound (ONNX Runtime aliases one)", type(self).__name__)

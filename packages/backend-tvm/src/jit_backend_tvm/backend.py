@@ -19,7 +19,7 @@ import tempfile
 import threading
 import time
 import warnings
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import paddle
 
@@ -105,14 +105,15 @@ def compile_graph(
     opset: int = DEFAULT_OPSET,
     cache: bool = True,
     fallback: bool = False,
-    symbolic: bool = True,
+    symbolic: Union[bool, str] = "auto",
 ):
     """The backend's ``compile``: see the package README for the options. ``symbolic``:
-    a graph with dynamic dimensions is built once over symbolic sizes (``False``: once
-    per input shape, each tuned like a static graph)."""
+    whether a graph with dynamic dimensions is built once over symbolic sizes: ``"auto"``
+    where every kernel gets a schedule there, ``True`` even with plain loop nests,
+    ``False`` never (once per input shape, each tuned like a static graph)."""
     tvm = require("tvm", "the tvm backend", _INSTALL)
-    if not isinstance(symbolic, bool):
-        raise ValueError(f"symbolic must be True or False, got {symbolic!r}")
+    if not (isinstance(symbolic, bool) or symbolic == "auto"):
+        raise ValueError(f"symbolic must be 'auto', True or False, got {symbolic!r}")
     mode = tune if tune is not None else os.environ.get(TUNE_ENV, "auto")
     if mode not in TUNE_MODES:
         raise ValueError(f"tune must be one of {', '.join(TUNE_MODES)}; got {mode!r}")
@@ -125,7 +126,7 @@ def compile_graph(
         raise ValueError(f"winograd must be True or False, got {winograd!r}")
     tgt = make_target(target)
     dynamic = bool(dynamic_dims(gm))
-    if dynamic and not symbolic:
+    if dynamic and symbolic is False:
         raise StaticShapesOnly("symbolic=False asks for one TVM build per input shape")
     if dynamic:
         # MetaSchedule measures kernels of fixed sizes: a symbolic build takes the
@@ -160,7 +161,17 @@ def compile_graph(
         key = graph_key(gm, example_inputs, extra, values=frozen, tensor_names=state_names is None)
     if dynamic:
         return _compile_dynamic(
-            gm, example_inputs, key, tgt, live, state_names, opset, layout, winograd, progress
+            gm,
+            example_inputs,
+            key,
+            tgt,
+            live,
+            state_names,
+            opset,
+            layout,
+            winograd,
+            progress,
+            loop_nests=symbolic is True,
         )
     try:
         if key is not None and mode != "always":
@@ -204,13 +215,26 @@ def compile_graph(
 
 
 def _compile_dynamic(
-    gm, example_inputs, key, target, live, state_names, opset, layout, winograd, progress
+    gm,
+    example_inputs,
+    key,
+    target,
+    live,
+    state_names,
+    opset,
+    layout,
+    winograd,
+    progress,
+    loop_nests: bool,
 ):
     """One library for every size of the graph's dynamic dimensions: exported with them,
     imported into Relax with a symbolic ``tirx.Var`` for each, built with sampled
     schedules, and checked against Paddle at the example size and at other sizes
     (``shape_dispatch.other_sizes``). Any failure raises ``StaticShapesOnly`` naming the
-    step, and jit-core builds the graph once per input shape instead."""
+    step, and jit-core builds the graph once per input shape instead: so does a kernel
+    that gets no schedule over symbolic sizes (MetaSchedule samples none for a matmul), as
+    its plain loop nest would run many times slower than a build per shape, unless
+    ``loop_nests`` (``symbolic=True``) accepts it."""
     step = ["taking it from the cache"]
     try:
         blob = _CACHE.get(key) if key is not None else None
@@ -232,6 +256,7 @@ def _compile_dynamic(
                 None,
                 progress,
                 step=step,
+                loop_nests=loop_nests,
             )
             step[0] = "check against Paddle at the example size"
             check_against_paddle(
@@ -312,6 +337,7 @@ def _build(
     seconds,
     progress,
     step: Optional[List[str]] = None,
+    loop_nests: bool = True,
 ) -> Tuple[TvmGraph, bytes, bool]:
     """The compiled graph, its shared library, and whether every kernel worth tuning has
     its record (False when ``seconds`` ran out first). ``step[0]`` names the step under
@@ -346,8 +372,16 @@ def _build(
         complete = report.complete
         mod = tuning.apply_records(mod, target)
     step[0] = "sampled schedules"
-    mod, sampled = schedules.sample_unscheduled(mod, target, symbolic=bool(dynamic_dims(gm)))
+    symbolic = bool(dynamic_dims(gm))
+    unscheduled: List[str] = []
+    mod, sampled = schedules.sample_unscheduled(mod, target, symbolic, unscheduled)
     stats["sampled_kernels"] += sampled
+    if unscheduled and not loop_nests:
+        raise StaticShapesOnly(
+            f"TVM has no schedule over symbolic sizes for the kernels "
+            f"{', '.join(sorted(unscheduled))}: plain loop nests would run many times slower "
+            "than builds per shape (symbolic=True accepts them)"
+        )
     mod = schedules.fold_weight_layouts(mod, target)
     step[0] = "tvm.compile"
     try:

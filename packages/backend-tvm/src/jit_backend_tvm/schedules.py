@@ -11,7 +11,7 @@ the cost of no measurement. Tuning then picks the best of many such samples.
 from __future__ import annotations
 
 import logging
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 log = logging.getLogger("jit_core.tvm")
 
@@ -25,11 +25,14 @@ MAX_UNROLL = 16
 _SCHEDULED = "tirx.is_scheduled"
 
 
-def sample_unscheduled(mod, target, symbolic: bool = False) -> Tuple[object, int]:
+def sample_unscheduled(
+    mod, target, symbolic: bool = False, unscheduled: Optional[List[str]] = None
+) -> Tuple[object, int]:
     """``mod`` with each kernel not yet scheduled (by a record) given a sampled schedule;
     returns it and how many kernels were sampled. A kernel the search space cannot
     serve keeps its loop nest. ``symbolic``: the module has symbolic sizes (dynamic
-    dimensions), where a kernel whose sampling fails keeps its loop nest too."""
+    dimensions), where a kernel whose sampling fails keeps its loop nest too, and its
+    name goes to ``unscheduled``."""
     import tvm_ffi
     from tvm import tirx
 
@@ -52,6 +55,8 @@ def sample_unscheduled(mod, target, symbolic: bool = False) -> Tuple[object, int
                 same.append((func, scheduled))
             if scheduled is not None:
                 sampled[gv] = scheduled
+            elif symbolic and unscheduled is not None:
+                unscheduled.append(gv.name_hint)
     for gv, func in sampled.items():
         mod[gv] = func
     return mod, len(sampled)

@@ -66,6 +66,47 @@ def _run_eager(spec: Spec) -> int:
     return longest[0]
 
 
+#: the loop the hunt's program below holds twice: over a list whose body grows that list
+_GROWING_LOOP = (
+    "for_list",
+    (9, 12, 5, 15),
+    [
+        ("layer_param", (5, 11, 10, 3)),
+        (
+            "for_tensor",
+            (15, 0, 4, 7),
+            [],
+            [
+                ("t_transpose", (7, 9, 15, 2)),
+                ("t_helper", (7, 14, 7, 4)),
+                ("t_where", (3, 7, 3, 7)),
+                ("layer_state", (0, 0, 1, 6)),
+            ],
+        ),
+        (
+            "if",
+            (5, 14, 15, 4),
+            [
+                ("global_count", (0, 15, 3, 14)),
+                ("obj_list", (2, 13, 10, 2)),
+                ("i_nonlocal", (12, 5, 4, 7)),
+                ("I_arith", (0, 5, 4, 6)),
+            ],
+            [("dict_comp", (2, 8, 10, 11)), ("numpy_roundtrip", (12, 5, 11, 9))],
+        ),
+        ("obj_list", (2, 11, 7, 3)),
+    ],
+    [
+        ("list_comp", (0, 7, 13, 2)),
+        (
+            "for_list",
+            (12, 7, 1, 3),
+            [("global_log", (10, 14, 15, 2)), ("global_count", (13, 15, 0, 3))],
+            [("t_lambda", (5, 4, 12, 9))],
+        ),
+    ],
+)
+
 #: the program running when the hunt was killed (``specs.txt``, its last line)
 HUNT_1743 = Spec(
     layer=True,
@@ -78,45 +119,7 @@ HUNT_1743 = Spec(
         ("obj_list", (4, 1, 3, 5)),
         ("s_genexpr", (5, 14, 6, 9)),
         ("t_unary", (10, 7, 8, 9)),
-        (
-            "for_list",
-            (9, 12, 5, 15),
-            [
-                ("layer_param", (5, 11, 10, 3)),
-                (
-                    "for_tensor",
-                    (15, 0, 4, 7),
-                    [],
-                    [
-                        ("t_transpose", (7, 9, 15, 2)),
-                        ("t_helper", (7, 14, 7, 4)),
-                        ("t_where", (3, 7, 3, 7)),
-                        ("layer_state", (0, 0, 1, 6)),
-                    ],
-                ),
-                (
-                    "if",
-                    (5, 14, 15, 4),
-                    [
-                        ("global_count", (0, 15, 3, 14)),
-                        ("obj_list", (2, 13, 10, 2)),
-                        ("i_nonlocal", (12, 5, 4, 7)),
-                        ("I_arith", (0, 5, 4, 6)),
-                    ],
-                    [("dict_comp", (2, 8, 10, 11)), ("numpy_roundtrip", (12, 5, 11, 9))],
-                ),
-                ("obj_list", (2, 11, 7, 3)),
-            ],
-            [
-                ("list_comp", (0, 7, 13, 2)),
-                (
-                    "for_list",
-                    (12, 7, 1, 3),
-                    [("global_log", (10, 14, 15, 2)), ("global_count", (13, 15, 0, 3))],
-                    [("t_lambda", (5, 4, 12, 9))],
-                ),
-            ],
-        ),
+        _GROWING_LOOP,
         ("t_concat_slice", (9, 10, 7, 3)),
         (
             "for_list",
@@ -128,45 +131,7 @@ HUNT_1743 = Spec(
                 ("t_closure_def", (14, 9, 14, 3)),
             ],
         ),
-        (
-            "for_list",
-            (9, 12, 5, 15),
-            [
-                ("layer_param", (5, 11, 10, 3)),
-                (
-                    "for_tensor",
-                    (15, 0, 4, 7),
-                    [],
-                    [
-                        ("t_transpose", (7, 9, 15, 2)),
-                        ("t_helper", (7, 14, 7, 4)),
-                        ("t_where", (3, 7, 3, 7)),
-                        ("layer_state", (0, 0, 1, 6)),
-                    ],
-                ),
-                (
-                    "if",
-                    (5, 14, 15, 4),
-                    [
-                        ("global_count", (0, 15, 3, 14)),
-                        ("obj_list", (2, 13, 10, 2)),
-                        ("i_nonlocal", (12, 5, 4, 7)),
-                        ("I_arith", (0, 5, 4, 6)),
-                    ],
-                    [("dict_comp", (2, 8, 10, 11)), ("numpy_roundtrip", (12, 5, 11, 9))],
-                ),
-                ("obj_list", (2, 11, 7, 3)),
-            ],
-            [
-                ("list_comp", (0, 7, 13, 2)),
-                (
-                    "for_list",
-                    (12, 7, 1, 3),
-                    [("global_log", (10, 14, 15, 2)), ("global_count", (13, 15, 0, 3))],
-                    [("t_lambda", (5, 4, 12, 9))],
-                ),
-            ],
-        ),
+        _GROWING_LOOP,
         ("t_closure_call", (5, 10, 3, 2)),
         ("t_reshape", (10, 4, 8, 13)),
     ),

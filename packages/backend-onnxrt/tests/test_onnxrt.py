@@ -3,11 +3,13 @@ errors, and its use of the on-disk compile cache."""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import subprocess
 import sys
 import textwrap
+import weakref
 
 import jit_backend_onnxrt
 import numpy as np
@@ -299,6 +301,35 @@ def test_an_output_that_is_an_input_of_the_model_is_a_copy_and_never_bound():
     (compiled,) = compiled_of(fast)
     assert [o.name for o in compiled.session.get_outputs()] == ["x"]
     assert compiled._layouts is None
+
+
+@needs_export
+def test_a_bound_call_does_not_keep_its_inputs():
+    # each thread's binding keeps the parameters bound between calls, but not the
+    # arrays of the inputs (a large input's is a view of the caller's tensor)
+    net = paddle.nn.Linear(200, 3)
+    fast = jit_core.optimize(net, backend="onnxrt")
+    with paddle.no_grad():
+        x = paddle.randn([100, 200])
+        fast(x)
+        (compiled,) = compiled_of(fast)
+        fed = []
+
+        def kept(read):
+            def reader(t):
+                a = read(t)
+                fed.append(weakref.ref(a))
+                return a
+
+            return reader
+
+        compiled._feeds = [(n, i, kept(read)) for n, i, read in compiled._feeds]
+        for _ in range(3):
+            x = paddle.randn([100, 200])
+            close(fast(x), net(x), 1e-4)
+        gc.collect()
+    assert compiled._layouts and compiled._honoured, "the calls were bound"
+    assert len(fed) == 3 and all(ref() is None for ref in fed)
 
 
 @needs_export

@@ -304,8 +304,8 @@ class OrtGraph:
     after a run) than the small model runs. So the first call at each input shape runs
     plainly and notes its outputs' shapes and dtypes (``_layouts``); later calls at that
     shape allocate the Paddle outputs and bind them for ONNX Runtime to write into. An
-    output whose shape depends on the data makes ONNX Runtime refuse the buffer, and one
-    it hands out without writing (an input, a constant) is seen at the first bound run
+    output whose shape depends on the data makes ONNX Runtime refuse the buffer, and a
+    buffer it left unwritten (handing out another value) is seen at the first bound run
     at each shape; either way the call runs plainly, as every later one does.
     """
 

@@ -130,6 +130,30 @@ def test_matches_eager_with_live_parameters():
 
 
 @needs_backend
+def test_parameters_changed_in_place_or_given_new_memory_are_read_at_each_call():
+    # the TVM tensors over the parameters are made once, again on new memory
+    net = _mlp()
+    fast = jit_core.optimize(net, backend="tvm", tune="off")
+    x = paddle.randn([4, 8])
+
+    def same():
+        np.testing.assert_allclose(fast(x).numpy(), net(x).numpy(), rtol=1e-5, atol=1e-6)
+
+    with paddle.no_grad():
+        same()
+        first = next(m for m in net.sublayers() if isinstance(m, paddle.nn.Linear))
+        first.weight.set_value(np.full(first.weight.shape, 0.1, "float32"))  # same memory
+        same()
+        first.bias.add_(paddle.ones(first.bias.shape))
+        same()
+        moved = first.bias.data_ptr()
+        (paddle.ones(first.bias.shape) * 5)._share_buffer_to(first.bias)  # new memory
+        assert first.bias.data_ptr() != moved
+        same()
+    assert fast.jit_stats.captures == 1
+
+
+@needs_backend
 def test_frozen_model_and_library_cache(capfd):
     from jit_backend_tvm import stats
 

@@ -788,6 +788,8 @@ class TvmGraph:
         if unknown:
             raise TvmCompileError(f"the exported model has inputs {unknown} the graph lacks")
         self._live = live
+        #: per parameter: (its data_ptr, the TVM tensor over its memory, its span)
+        self._params: Dict[str, tuple] = {}
         self.vm = relax.VirtualMachine(executable, tvm.cpu())
         self._main = self.vm["main"]
         # a Relax VM is not reentrant: two threads in one VM at once corrupt its register
@@ -804,11 +806,14 @@ class TvmGraph:
         args = []
         spans = []
         for kind, ref in self._inputs:
-            t = tensors[ref] if kind == "input" else self._live[ref].detach()
-            a = _to_tvm(t)
+            if kind == "input":
+                t = tensors[ref]
+                a = _to_tvm(t)
+                span = _span(a, t)
+            else:
+                a, span = self._param(ref)
             args.append(a)
-            start = a.data_ptr()
-            spans.append((start, start + int(t.numel()) * t.element_size()))
+            spans.append(span)
         with self._lock:
             out = self._main(*args)
             outs = list(out) if not hasattr(out, "shape") else [out]
@@ -816,6 +821,20 @@ class TvmGraph:
                 _to_paddle(o, s, d, _inside(o, spans))
                 for o, s, d in zip(outs, self._shapes, self._dtypes)
             )
+
+    def _param(self, ref: str):
+        """A parameter as a TVM tensor over its memory and that memory's span, made again
+        only when the parameter gets new memory (an update in place is seen as it is):
+        making them took most of a small graph's call."""
+        t = self._live[ref]
+        ptr = t.data_ptr()
+        made = self._params.get(ref)
+        if made is None or made[0] != ptr:
+            a = _to_tvm(t.detach())
+            made = self._params[ref] = (ptr, a, _span(a, t))
+            if a.data_ptr() != ptr:  # a copy (no DLPack): it cannot be kept
+                del self._params[ref]
+        return made[1], made[2]
 
     @classmethod
     def load(cls, library: bytes, inputs, gm, live) -> TvmGraph:
@@ -888,6 +907,15 @@ def _to_tvm(t: paddle.Tensor):
         return tvm.runtime.from_dlpack(t)
     except Exception:  # noqa: BLE001 - a non-contiguous view, or a dtype DLPack lacks
         return tvm.runtime.tensor(t.numpy())
+
+
+def _span(a, t: paddle.Tensor) -> Tuple[int, int]:
+    """The memory of the TVM tensor ``a`` made from ``t``, as (start, end)."""
+    size = t.element_size()
+    for d in t.shape:
+        size *= d
+    start = a.data_ptr()
+    return start, start + size
 
 
 def _inside(t, spans: List[Tuple[int, int]]) -> bool:

@@ -358,6 +358,26 @@ def test_parameters_changed_in_place_or_given_new_memory_are_read_at_each_call()
 
 
 @needs_export
+def test_an_update_in_place_that_reaches_no_output_is_not_exported():
+    # found by the fuzzer: t3 is updated in place and never returned, so k reached no
+    # output of the exported program, and paddle.jit.save refused it ("feed_var ... is
+    # not involved in the target_vars calculation")
+    def f(x, k):
+        s1 = x.mean()
+        t3 = x * paddle.cast(k, x.dtype)
+        t3.scale_(1.5)
+        return x, s1
+
+    x, k = paddle.rand([4, 2, 1]), paddle.to_tensor(3)
+    with paddle.no_grad():
+        fast = jit_core.optimize(f, backend="onnxrt")
+        for a, e in zip(fast(x, k), f(x, k)):
+            close(a, e)
+    (compiled,) = compiled_of(fast)
+    assert isinstance(compiled, OrtGraph), "ran on ONNX Runtime, not on a fallback"
+
+
+@needs_export
 def test_options_are_checked_with_clear_errors():
     x = paddle.rand([2])
     with paddle.no_grad():

@@ -450,6 +450,26 @@ def _sizes_to_constants(graph: Graph, dynamic: bool) -> int:
     return n
 
 
+def _keep_what_reaches_outputs(graph: Graph) -> int:
+    """The exported model computes its outputs and nothing else. A node they do not need
+    stays in the captured graph when it updates a tensor in place (``t.scale_(1.5)`` of
+    a tensor nothing returns, made out of place above); exported, it leaves an input that
+    reaches no output, and ``paddle.jit.save`` refuses the program ("feed_var ... is not
+    involved in the target_vars calculation"). Found by the fuzzer on onnxrt."""
+    needed = set()
+    stack = [graph.nodes[-1]]
+    while stack:
+        node = stack.pop()
+        if node not in needed:
+            needed.add(node)
+            stack.extend(node.all_input_nodes)
+    dead = [n for n in graph.nodes if n.op not in ("placeholder", "output") and n not in needed]
+    # users first: a user of a dead node is dead too
+    for node in reversed(dead):
+        graph.erase_node(node)
+    return len(dead)
+
+
 def _drop_unused_inputs(graph: Graph) -> int:
     unused = [n for n in graph.nodes if n.op == "placeholder" and not n.users]
     for node in unused:
@@ -472,5 +492,6 @@ def prepare_graph(gm, dynamic: bool = False) -> Graph:
     _out_of_place_updates(graph)
     _stack_as_concat(graph)
     _distinct_outputs(graph)
+    _keep_what_reaches_outputs(graph)
     _drop_unused_inputs(graph)
     return graph

@@ -774,6 +774,25 @@ def test_by_default_kernels_without_a_symbolic_schedule_are_built_per_shape(monk
 
 
 @needs_backend
+def test_a_build_with_loop_nests_in_the_cache_is_not_served_by_default(monkeypatch):
+    # symbolic=True keeps loop nests that "auto" refuses: the cache keys differ
+    from jit_backend_tvm import stats
+
+    monkeypatch.setenv("JIT_TVM_TUNE", "off")
+    net = _mlp()
+    with paddle.no_grad():
+        for symbolic in (True, "auto"):
+            fast = jit_core.optimize(net, backend="tvm", symbolic=symbolic)
+            hits, failures = stats["cache_hits"], stats["symbolic_failures"]
+            for b in (2, 3):
+                fast(paddle.randn([b, 8]))
+            if symbolic == "auto":
+                # batch 2 from the cache (a static build), batch 3 tried symbolically
+                assert stats["cache_hits"] == hits + 1
+                assert stats["symbolic_failures"] == failures + 1
+
+
+@needs_backend
 def test_a_failing_symbolic_build_falls_back_to_one_build_per_shape(monkeypatch):
     from jit_backend_tvm import backend, stats
 

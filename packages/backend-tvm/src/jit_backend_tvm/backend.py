@@ -144,7 +144,7 @@ def compile_graph(
             EXPORT_REVISION,
             str(tgt),
             "sampled schedules" if mode == "off" else f"tuned ({tuning.MEASUREMENT})",
-            "symbolic dimensions" if dynamic else "static shapes",
+            f"symbolic dimensions ({symbolic!r})" if dynamic else "static shapes",
             layout,
             "winograd" if winograd else "direct convolutions",
             "frozen" if frozen else "live parameters",

@@ -117,37 +117,6 @@ def test_a_dropped_optimized_function_frees_its_cache():
     assert not live(JIT_TYPES) - kept
 
 
-_FRESH = """
-def fresh(x, y):
-    z = x * 2 + y
-    if z.mean() > 0:
-        return z - 1
-    return z + 1
-"""
-
-
-def test_a_dropped_function_made_at_run_time_lets_its_code_go():
-    # the translator kept the decoded instructions of every code it read, and with them
-    # the code itself: each function made at run time (exec, a fuzzer's programs) and
-    # each resume function made for one stayed for good, ~0.3 MB a program in a hunt
-    from jit_core.executor import translator
-
-    filename = "<test_memory: made at run time>"
-    ns: dict = {}
-    exec(compile(_FRESH, filename, "exec"), ns)
-    fast = jit_core.optimize(ns["fresh"])
-    a, b = inputs()
-    fast(a, b)
-    fast(-a, b)
-    codes = [c for c in translator._instruction_cache if c.co_filename == filename]
-    assert len(codes) >= 2, codes  # the function's and a resume function's at least
-    refs = [weakref.ref(c) for c in codes]
-    del codes, fast, ns
-    settle()
-    assert [r() for r in refs] == [None] * len(refs)
-    assert not [c for c in translator._instruction_cache if c.co_filename == filename]
-
-
 _MADE = """
 import paddle
 

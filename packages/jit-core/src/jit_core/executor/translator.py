@@ -12,7 +12,6 @@ import builtins
 import dis
 import operator
 import types
-import weakref
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .. import _compat, plugins
@@ -66,10 +65,12 @@ _GENERATOR_FLAGS = (
     | 0x200  # CO_ASYNC_GENERATOR
 )
 
-#: each code's decoded instructions, for as long as the code lives: a plain dict kept every
-#: code the translator ever read alive (every function a program compiled, every resume
-#: function), with its instructions, ~0.3 MB a program over a fuzzing run (test_memory)
-_instruction_cache: weakref.WeakKeyDictionary[types.CodeType, tuple] = weakref.WeakKeyDictionary()
+#: each code's decoded instructions. It keeps every code it read alive, on purpose for now:
+#: a weak version (a leak fix, ~0.27 MB a fuzz program) was followed by a segfault in a
+#: generated resume function in CI on 3.12 that did not reproduce here. Suspected:
+#: Paddle's eval-frame shim keeps per-code status by the code's address, which a code
+#: freed early hands on to the next code allocated there
+_instruction_cache: Dict[types.CodeType, tuple] = {}
 
 
 def _decoded(code: types.CodeType):

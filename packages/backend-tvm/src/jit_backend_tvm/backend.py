@@ -193,15 +193,7 @@ def compile_graph(
             tune_seconds,
             progress,
         )
-        check_against_paddle(
-            compiled,
-            gm,
-            example_inputs,
-            TvmCompileError,
-            "paddle2onnx or TVM's ONNX importer",
-            rtol=RTOL,
-            scaled_atol=SCALED_ATOL,
-        )
+        _check(compiled, gm, example_inputs)
         # a build that tuning left incomplete (time budget) is not kept: the next process
         # goes on tuning from the records instead of reusing it
         if key is not None and complete:
@@ -259,15 +251,7 @@ def _compile_dynamic(
                 loop_nests=loop_nests,
             )
             step[0] = "check against Paddle at the example size"
-            check_against_paddle(
-                compiled,
-                gm,
-                example_inputs,
-                TvmCompileError,
-                "paddle2onnx or TVM's ONNX importer",
-                rtol=RTOL,
-                scaled_atol=SCALED_ATOL,
-            )
+            _check(compiled, gm, example_inputs)
             step[0] = "check against Paddle at another size"
             _check_other_sizes(compiled, gm, example_inputs)
             stats["symbolic_builds"] += 1
@@ -284,6 +268,19 @@ def _compile_dynamic(
     return _indices_checked(compiled, gm)
 
 
+def _check(compiled: TvmGraph, gm, inputs) -> None:
+    """Refuse a library whose results on ``inputs`` differ from Paddle's."""
+    check_against_paddle(
+        compiled,
+        gm,
+        inputs,
+        TvmCompileError,
+        "paddle2onnx or TVM's ONNX importer",
+        rtol=RTOL,
+        scaled_atol=SCALED_ATOL,
+    )
+
+
 def _check_other_sizes(compiled: TvmGraph, gm, example_inputs) -> None:
     """A library built with symbolic dimensions must also agree with Paddle at sizes it
     was not checked at (every dynamic dimension one longer, together and then alone)."""
@@ -294,15 +291,7 @@ def _check_other_sizes(compiled: TvmGraph, gm, example_inputs) -> None:
                 gm.forward(*inputs)
         except Exception:  # noqa: BLE001 - not inputs Paddle takes (dims that go together)
             continue
-        check_against_paddle(
-            compiled,
-            gm,
-            inputs,
-            TvmCompileError,
-            "paddle2onnx or TVM's ONNX importer",
-            rtol=RTOL,
-            scaled_atol=SCALED_ATOL,
-        )
+        _check(compiled, gm, inputs)
         checked += 1
     if not checked:
         raise StaticShapesOnly("no other input size to check its symbolic TVM build at")

@@ -268,6 +268,77 @@ def test_bound_outputs_follow_dynamic_sizes():
 
 
 @needs_export
+@pytest.mark.parametrize("cached", [False, True], ids=["exported", "from the cache"])
+def test_a_size_called_often_gets_a_session_of_fixed_shapes(cached):
+    from jit_backend_onnxrt.backend import SPECIALIZE_AFTER
+
+    net = make_net()
+    if cached:  # the cache holds the model ONNX Runtime optimized with dynamic dimensions
+        with paddle.no_grad():
+            warm = jit_core.optimize(net, backend="onnxrt")
+            for batch in (2, 3):
+                warm(paddle.randn([batch, 8]))
+    fast = jit_core.optimize(net, backend="onnxrt", specialize=2)
+    with paddle.no_grad():
+        for batch in (2, 3) + (5,) * SPECIALIZE_AFTER + (4, 4, 4, 6, 6, 6, 5, 7):
+            x = paddle.randn([batch, 8])
+            close(fast(x), net(x), 1e-4)
+    assert fast.jit_stats.captures == 2
+    compiled = compiled_of(fast)[-1]
+    special = compiled.specializer
+    # 2 and 3 were called once (the compile's own checks do not count); 5 and 4 got a
+    # session; 6 came past the limit of 2
+    assert sorted(special.graphs) == [((4, 8),), ((5, 8),)]
+    fixed = special.graphs[((5, 8),)]
+    assert [i.shape for i in fixed.session.get_inputs()][0] == [5, 8]
+    assert fixed.session is not compiled.session
+    assert "an input shape called 3 times also gets a session of fixed shapes" in (
+        compiled.describe()
+    )
+
+
+@needs_export
+def test_a_session_of_fixed_shapes_that_disagrees_is_not_used(monkeypatch, caplog):
+    from jit_backend_onnxrt import backend
+
+    net = make_net()
+    fast = jit_core.optimize(net, backend="onnxrt")
+    # a fixed build that computes something else: the dynamic session keeps the shape
+    real = backend._with_fixed_dims
+
+    def wrong(model, shapes):
+        import onnx
+
+        proto = onnx.load_from_string(real(model, shapes))
+        name = proto.graph.output[0].name
+        for node in proto.graph.node:
+            node.output[:] = ["before_neg" if o == name else o for o in node.output]
+        proto.graph.node.append(onnx.helper.make_node("Neg", ["before_neg"], [name]))
+        return proto.SerializeToString()
+
+    monkeypatch.setattr(backend, "_with_fixed_dims", wrong)
+    caplog.set_level("INFO", logger="jit_core.onnxrt")
+    with paddle.no_grad():
+        for batch in (2, 3) + (5,) * 6:
+            x = paddle.randn([batch, 8])
+            close(fast(x), net(x), 1e-4)
+    special = compiled_of(fast)[-1].specializer
+    assert special.graphs == {((5, 8),): None}
+    assert "((5, 8),) keep the dynamic session: output 0 differs by up to" in caplog.text
+
+
+@needs_export
+def test_specialize_zero_keeps_one_session():
+    net = make_net()
+    fast = jit_core.optimize(net, backend="onnxrt", specialize=0)
+    with paddle.no_grad():
+        for batch in (2, 3) + (5,) * 5:
+            x = paddle.randn([batch, 8])
+            close(fast(x), net(x), 1e-4)
+    assert compiled_of(fast)[-1].specializer is None
+
+
+@needs_export
 def test_an_output_whose_shape_depends_on_the_data_stops_the_binding():
     def f(x):
         return paddle.masked_select(x, x > 0) * 2
@@ -484,6 +555,8 @@ def test_bad_options_are_named():
         jit_core.optimize(g, backend="onnxrt", bogus=1)
     with paddle.no_grad(), pytest.raises(Exception, match="opset must be an ONNX opset number"):
         jit_core.optimize(g, backend="onnxrt", opset="x")(paddle.ones([2]))
+    with paddle.no_grad(), pytest.raises(Exception, match="specialize must be how many input"):
+        jit_core.optimize(g, backend="onnxrt", specialize=-1)(paddle.ones([2]))
 
 
 def test_a_dynamic_model_onnx_runtime_cannot_load_is_exported_per_shape(tmp_path):

@@ -47,6 +47,13 @@ LEVELS = {
 RTOL = 1e-4
 SCALED_ATOL = 2e-5
 
+#: calls at one input shape before it gets a session of fixed shapes (``_Specializer``)
+SPECIALIZE_AFTER = 3
+#: input shapes per graph that may get one (the ``specialize`` option)
+DEFAULT_SPECIALIZE = 4
+#: models larger than this (frozen weights) are not kept for such sessions
+SPECIALIZE_MAX_BYTES = 64 << 20
+
 #: what this process did: models exported, models taken from the disk cache, graphs that
 #: fell back to the paddle backend
 stats: Dict[str, int] = {"exports": 0, "cache_hits": 0, "fallbacks": 0}
@@ -105,6 +112,7 @@ def compile_graph(
     opset: int = DEFAULT_OPSET,
     cache: bool = True,
     fallback: bool = False,
+    specialize: int = DEFAULT_SPECIALIZE,
 ):
     """The backend's ``compile``: see the package README for the options."""
     ort = require("onnxruntime", "the onnxrt backend", "jit-backend-onnxrt")
@@ -113,6 +121,11 @@ def compile_graph(
     for name, flag in (("cache", cache), ("fallback", fallback)):
         if not isinstance(flag, bool):
             raise TypeError(f"{name} must be True or False, got {flag!r}")
+    if not isinstance(specialize, int) or isinstance(specialize, bool) or specialize < 0:
+        raise ValueError(
+            f"specialize must be how many input shapes may get a session of their own "
+            f"(an int, 0 or more), got {specialize!r}"
+        )
     threads = (intra_op_num_threads, inter_op_num_threads)
     options = _session_options(ort, *threads, graph_optimization_level)
     providers = _providers(ort, providers)
@@ -140,6 +153,9 @@ def compile_graph(
                 if key is not None and os.listdir(folder) == ["optimized.onnx"]:
                     with open(optimized, "rb") as f:
                         _CACHE.put(key, f.read())
+        if dynamic_dims(gm) and specialize and len(model) <= SPECIALIZE_MAX_BYTES:
+            level = graph_optimization_level
+            compiled.specializer = _Specializer(ort, model, threads, level, providers, specialize)
     except (OnnxExportError, OnnxRuntimeError) as e:
         if dynamic_dims(gm):
             # what fails with dynamic dimensions may work for one shape at a time
@@ -344,12 +360,24 @@ class OrtGraph:
         #: the input shapes at which ONNX Runtime was seen writing into every bound output
         self._honoured: set = set()
         self._threads = threading.local()
+        #: sessions of fixed shapes for the sizes called most (models with dynamic dims)
+        self.specializer: Optional[_Specializer] = None
 
     def __call__(self, *tensors):
         inputs = [(name, read(tensors[i])) for name, i, read in self._feeds]
+        key = () if self._fixed else tuple([a.shape for _, a in inputs])
+        special = self.specializer
+        if special is not None:
+            fixed = special.graphs.get(key)
+            if fixed is not None:
+                return fixed._run(inputs, ())
+            if special.count(key):
+                return special.build(self, key, inputs)
+        return self._run(inputs, key)
+
+    def _run(self, inputs: list, key: tuple) -> tuple:
         layouts = self._layouts
         if layouts is not None:
-            key = () if self._fixed else tuple([a.shape for _, a in inputs])
             layout = layouts.get(key, _UNSEEN)
             if layout is not _UNSEEN and layout is not None:
                 result = self._run_into(inputs, layout, key)
@@ -363,6 +391,28 @@ class OrtGraph:
         if layouts is not None and layout is _UNSEEN and len(layouts) < MAX_LAYOUTS:
             layouts[key] = _layout(self._outputs, outs, result)
         return result
+
+    def with_fixed_shapes(self, session) -> OrtGraph:
+        """This graph on ``session``, a build of its model for one set of input shapes."""
+        copy = object.__new__(OrtGraph)
+        copy.__dict__.update(self.__dict__)
+        copy.session = session
+        copy._fixed = True
+        copy.specializer = None
+        copy._layouts = None if self._layouts is None else {}
+        copy._honoured = set()
+        copy._threads = threading.local()
+        return copy
+
+    def describe(self) -> Optional[str]:
+        special = self.specializer
+        if special is None:
+            return None
+        return (
+            f"one ONNX Runtime session serves every size; an input shape called "
+            f"{SPECIALIZE_AFTER} times also gets a session of fixed shapes (up to "
+            f"{special.limit} shapes, option specialize)"
+        )
 
     def _to_paddle(self, outs) -> tuple:
         for i in self._echoes:
@@ -414,6 +464,97 @@ class OrtGraph:
                 return None
             self._honoured.add(key)
         return tuple(result)
+
+
+class _Specializer:
+    """Sessions of fixed input shapes for a model with dynamic dimensions.
+
+    ONNX Runtime fuses less in a model whose shapes are unknown (MatMul and Add into
+    Gemm, Add and LayerNormalization into SkipLayerNormalization): a small Transformer
+    encoder runs 1.14x slower than at fixed shapes. An input shape called
+    ``SPECIALIZE_AFTER`` times therefore gets a session of the same model with those
+    shapes written into its inputs (about 10 ms for that encoder), up to ``limit``
+    shapes; every other size keeps the one dynamic session, so a new size is never a
+    build. A fixed session must agree with the dynamic one on the call that built it,
+    or that shape stays on the dynamic session.
+    """
+
+    def __init__(self, ort, model: bytes, threads: tuple, level: str, providers, limit: int):
+        self._ort = ort
+        self._model = model
+        self._threads = threads
+        self._level = level
+        self._providers = providers
+        self.limit = limit
+        #: input shapes -> their graph of fixed shapes, or None where it was refused
+        self.graphs: Dict[tuple, Optional[OrtGraph]] = {}
+        self._calls: Dict[tuple, int] = {}
+        self._lock = threading.Lock()
+
+    def count(self, key: tuple) -> bool:
+        """Count a call at ``key``; True when it is the call that builds its session."""
+        if len(self.graphs) >= self.limit:
+            return False
+        if len(self._calls) >= 4096:
+            # a caller with endless distinct sizes: counts start again
+            self._calls.clear()
+        calls = self._calls[key] = self._calls.get(key, 0) + 1
+        return calls == SPECIALIZE_AFTER
+
+    def build(self, owner: OrtGraph, key: tuple, inputs: list) -> tuple:
+        """Build ``key``'s session, check it against ``owner``'s on this call's inputs, and
+        return ``owner``'s results."""
+        expected = owner._run(inputs, key)
+        with self._lock:
+            if key in self.graphs:
+                return expected
+            shapes = {name: shape for (name, _), shape in zip(inputs, key)}
+            try:
+                model = _with_fixed_dims(self._model, shapes)
+                options = _session_options(self._ort, *self._threads, self._level)
+                fixed = owner.with_fixed_shapes(
+                    _session(self._ort, model, options, self._providers)
+                )
+                problem = _disagreement(expected, fixed._run(inputs, ()))
+            except Exception as e:  # noqa: BLE001 - the dynamic session serves this shape
+                fixed, problem = None, f"{type(e).__name__}: {str(e)[:200]}"
+            if problem:
+                log.info("input shapes %s keep the dynamic session: %s", key, problem)
+                fixed = None
+            else:
+                log.info("input shapes %s: a session of fixed shapes", key)
+            self.graphs[key] = fixed
+        return expected
+
+
+def _with_fixed_dims(model: bytes, shapes: Dict[str, tuple]) -> bytes:
+    """``model`` with the given sizes written into its inputs' dimensions."""
+    import onnx
+
+    proto = onnx.load_from_string(model)
+    for value in proto.graph.input:
+        shape = shapes.get(value.name)
+        if shape is None:
+            continue
+        for dim, size in zip(value.type.tensor_type.shape.dim, shape):
+            dim.Clear()
+            dim.dim_value = int(size)
+    return proto.SerializeToString()
+
+
+def _disagreement(expected: tuple, got: tuple) -> str:
+    """How two runs of one model differ beyond the backend's tolerance; empty if not."""
+    for i, (a, b) in enumerate(zip(expected, got)):
+        a, b = a.numpy(), b.numpy()
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return f"output {i} is {b.dtype}{list(b.shape)}, not {a.dtype}{list(a.shape)}"
+        if a.dtype.kind == "f":
+            atol = SCALED_ATOL * float(np.abs(a).max()) if a.size else 0.0
+            if not np.allclose(b, a, rtol=RTOL, atol=atol, equal_nan=True):
+                return f"output {i} differs by up to {float(np.abs(b - a).max()):.3g}"
+        elif not np.array_equal(a, b):
+            return f"output {i} differs"
+    return ""
 
 
 _CPU = paddle.CPUPlace()

@@ -117,6 +117,52 @@ def test_a_dropped_optimized_function_frees_its_cache():
     assert not live(JIT_TYPES) - kept
 
 
+def call_layer(net, x):
+    return net(x) * 2
+
+
+@pytest.mark.parametrize("cls", [Net, Breaking], ids=lambda c: c.__name__)
+def test_a_layer_passed_in_is_collected_while_the_optimized_function_lives(cls):
+    # the guard (``L['net'] is ___o0``) and the recompile limit's owner held the layer,
+    # the entry's graph held its sublayers: every layer ever passed in stayed alive.
+    # (Not yet for Looping: a loop body's graph holds the loop's layer as a submodule,
+    # so the weak check in that body's guard never sees it die.)
+    fast = jit_core.optimize(call_layer)
+    x, neg = inputs()
+    after_first = None
+    for _ in range(3):
+        net = cls()
+        net.eval()
+        expected = [call_layer(net, x).numpy(), call_layer(net, neg).numpy()]
+        np.testing.assert_allclose(fast(net, x).numpy(), expected[0], rtol=1e-6)
+        np.testing.assert_allclose(fast(net, neg).numpy(), expected[1], rtol=1e-6)
+        refs = [weakref.ref(o) for o in (net, net.l1, net.l1.weight)]
+        del net
+        settle()
+        assert [r() for r in refs] == [None] * len(refs)
+        # the entries that checked that layer went with their graphs and guards; what
+        # is left (the code after a break, which never saw the layer) serves the next
+        entries = [e for c in fast._ctx.cache.values() for e in c.entries]
+        assert not any(e.owner for e in entries)
+        now = live(JIT_TYPES)
+        after_first = after_first or now
+        assert now == after_first
+    assert fast.jit_stats.compiled >= 3
+
+
+def test_an_entry_for_a_dead_layer_never_matches_a_new_one_at_its_address():
+    fast = jit_core.optimize(call_layer)
+    x = paddle.rand([2, 8])
+    for width_scale in (1.0, 2.0, 3.0):
+        net = Net()
+        net.eval()
+        for p in net.parameters():
+            p.set_value(p * width_scale)
+        np.testing.assert_allclose(fast(net, x).numpy(), call_layer(net, x).numpy(), rtol=1e-6)
+        del net
+        settle()
+
+
 _MADE = """
 import paddle
 

@@ -11,6 +11,7 @@ be captured, or its recompile limits are reached).
 
 from __future__ import annotations
 
+import functools
 import gc
 import inspect
 import os
@@ -194,6 +195,20 @@ def layer_call_is_forward(layer: paddle.nn.Layer) -> bool:
 #: generator, coroutine, iterable coroutine, async generator
 _GENERATOR_FLAGS = 0x20 | 0x80 | 0x100 | 0x200
 _CO_OPTIMIZED = 0x1
+
+
+def _forget(ctx_ref, cache_ref, entry_ref) -> None:
+    """Drop a cache entry whose guard holds a layer that died (``guards.Liveness``): no
+    call can match it again, and its graph would keep the layer's weights."""
+    ctx, cache, entry = ctx_ref(), cache_ref(), entry_ref()
+    if ctx is None or cache is None or entry is None or not cache.remove(entry):
+        return
+    for event in ctx.events:
+        if event.entry is entry:
+            event.entry = None
+    if entry.result.code is not None:
+        ctx._entry_functions.pop(entry.result.code, None)
+    recompiles_log.info("%s: an entry dropped: a layer its guard checks is gone", entry.code)
 
 
 class CompileContext:
@@ -386,6 +401,9 @@ class CompileContext:
             if policy.static_reason is not None and cache.static_reason is None:
                 cache.static_reason = policy.static_reason
             cache.add(entry)
+            entry.guard.liveness.then = functools.partial(
+                _forget, weakref.ref(self), weakref.ref(cache), weakref.ref(entry)
+            )
             root = self._resume_roots.get(code, code)
             if root not in self.targets:
                 self._callee_roots.add(root)
@@ -444,7 +462,7 @@ class CompileContext:
             own = [
                 e
                 for e in cache.entries
-                if all(owner_value(L, path) is obj for path, obj in e.owner)
+                if all(owner_value(L, path) is ref() for path, ref in e.owner)
             ]
             try:
                 failed = own[-1].guard.first_failure(L, G) if own else None

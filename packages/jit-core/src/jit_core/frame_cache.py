@@ -5,6 +5,7 @@ recompile limits count; ``CaptureEvent`` records each capture for ``explain()``.
 from __future__ import annotations
 
 import types
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Set
 
@@ -54,9 +55,29 @@ _SELF = "self"
 MISSING = object()
 
 
+class _Strong:
+    """A strong reference that reads like a weak one, for what weakref cannot reach."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: Any):
+        self.obj = obj
+
+    def __call__(self) -> Any:
+        return self.obj
+
+
+def _ref(obj: Any):
+    try:
+        return weakref.ref(obj)
+    except TypeError:
+        return _Strong(obj)
+
+
 def pinned_locals(guards) -> tuple:
-    """``((path, object), ...)`` for the identity-matched locals the limit counts by; a
-    path is ``(local name, item keys)``: an item of a local counts too (the layer of an
+    """``((path, reference), ...)`` for the identity-matched locals the limit counts by
+    (weak references where they can be: an entry must not keep a layer passed in alive);
+    a path is ``(local name, item keys)``: an item of a local counts too (the layer of an
     ``enumerate`` loop's item, ``L['___loop_item'][1]``)."""
     found = []
     for g in guards:
@@ -71,7 +92,7 @@ def pinned_locals(guards) -> tuple:
             continue
         path = (source.local_name, tuple(reversed(keys)))
         if path == (_SELF, ()) or isinstance(g.value, paddle.nn.Layer):
-            found.append((path, g.value))
+            found.append((path, _ref(g.value)))
     return tuple(sorted(found, key=lambda item: repr(item[0])))
 
 
@@ -115,14 +136,16 @@ class CacheEntry:
     #: the resume functions it calls
     graph_break: Optional[Unsupported] = None
     resumes: List[types.CodeType] = field(default_factory=list)
-    #: ``((name, object), ...)``: the locals the guard identity-matches (``self``, layers;
-    #: see ``pinned_locals``); the recompile limit counts this entry only for calls
-    #: where each is the same object. Empty: it counts for every call
+    #: ``((name, reference), ...)``: the locals the guard identity-matches (``self``,
+    #: layers; see ``pinned_locals``); the recompile limit counts this entry only for
+    #: calls where each is the same object. Empty: it counts for every call
     owner: tuple = ()
     #: which input dimensions are dynamic, which are static and why (``jit_core.shapes``)
     shapes: List[str] = field(default_factory=list)
     #: the outside lists and dicts the code writes back, in words (``explain()``)
     written_back: List[str] = field(default_factory=list)
+    #: ``((name, id), ...)`` of ``owner`` when the entry was added (``CodeCache``)
+    owner_key: tuple = ()
 
     @property
     def built(self) -> Optional[Callable]:
@@ -146,6 +169,7 @@ class CodeCache:
         "dynamic_numbers",
         "dynamic_notes",
         "static_reason",
+        "__weakref__",
     )
 
     def __init__(self):
@@ -160,8 +184,8 @@ class CodeCache:
         #: and the limits reached so far (each is warned about once)
         self.limit_reason: Optional[str] = None
         self.limits_hit: Set[str] = set()
-        #: ``((name, id), ...)`` of an entry's ``owner`` -> how many entries have it; the
-        #: objects live as long as the entries that hold them, so their ids stay theirs
+        #: ``((name, id), ...)`` of an entry's ``owner`` -> how many entries have it; an
+        #: entry whose owner dies is removed (``remove``), so the ids stay theirs
         self._per_owner: Dict[tuple, int] = {}
         self._reset_shapes()
 
@@ -203,8 +227,26 @@ class CodeCache:
     def add(self, entry: CacheEntry) -> None:
         self.entries.append(entry)
         self.hot = tuple((e.guard.fn, e.result) for e in self.entries)
-        key = tuple((name, id(obj)) for name, obj in entry.owner)
+        key = entry.owner_key = tuple((name, id(ref())) for name, ref in entry.owner)
         self._per_owner[key] = self._per_owner.get(key, 0) + 1
+
+    def remove(self, entry: CacheEntry) -> bool:
+        """Drop an entry that can never match again (an object its guard holds weakly
+        died); whether it was here. New containers, not changes to the old ones: another
+        thread may be going through them."""
+        if not any(e is entry for e in self.entries):
+            return False
+        self.entries = [e for e in self.entries if e is not entry]
+        if self.hot is not None:
+            self.hot = tuple((e.guard.fn, e.result) for e in self.entries)
+        per_owner = dict(self._per_owner)
+        left = per_owner.get(entry.owner_key, 0) - 1
+        if left > 0:
+            per_owner[entry.owner_key] = left
+        else:
+            per_owner.pop(entry.owner_key, None)
+        self._per_owner = per_owner
+        return True
 
     def match(self, L: dict, G: dict) -> Optional[FrameResult]:
         """The result of the first entry whose guard passes, or None.

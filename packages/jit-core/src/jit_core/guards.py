@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -24,6 +25,7 @@ from .sources import (
     ClosureSource,
     DefaultSource,
     ItemSource,
+    LocalSource,
     ObjectSource,
     Source,
 )
@@ -298,6 +300,7 @@ class GuardSet:
 
     def build(self, fn_name: str) -> CompiledGuard:
         namer = _Namer()
+        liveness = Liveness()
         #: (source name, expression, spec) of each tensor guarded: what automatic dynamic
         #: shapes compare a later call with
         tensors: List[Tuple[str, str, TensorSpec]] = []
@@ -306,6 +309,8 @@ class GuardSet:
         numbers: List[Tuple[str, str, Any]] = []
         # expression of each identity-matched source, replaced by its constant
         pinned: Dict[str, str] = {}
+        # expression -> object, for identity-matched sources checked through their local
+        weakly_held: Dict[str, Any] = {}
         parts: List[Tuple[str, str]] = []  # (comment, expression)
 
         def expr(src: Source) -> str:
@@ -313,7 +318,7 @@ class GuardSet:
                 return pinned[src.name()]
             if isinstance(src, AttrSource):
                 base = expr(src.base)
-                store = _layer_store(namer.scope.get(base), src.attr)
+                store = _layer_store(weakly_held.get(base, namer.scope.get(base)), src.attr)
                 if store is not None:
                     return f"{base}.{store}[{src.attr!r}]"
                 if src.attr.isidentifier():
@@ -339,7 +344,14 @@ class GuardSet:
             if g.kind == TYPE_MATCH and g.source.name() in typed:
                 continue
             e = expr(g.source)
-            if g.kind == ID_MATCH:
+            if g.kind == ID_MATCH and _held_weakly(g):
+                # a layer passed in: the entry must not keep it (and its weights) alive;
+                # once it dies the check fails and ``liveness`` drops the entry
+                name = namer.obj(weakref.ref(g.value, liveness.died), "w")
+                check = f"{e} is {name}() is not None"
+                parts.append((f"{g.source.name()} is the layer seen at capture", check))
+                weakly_held[e] = g.value
+            elif g.kind == ID_MATCH:
                 name = namer.obj(g.value)
                 parts.append((f"{g.source.name()} is the object seen at capture", f"{e} is {name}"))
                 pinned[g.source.name()] = name
@@ -425,7 +437,38 @@ class GuardSet:
         if self.grad_enabled is not None:
             fn = namer.obj(paddle.is_grad_enabled, "f")
             parts.append(("gradient mode", f"{fn}() is {self.grad_enabled!r}"))
-        return CompiledGuard(fn_name, parts, namer.scope, tensors, numbers)
+        return CompiledGuard(fn_name, parts, namer.scope, tensors, numbers, liveness)
+
+
+def _held_weakly(guard: Guard) -> bool:
+    """Whether an identity-matched object is held by a weak reference: a layer found in
+    a local (an argument, a loop's item), which the caller may drop while the optimized
+    function lives on. Attributes of it are checked through the local, not a constant."""
+    if not isinstance(guard.value, paddle.nn.Layer):
+        return False
+    source = guard.source
+    while isinstance(source, ItemSource):
+        source = source.base
+    return isinstance(source, LocalSource)
+
+
+class Liveness:
+    """Tells a guard's cache entry that an object the guard holds weakly has died: the
+    entry can never match again, and ``then`` (set by the cache that keeps the entry)
+    drops it with its graph and what that holds."""
+
+    __slots__ = ("then", "__weakref__")
+
+    def __init__(self):
+        self.then: Optional[Callable[[], None]] = None
+
+    def died(self, _ref) -> None:
+        then, self.then = self.then, None
+        if then is not None:
+            try:
+                then()
+            except Exception:  # noqa: BLE001 - a weakref callback must not raise
+                pass
 
 
 _guard_counter = itertools.count()
@@ -441,7 +484,9 @@ class CompiledGuard:
         scope: Dict[str, Any],
         tensors: Optional[List[Tuple[str, str, TensorSpec]]] = None,
         numbers: Optional[List[Tuple[str, str, Any]]] = None,
+        liveness: Optional[Liveness] = None,
     ):
+        self.liveness = liveness if liveness is not None else Liveness()
         self.parts = parts
         self.tensors = tensors or []
         self.numbers = numbers or []
@@ -519,6 +564,8 @@ class CompiledGuard:
         out = [self.source.rstrip()]
         for name, value in self.scope.items():
             r = repr(value)
+            if isinstance(value, weakref.ref):
+                r = f"weak reference to {value()!r}"
             if len(r) > 80:
                 r = r[:77] + "..."
             out.append(f"#   {name} = {r}")

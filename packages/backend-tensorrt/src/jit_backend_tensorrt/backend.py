@@ -21,7 +21,7 @@ from jit_core.onnx import (
     live_tensors,
     run_on_paddle,
 )
-from jit_core.shape_dispatch import dynamic_dims, other_sizes
+from jit_core.shape_dispatch import check_other_sizes, dynamic_dims
 
 from . import engine_cache
 from .engine_cache import CACHE, Origin, device_origin, engine_key, timing_cache_key
@@ -104,7 +104,18 @@ def _compile(trt, gm, example_inputs, settings: BuilderSettings) -> TrtGraph:
     if not from_cache:
         validate(compiled, gm, example_inputs, settings)
         if dynamic_dims(gm):
-            _validate_other_size(compiled, gm, example_inputs, settings, profile)
+            names = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+            check_other_sizes(
+                gm,
+                example_inputs,
+                lambda inputs: validate(compiled, gm, inputs, settings),
+                "its engine with dynamic dimensions",
+                # sizes outside the engine's profile run on the paddle backend
+                skip=lambda inputs: any(
+                    outside(profile, n, x.shape) for n, x in zip(names, inputs) if n in profile
+                ),
+                required=False,
+            )
         # only an engine that passed the check is kept
         if key is not None:
             CACHE.put(key, engine_cache.pack(data, origin))
@@ -203,24 +214,3 @@ def validate(compiled: TrtGraph, gm, example_inputs, settings: BuilderSettings) 
         rtol=rtol,
         scaled_atol=scaled_atol,
     )
-
-
-def _validate_other_size(compiled: TrtGraph, gm, example_inputs, settings, profile) -> None:
-    """An engine with dynamic dimensions must also agree with Paddle at a size it was not
-    built at (within its profile); where it does not, jit-core builds per shape."""
-    names = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
-    for inputs in other_sizes(example_inputs, gm):
-        if any(outside(profile, n, x.shape) for n, x in zip(names, inputs) if n in profile):
-            continue
-        try:
-            with paddle.no_grad():
-                gm.forward(*inputs)
-        except Exception:  # noqa: BLE001 - not inputs Paddle takes (dims that go together)
-            continue
-        try:
-            validate(compiled, gm, inputs, settings)
-        except Exception as e:  # noqa: BLE001 - any failure: this engine serves one size
-            raise StaticShapesOnly(
-                f"its engine with dynamic dimensions fails at another size: "
-                f"{type(e).__name__}: {str(e)[:300]}"
-            ) from e

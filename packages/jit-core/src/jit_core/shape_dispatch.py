@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import logging
 import warnings
-from typing import Any, Callable, Dict, Iterator, List, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
+from .errors import StaticShapesOnly
 from .fx import GraphModule
 from .passes.shape_prop import propagate_shapes
 
@@ -142,3 +143,39 @@ def other_sizes(examples: Sequence[Any], gm: GraphModule) -> Iterator[List[Any]]
     if len(singles) > 1:
         for name, d in singles:
             yield _grown(examples, names, {name: [d]})
+
+
+def check_other_sizes(
+    gm: GraphModule,
+    examples: Sequence[Any],
+    check: Callable[[List[Any]], None],
+    what: str,
+    skip: Optional[Callable[[List[Any]], bool]] = None,
+    required: bool = True,
+) -> None:
+    """Check a backend's build with dynamic dimensions at sizes it was not made at:
+    ``check(inputs)`` (raising where the results are wrong) at each of ``other_sizes``
+    that the graph's own code takes (dimensions that must agree, grown alone, give no
+    such size) and ``skip`` does not exclude. A failing check, or no size to check at
+    where ``required``, raises ``StaticShapesOnly`` naming ``what`` (jit-core then builds
+    the graph per shape)."""
+    import paddle
+
+    checked = 0
+    for inputs in other_sizes(examples, gm):
+        if skip is not None and skip(inputs):
+            continue
+        try:
+            with paddle.no_grad():
+                gm.forward(*inputs)
+        except Exception:  # noqa: BLE001 - not inputs Paddle takes
+            continue
+        try:
+            check(inputs)
+        except Exception as e:  # noqa: BLE001 - any failure: the build serves one size
+            raise StaticShapesOnly(
+                f"{what} fails at another size: {type(e).__name__}: {str(e)[:300]}"
+            ) from e
+        checked += 1
+    if required and not checked:
+        raise StaticShapesOnly(f"no other input size to check {what} at")

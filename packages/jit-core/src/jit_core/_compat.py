@@ -7,11 +7,12 @@ this module. Opcode handlers declare their own versions in jit-opcodes instead.
 from __future__ import annotations
 
 import dis
+import functools
 import gc
 import sys
 import types
 import weakref
-from typing import Any, Dict, Iterable, List, Optional
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from bytecode import CellVar, FreeVar, Instr
 
@@ -122,7 +123,14 @@ def code_qualname(code: types.CodeType, func: Optional[types.FunctionType] = Non
 
 def instructions(code) -> List[dis.Instruction]:
     """The instructions of ``code`` without 3.11+ CACHE entries, jump targets as offsets."""
-    return list(dis.get_instructions(code))
+    return list(_instructions(code))
+
+
+# a capture with breaks reads one code's instructions a dozen times (the resume layout of
+# every break); ``dis`` was a seventh of capture time. Bounded: it holds the codes
+@functools.lru_cache(maxsize=128)
+def _instructions(code) -> Tuple[dis.Instruction, ...]:
+    return tuple(dis.get_instructions(code))
 
 
 #: 3.13 made ``Instruction.starts_line`` a bool and put the line in ``line_number``.

@@ -26,7 +26,6 @@ from paddle.framework import core as _core
 from paddle.nn.layer import layers as _layers
 
 from . import _compat
-from .codegen import resume as resume_codes
 from .codegen.frame import GENERATED_CODES
 from .config import Options
 from .convert_frame import FrameCompiler
@@ -420,7 +419,7 @@ class CompileContext:
                         brk.location,
                         brk.instruction,
                         graph_break=True,
-                        resumes=[resume_codes.describe_resume(c) for c in entry.resumes],
+                        resumes=list(entry.resumes),
                         category=brk.category,
                     )
                 )

@@ -8,6 +8,7 @@ from typing import Any, Callable, List, Optional
 
 from .api import OptimizedFunction, OptimizedLayer, _target_codes
 from .codegen.frame import disassemble
+from .codegen.resume import describe_resume
 from .config import Options
 from .errors import UNSUPPORTED
 from .eval_frame import CompileContext
@@ -238,7 +239,7 @@ def explain(fn: Callable, *args, backend: Optional[str] = None, **kwargs) -> Exp
                     ev.break_location,
                     ev.instruction,
                     ev.graph_break,
-                    list(ev.resumes),
+                    [describe_resume(code) for code in ev.resumes],
                     ev.category or UNSUPPORTED,
                 )
             )

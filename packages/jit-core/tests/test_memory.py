@@ -121,12 +121,11 @@ def call_layer(net, x):
     return net(x) * 2
 
 
-@pytest.mark.parametrize("cls", [Net, Breaking], ids=lambda c: c.__name__)
+@pytest.mark.parametrize("cls", [Net, Breaking, Looping], ids=lambda c: c.__name__)
 def test_a_layer_passed_in_is_collected_while_the_optimized_function_lives(cls):
     # the guard (``L['net'] is ___o0``) and the recompile limit's owner held the layer,
     # the entry's graph held its sublayers: every layer ever passed in stayed alive.
-    # (Not yet for Looping: a loop body's graph holds the loop's layer as a submodule,
-    # so the weak check in that body's guard never sees it die.)
+    # (Looping: its loop body's graphs hold the sublayers they call; they go with it)
     fast = jit_core.optimize(call_layer)
     x, neg = inputs()
     after_first = None

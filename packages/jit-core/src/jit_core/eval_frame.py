@@ -41,6 +41,7 @@ from .frame_cache import (
     EAGER_PAST_LIMIT,
     EAGER_PAST_LIMIT_SEEING_CACHES,
     RUN_ORIGINAL,
+    CacheEntry,
     CaptureEvent,
     CodeCache,
     FrameResult,
@@ -200,13 +201,29 @@ def _forget(ctx_ref, cache_ref, entry_ref) -> None:
     """Drop a cache entry whose guard holds a layer that died (``guards.Liveness``): no
     call can match it again, and its graph would keep the layer's weights."""
     ctx, cache, entry = ctx_ref(), cache_ref(), entry_ref()
-    if ctx is None or cache is None or entry is None or not cache.remove(entry):
+    if ctx is None or cache is None or entry is None:
+        return
+    _drop(ctx, cache, entry)
+    # a loop over the layer's sublayers: its body's entries check each sublayer, which
+    # their own graphs hold (so their checks never see it die); they go with the layer.
+    # Another layer sharing that sublayer captures its body again
+    held = {id(v) for v in entry.guard.scope.values() if isinstance(v, paddle.nn.Layer)}
+    for code in entry.resumes:
+        body = ctx.cache.get(code)
+        for other in list(body.entries) if body is not None else ():
+            if other.owner and all(id(ref()) in held for _, ref in other.owner):
+                _drop(ctx, body, other)
+
+
+def _drop(ctx: CompileContext, cache: CodeCache, entry: CacheEntry) -> None:
+    if not cache.remove(entry):
         return
     for event in ctx.events:
         if event.entry is entry:
             event.entry = None
-    if entry.result.code is not None:
-        ctx._entry_functions.pop(entry.result.code, None)
+    for result in (entry.result, entry.result.hooked):
+        if result.code is not None:
+            ctx._entry_functions.pop(result.code, None)
     recompiles_log.info("%s: an entry dropped: a layer its guard checks is gone", entry.code)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, Hashable, Optional
+from typing import Any, Dict, Hashable, Optional, Set
 
 from ..fx import Node
 from .effects import is_pure
@@ -56,11 +56,34 @@ def _freeze(v: Any) -> Optional[Hashable]:
     return (type(v), v)
 
 
+def _outputs(gm) -> Set[Node]:
+    """The nodes the graph's output hands out."""
+    found: Set[Node] = set()
+
+    def visit(v: Any) -> None:
+        if isinstance(v, Node):
+            found.add(v)
+        elif isinstance(v, (tuple, list)):
+            for item in v:
+                visit(item)
+        elif isinstance(v, dict):
+            for item in v.values():
+                visit(item)
+
+    for node in gm.graph.nodes:
+        if node.op == "output":
+            visit(node.args)
+    return found
+
+
 @graph_pass("cse", order=10)
 def common_subexpression_elimination(gm, ctx) -> int:
-    """Compute each pure expression once: later copies use the first result."""
+    """Compute each pure expression once: later copies use the first result, except
+    where both leave the graph: eager gives the frame two tensors, and an update in
+    place of one (after a graph break, or by the caller) must not reach the other."""
     seen: Dict[Hashable, Node] = {}
     merged = 0
+    escaping = _outputs(gm)
     for node in gm.graph.nodes:
         if not is_pure(node):
             continue
@@ -72,6 +95,10 @@ def common_subexpression_elimination(gm, ctx) -> int:
         if first is None:
             seen[key] = node
             continue
+        if node in escaping:
+            if first in escaping:
+                continue
+            escaping.add(first)
         node.replace_all_uses_with(first)
         gm.graph.erase_node(node)
         merged += 1

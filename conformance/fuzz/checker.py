@@ -70,9 +70,11 @@ def same(actual: Any, expected: Any, what: str) -> None:
             if finite.size:
                 atol = max(atol, _tolerance["scaled_atol"] * float(finite.max()))
         try:
-            np.testing.assert_allclose(actual.numpy(), e, rtol=rtol, atol=atol, err_msg=what)
+            np.testing.assert_allclose(actual.numpy(), e, rtol=rtol, atol=atol)
         except AssertionError as err:
-            raise Mismatch(str(err)) from None
+            # NumPy's message starts with an empty line: the first line names the value,
+            # which is what a long run files its failures by
+            raise Mismatch(f"{what}: values differ{err}") from None
     elif isinstance(expected, (list, tuple)):
         if type(actual) is not type(expected) or len(actual) != len(expected):
             raise Mismatch(f"{what}: {_short(actual)} != {_short(expected)}")

@@ -233,6 +233,31 @@ def test_equal_results_that_leave_the_graph_stay_two_tensors(fn, backend):
         assert_same(got[1], expected[1])
 
 
+class HandsOutAConstant(paddle.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.w = self.create_parameter([3])
+
+    def forward(self, x):
+        return self.w * 2.0, x + 1.0
+
+
+def test_a_result_computed_from_parameters_alone_is_new_at_every_call(backend):
+    # with freeze=True, constant folding made self.w * 2.0 one buffer that every call
+    # handed out: the caller's update in place of one result changed the next
+    net = HandsOutAConstant()
+    net.eval()
+    x = paddle.rand([3])
+    with paddle.no_grad():
+        fast = jit_core.optimize(net, backend=backend, freeze=True)
+        first = fast(x)[0]
+        expected = net(x)[0]
+        first.add_(paddle.ones([3]))
+        second = fast(x)[0]
+        assert second is not first
+        assert_same(second, expected)
+
+
 def test_update_does_not_move_past_a_fusion(backend):
     def f(x, w, b, z):
         y = x * 1.0

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, Hashable, Optional, Set
+from typing import Any, Dict, Hashable, Optional
 
 from ..fx import Node
-from .effects import is_pure
+from .effects import is_pure, leaving
 from .manager import graph_pass
 
 
@@ -56,26 +56,6 @@ def _freeze(v: Any) -> Optional[Hashable]:
     return (type(v), v)
 
 
-def _outputs(gm) -> Set[Node]:
-    """The nodes the graph's output hands out."""
-    found: Set[Node] = set()
-
-    def visit(v: Any) -> None:
-        if isinstance(v, Node):
-            found.add(v)
-        elif isinstance(v, (tuple, list)):
-            for item in v:
-                visit(item)
-        elif isinstance(v, dict):
-            for item in v.values():
-                visit(item)
-
-    for node in gm.graph.nodes:
-        if node.op == "output":
-            visit(node.args)
-    return found
-
-
 @graph_pass("cse", order=10)
 def common_subexpression_elimination(gm, ctx) -> int:
     """Compute each pure expression once: later copies use the first result, except
@@ -83,7 +63,7 @@ def common_subexpression_elimination(gm, ctx) -> int:
     place of one (after a graph break, or by the caller) must not reach the other."""
     seen: Dict[Hashable, Node] = {}
     merged = 0
-    escaping = _outputs(gm)
+    escaping = leaving(gm)
     for node in gm.graph.nodes:
         if not is_pure(node):
             continue

@@ -9,9 +9,15 @@ A node whose value an in-place update changes later (``meta["mutated"]``, set by
 capture on the updated tensor and on every node it is a view of) is not pure either: it
 must not be merged with an equal node (the update would reach both), computed ahead of
 time (the update would change the folded constant) nor moved past the update.
+
+A node whose value leaves the graph (``leaving``) may be updated outside it: after a
+graph break, or by the caller. Two such nodes stay two tensors, and such a node is not
+folded into a constant that every call would hand out again.
 """
 
 from __future__ import annotations
+
+from typing import Any, Set
 
 from ..fx import Node
 from ..fx.graph import _is_impure
@@ -79,3 +85,23 @@ def is_pure(node: Node) -> bool:
 def is_mutated(node: Node) -> bool:
     """Whether an in-place update changes this node's value after it is computed."""
     return bool(node.meta.get("mutated"))
+
+
+def leaving(gm) -> Set[Node]:
+    """The nodes whose values the graph's output hands out."""
+    found: Set[Node] = set()
+
+    def visit(v: Any) -> None:
+        if isinstance(v, Node):
+            found.add(v)
+        elif isinstance(v, (tuple, list)):
+            for item in v:
+                visit(item)
+        elif isinstance(v, dict):
+            for item in v.values():
+                visit(item)
+
+    for node in gm.graph.nodes:
+        if node.op == "output":
+            visit(node.args)
+    return found

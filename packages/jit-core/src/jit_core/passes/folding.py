@@ -16,7 +16,7 @@ import paddle
 import paddle.nn.functional as F
 
 from ..fx import Node
-from .effects import is_pure
+from .effects import is_pure, leaving
 from .manager import graph_pass
 
 #: a folded value may be this many times larger than its inputs (a broadcast or an expand
@@ -57,6 +57,9 @@ def fold_constants(gm, ctx) -> int:
     values: Dict[Node, Any] = {}
     folded = 0
     graph = gm.graph
+    # a constant handed out would be one tensor for every call: the caller's update in
+    # place of one result would change the next (eager makes a new one each call)
+    out = leaving(gm)
     for node in graph.nodes:
         if node.op == "get_attr":
             value = _resolve(gm, node.target)
@@ -64,6 +67,8 @@ def fold_constants(gm, ctx) -> int:
                 values[node] = value
             continue
         if node.op not in ("call_function", "call_method") or not is_pure(node):
+            continue
+        if node in out:
             continue
         inputs = node.all_input_nodes
         if any(i not in values for i in inputs):

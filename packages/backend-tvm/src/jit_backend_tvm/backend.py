@@ -33,6 +33,7 @@ from jit_core.onnx import (
     OnnxExportError,
     check_against_paddle,
     export_onnx,
+    input_free_outputs,
     lift_parameters,
     live_tensors,
     require,
@@ -779,6 +780,9 @@ class TvmGraph:
         # paddle2onnx gives 0-D results the shape [1]: put Paddle's shape back (with
         # dynamic dimensions, only where it holds at every size)
         self._shapes = restored_shapes(gm)
+        # TVM folds a result of parameters alone into a constant of the library, and
+        # the VM hands out that constant's memory at every call
+        self._copied = input_free_outputs(gm)
 
     def __call__(self, *tensors):
         args = []
@@ -796,8 +800,8 @@ class TvmGraph:
             out = self._main(*args)
             outs = list(out) if not hasattr(out, "shape") else [out]
             return tuple(
-                _to_paddle(o, s, d, _inside(o, spans))
-                for o, s, d in zip(outs, self._shapes, self._dtypes)
+                _to_paddle(o, s, d, copy or _inside(o, spans))
+                for o, s, d, copy in zip(outs, self._shapes, self._dtypes, self._copied)
             )
 
     def _param(self, ref: str):

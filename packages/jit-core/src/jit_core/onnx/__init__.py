@@ -6,7 +6,13 @@ ONNX-based backends register as unavailable with that reason: paddle2onnx 2.x ha
 for Python 3.13).
 """
 
-from .check import check_against_paddle, graph_operators, restored_shapes, run_on_paddle
+from .check import (
+    check_against_paddle,
+    graph_operators,
+    input_free_outputs,
+    restored_shapes,
+    run_on_paddle,
+)
 from .export import (
     DEFAULT_OPSET,
     EXPORT_REVISION,
@@ -26,6 +32,7 @@ __all__ = [
     "check_against_paddle",
     "export_onnx",
     "graph_operators",
+    "input_free_outputs",
     "installed_version",
     "lift_parameters",
     "live_tensors",

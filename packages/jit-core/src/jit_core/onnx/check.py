@@ -95,3 +95,24 @@ def restored_shapes(gm) -> List[Optional[List[int]]]:
     if dynamic_dims(gm):
         shapes = [s if s == [] else None for s in shapes]
     return shapes
+
+
+def input_free_outputs(gm) -> List[bool]:
+    """For each graph output, whether it reads no graph input (computed from parameters
+    and constants alone). A backend may compute such a result once, when it builds, and
+    hand out the same memory on every call: it must be copied before the caller can
+    update it in place (eager makes a new tensor at each call)."""
+    from ..fx import Node
+
+    out = gm.graph.nodes[-1].args[0]
+    out = out if isinstance(out, (tuple, list)) else (out,)
+    reads: dict = {}
+
+    def reads_input(node: Node) -> bool:
+        known = reads.get(node)
+        if known is None:
+            known = node.op == "placeholder" or any(reads_input(n) for n in node.all_input_nodes)
+            reads[node] = known
+        return known
+
+    return [not (isinstance(n, Node) and reads_input(n)) for n in out]

@@ -6,7 +6,7 @@ paddle backend instead (``run_on_paddle``)."""
 from __future__ import annotations
 
 import warnings
-from typing import Callable, List, Optional, Sequence, Type
+from typing import Callable, Dict, List, Optional, Sequence, Type
 
 import numpy as np
 
@@ -89,9 +89,7 @@ def restored_shapes(gm) -> List[Optional[List[int]]]:
     where the example's was [3, 5], must not be bent into the example's shape)."""
     from ..shape_dispatch import dynamic_dims
 
-    out = gm.graph.nodes[-1].args[0]
-    out = out if isinstance(out, (tuple, list)) else (out,)
-    shapes = [getattr(n, "meta", {}).get("shape") for n in out]
+    shapes = [getattr(n, "meta", {}).get("shape") for n in _outputs(gm)]
     if dynamic_dims(gm):
         shapes = [s if s == [] else None for s in shapes]
     return shapes
@@ -104,15 +102,14 @@ def input_free_outputs(gm) -> List[bool]:
     update it in place (eager makes a new tensor at each call)."""
     from ..fx import Node
 
+    # one pass in graph order (inputs come before their users): no recursion, which a
+    # long chain of nodes would take past Python's limit
+    reads: Dict[Node, bool] = {}
+    for node in gm.graph.nodes:
+        reads[node] = node.op == "placeholder" or any(reads[n] for n in node.all_input_nodes)
+    return [not (isinstance(n, Node) and reads[n]) for n in _outputs(gm)]
+
+
+def _outputs(gm) -> tuple:
     out = gm.graph.nodes[-1].args[0]
-    out = out if isinstance(out, (tuple, list)) else (out,)
-    reads: dict = {}
-
-    def reads_input(node: Node) -> bool:
-        known = reads.get(node)
-        if known is None:
-            known = node.op == "placeholder" or any(reads_input(n) for n in node.all_input_nodes)
-            reads[node] = known
-        return known
-
-    return [not (isinstance(n, Node) and reads_input(n)) for n in out]
+    return tuple(out) if isinstance(out, (tuple, list)) else (out,)

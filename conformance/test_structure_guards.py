@@ -132,3 +132,44 @@ def test_other_layers_under_one_attribute_name_never_share_a_compiled_graph(seco
         net = Wrapped(act)
         net.eval()
         assert_same(jit_core.optimize(net, backend=backend)(x), net(x))
+
+
+class Block(paddle.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.inner = paddle.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.inner(x) * 2
+
+
+class Outer(paddle.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.block = Block()
+        self.head = paddle.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.head(self.block(x))
+
+
+@pytest.mark.parametrize("where", ["block", "block.inner", "head"])
+def test_a_hook_registered_after_the_capture_runs(where, backend):
+    # the forward of a user layer is inlined into its parent's graph: a hook added to it
+    # later was never run (the graph skipped its Layer.__call__)
+    paddle.seed(11)
+    net = Outer()
+    net.eval()
+    x = paddle.rand([2, 4])
+    fast = jit_core.optimize(net, backend=backend)
+    for _ in range(2):
+        assert_same(fast(x), net(x))
+    layer = net
+    for name in where.split("."):
+        layer = getattr(layer, name)
+    pre = layer.register_forward_pre_hook(lambda _, args: (args[0] * 3,))
+    post = layer.register_forward_post_hook(lambda _, args, out: out + 1)
+    assert_same(fast(x), net(x))
+    pre.remove()
+    post.remove()
+    assert_same(fast(x), net(x))

@@ -43,6 +43,8 @@ DICT_KEYS = "DICT_KEYS"
 #: whether an object has an attribute (``getattr(obj, name, default)``, ``hasattr``): the
 #: guard's source is ``AttrSource(obj, name)``, its value the answer at capture
 HASATTR = "HASATTR"
+#: a layer without forward hooks: what a capture of its call relied on
+NO_HOOKS = "NO_HOOKS"
 
 # Ordered so that an object's identity is checked before anything read through it.
 _KIND_ORDER = {
@@ -52,6 +54,7 @@ _KIND_ORDER = {
     LEN_MATCH: 2,
     HASATTR: 2,
     DICT_KEYS: 3,
+    NO_HOOKS: 3,
     CONSTANT_MATCH: 4,
     TENSOR_MATCH: 5,
 }
@@ -396,6 +399,9 @@ class GuardSet:
             elif g.kind == HASATTR:
                 check = f"hasattr({expr(g.source.base)}, {g.source.attr!r}) is {bool(g.value)!r}"
                 parts.append(("attribute presence", check))
+            elif g.kind == NO_HOOKS:
+                hooks = f"{e}._forward_pre_hooks or {e}._forward_post_hooks"
+                parts.append(("no forward hooks", f"not ({hooks})"))
             elif g.kind == LEN_MATCH:
                 tname = namer.obj(type(g.value), "t")
                 parts.append(("container", f"type({e}) is {tname} and len({e}) == {len(g.value)}"))

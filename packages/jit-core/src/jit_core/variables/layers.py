@@ -25,10 +25,11 @@ def is_leaf_layer(layer: paddle.nn.Layer) -> bool:
     return type(layer).__module__.startswith("paddle.nn.")
 
 
+_HOOK_DICTS = ("_forward_pre_hooks", "_forward_post_hooks")
+
+
 def _has_hooks(layer: paddle.nn.Layer) -> bool:
-    return bool(getattr(layer, "_forward_pre_hooks", None)) or bool(
-        getattr(layer, "_forward_post_hooks", None)
-    )
+    return any(getattr(layer, hooks, None) for hooks in _HOOK_DICTS)
 
 
 class LayerVariable(VariableTracker):
@@ -176,6 +177,9 @@ class LayerVariable(VariableTracker):
                 f"{self.describe()} has forward hooks; they are not captured yet",
                 category=UNTRACED_CALL,
             )
+        # the graph does what the forward does (inlined, or exported with the graph): a
+        # hook registered later must reach a new capture
+        tx.output.guards.add(self.source, guards.NO_HOOKS)
         return self._forward(tx, args, kwargs)
 
     def _forward(self, tx, args, kwargs):

@@ -32,6 +32,7 @@ X = paddle.ones([2])
         ({"freeze": 1}, TypeError, "freeze must be True or False, got 1"),
         ({"debug": "x"}, TypeError, "debug must be None, True or False, got 'x'"),
         ({"dynamic": "x"}, TypeError, "dynamic must be None, True or False, got 'x'"),
+        ({"share_layers": None}, TypeError, "share_layers must be True or False, got None"),
         ({"bogus": 1}, TypeError, "backend 'paddle' takes no option 'bogus'; its options: mode"),
     ],
 )

@@ -128,8 +128,8 @@ def test_a_layer_passed_in_is_collected_while_the_optimized_function_lives(cls):
     # (Looping: its loop body's graphs hold the sublayers they call; they go with it)
     fast = jit_core.optimize(call_layer)
     x, neg = inputs()
-    after_first = None
-    for _ in range(3):
+    steady = None
+    for i in range(4):
         net = cls()
         net.eval()
         expected = [call_layer(net, x).numpy(), call_layer(net, neg).numpy()]
@@ -143,10 +143,14 @@ def test_a_layer_passed_in_is_collected_while_the_optimized_function_lives(cls):
         # is left (the code after a break, which never saw the layer) serves the next
         entries = [e for c in fast._ctx.cache.values() for e in c.entries]
         assert not any(e.owner for e in entries)
+        # the second layer is another instance of the first's class: the captures from
+        # then on serve every instance (``ShapePolicy.shares_layer``) and stay
         now = live(JIT_TYPES)
-        after_first = after_first or now
-        assert now == after_first
-    assert fast.jit_stats.compiled >= 3
+        if i == 1:
+            steady = now
+        elif i > 1:
+            assert now == steady
+    assert fast.jit_stats.compiled >= 2
 
 
 def test_an_entry_for_a_dead_layer_never_matches_a_new_one_at_its_address():

@@ -228,10 +228,11 @@ def per_block_frames(stats, n: int) -> list:
     return keys
 
 
-def test_twelve_instances_of_one_block_do_not_go_eager():
+@pytest.mark.parametrize("share", [True, False], ids=["shared", "bound"])
+def test_twelve_instances_of_one_block_do_not_go_eager(share):
     paddle.seed(2)
     net = Stack()
-    fast = jit_core.optimize(net)
+    fast = jit_core.optimize(net, share_layers=share)
     x = paddle.randn([2, 8])
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
@@ -240,7 +241,8 @@ def test_twelve_instances_of_one_block_do_not_go_eager():
     assert limit_warnings(record) == []
     stats = fast.jit_stats
     assert not [r for r in stats.eager_frames.values() if "recompile limit" in r], stats
-    per_block_frames(stats, 12)
+    # shared: the first block's entry and the one the other eleven share; bound: one each
+    per_block_frames(stats, 2 if share else 12)
     captures = stats.captures
     close(fast(x), net(x))
     assert fast.jit_stats.captures == captures
@@ -249,7 +251,9 @@ def test_twelve_instances_of_one_block_do_not_go_eager():
 def test_the_limit_counts_per_self_and_the_total_caps_them_all():
     paddle.seed(3)
     net = Stack(n=3)
-    fast = jit_core.optimize(net, recompile_limit=2, accumulated_recompile_limit=5)
+    fast = jit_core.optimize(
+        net, recompile_limit=2, accumulated_recompile_limit=5, share_layers=False
+    )
     xs = [paddle.randn([n, 8]) for n in (1, 2, 3)]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -278,7 +282,7 @@ def test_the_limit_counts_per_self_and_the_total_caps_them_all():
 def test_each_self_reaches_its_own_limit():
     paddle.seed(4)
     net = Stack(n=2)
-    fast = jit_core.optimize(net, recompile_limit=1)
+    fast = jit_core.optimize(net, recompile_limit=1, share_layers=False)
     xs = [paddle.randn([n, 8]) for n in (1, 2)]
     close(fast(xs[0]), net(xs[0]))  # each block: one entry, its limit
     keys = per_block_frames(fast.jit_stats, 2)
@@ -305,7 +309,7 @@ def test_the_limit_counts_per_layer_passed_in():
 
     paddle.seed(5)
     layers = [paddle.nn.Linear(8, 8) for _ in range(4)]
-    fast = jit_core.optimize(apply, recompile_limit=2)
+    fast = jit_core.optimize(apply, recompile_limit=2, share_layers=False)
     x = paddle.randn([2, 8])
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")

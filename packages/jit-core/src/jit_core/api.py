@@ -273,7 +273,11 @@ def optimize(
     model); ``debug=True`` lints the graph after every pass. ``dynamic`` (dynamic shapes,
     see ``jit_core.shapes``): ``None`` makes a dimension dynamic once a change of its size
     causes a recompile, ``True`` makes every dimension dynamic from the start, ``False``
-    none. Every other keyword goes to the backend. A backend that is installed but cannot
+    none. ``share_layers`` (default True): once another instance of a layer's class reaches
+    a frame captured for one (twelve blocks of a class whose forward breaks), the next
+    capture serves every instance, with their parameters as graph inputs; ``False`` (and
+    ``freeze=True``) keeps each capture bound to its instances. Every other keyword goes
+    to the backend. A backend that is installed but cannot
     run here raises ``BackendUnavailableError`` with the reason; with ``fallback=True`` (an
     option the backend takes) everything runs on the ``paddle`` backend instead, with one
     warning.

@@ -38,7 +38,8 @@ def check_backend_options(backend, options: Dict[str, Any]) -> None:
         raise TypeError(
             f"backend {backend.name!r} takes no option {', '.join(map(repr, unknown))}; its "
             f"options: {', '.join(accepted) or 'none'} (jit_core's own: recompile_limit, "
-            "accumulated_recompile_limit, passes, disable_passes, freeze, debug, dynamic)"
+            "accumulated_recompile_limit, passes, disable_passes, freeze, debug, dynamic, "
+            "share_layers)"
         )
 
 
@@ -65,6 +66,11 @@ class Options:
     #: dynamic shapes (``jit_core.shapes``): None makes a dimension dynamic when its size
     #: changing causes a recompile, True every dimension from the start, False none
     dynamic: Optional[bool] = None
+    #: once another instance of a layer's class reaches a code captured for one, the next
+    #: capture serves every instance, its parameters graph inputs
+    #: (``ShapePolicy.shares_layer``); False keeps every capture bound to its instances,
+    #: as ``freeze=True`` does (frozen parameters are folded into each instance's graph)
+    share_layers: bool = True
 
     @classmethod
     def from_kwargs(cls, backend: str, full_graph: bool, options: Dict[str, Any]) -> Options:
@@ -102,6 +108,9 @@ class Options:
         dynamic = opts.pop("dynamic", None)
         if dynamic not in (None, True, False):
             raise TypeError(f"dynamic must be None, True or False, got {dynamic!r}")
+        share_layers = opts.pop("share_layers", True)
+        if not isinstance(share_layers, bool):
+            raise TypeError(f"share_layers must be True or False, got {share_layers!r}")
         return cls(
             backend=backend,
             full_graph=full_graph,
@@ -113,4 +122,5 @@ class Options:
             freeze=freeze,
             debug=debug,
             dynamic=dynamic,
+            share_layers=share_layers and not freeze,
         )

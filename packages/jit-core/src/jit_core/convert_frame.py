@@ -32,7 +32,7 @@ from .passes.effects import is_random, target_name
 from .passes.manager import PassContext, PassManager, PassRecord
 from .passes.manager import op_count as op_count_of
 from .shape_dispatch import PerShape
-from .shapes import ShapePolicy, SpecializeShapes, describe_dims
+from .shapes import ShapePolicy, SpecializeLayers, SpecializeShapes, describe_dims
 
 if TYPE_CHECKING:  # pragma: no cover
     from .eval_frame import CompileContext
@@ -377,6 +377,14 @@ class FrameCompiler:
             policy = ShapePolicy(self.options.dynamic)
         policy.number_inputs = self.backend.number_inputs
         try:
+            return self._capture_shapes(frame, code, policy)
+        except SpecializeLayers as e:
+            policy.layer_reason = e.reason
+            recompiles_log.info("%s: bound to its layer instances: %s", code.co_name, e.reason)
+            return self._capture_shapes(frame, code, policy)
+
+    def _capture_shapes(self, frame, code: types.CodeType, policy: ShapePolicy) -> CacheEntry:
+        try:
             return self._capture(frame, code, policy)
         except SpecializeShapes as e:
             policy.static_reason = e.reason
@@ -529,6 +537,7 @@ class FrameCompiler:
             graph_break=stop,
             resumes=resumes,
             owner=owner,
+            shared_layers=frozenset(policy.layers) if policy.layer_reason is None else frozenset(),
             shapes=_shape_notes(traced.output, policy),
             written_back=[
                 side_effects.describe(c)

@@ -370,9 +370,17 @@ class CompileContext:
                 if self.options.dynamic is None:
                     for note in cache.mark_changed_sizes(L, G):
                         recompiles_log.info("%s: %s", code.co_name, note)
+                if self.options.share_layers:
+                    for note in cache.mark_other_instances(L, G):
+                        recompiles_log.info("%s: %s", code.co_name, note)
             location = _location(code)
             policy = ShapePolicy(
-                self.options.dynamic, cache.dynamic_dims, cache.static_reason, cache.dynamic_numbers
+                self.options.dynamic,
+                cache.dynamic_dims,
+                cache.static_reason,
+                cache.dynamic_numbers,
+                cache.shared_layers,
+                cache.layer_reason,
             )
             try:
                 entry = self.compiler.capture(frame, code, policy)
@@ -416,6 +424,11 @@ class CompileContext:
                 return RUN_ORIGINAL
             if policy.static_reason is not None and cache.static_reason is None:
                 cache.static_reason = policy.static_reason
+            if policy.layer_reason is not None and cache.layer_reason is None:
+                cache.layer_reason = policy.layer_reason
+                cache.dynamic_notes.append(
+                    f"captures stay bound to their layer instances: {policy.layer_reason}"
+                )
             cache.add(entry)
             entry.guard.liveness.then = functools.partial(
                 _forget, weakref.ref(self), weakref.ref(cache), weakref.ref(entry)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import types
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Set
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Set
 
 import paddle
 
@@ -146,12 +146,21 @@ class CacheEntry:
     written_back: List[str] = field(default_factory=list)
     #: ``((name, id), ...)`` of ``owner`` when the entry was added (``CodeCache``)
     owner_key: tuple = ()
+    #: source names of the layers this entry serves every instance of
+    #: (``ShapePolicy.shares_layer``)
+    shared_layers: FrozenSet[str] = frozenset()
 
     @property
     def built(self) -> Optional[Callable]:
         """What runs the graph now: the backend's own callable, without the wrapper that
         checks its first run (``convert_frame.CheckedFirstRun``)."""
         return getattr(self.compiled, "built", self.compiled)
+
+
+def _reads_through(check: str, name: str) -> bool:
+    """Whether a guard's check reads something through the source ``name`` (beyond its
+    type)."""
+    return name in check and not check.startswith(f"type({name}) is ")
 
 
 class CodeCache:
@@ -169,6 +178,8 @@ class CodeCache:
         "dynamic_numbers",
         "dynamic_notes",
         "static_reason",
+        "shared_layers",
+        "layer_reason",
         "__weakref__",
     )
 
@@ -198,6 +209,40 @@ class CodeCache:
         self.dynamic_notes: List[str] = []
         #: why this code's captures keep every dimension static (``shapes``)
         self.static_reason: Optional[str] = None
+        #: source names of layers another instance of whose class came here: captures
+        #: from then on serve every instance (``ShapePolicy.shares_layer``)
+        self.shared_layers: Set[str] = set()
+        #: why this code's captures stay bound to their layer instances
+        self.layer_reason: Optional[str] = None
+
+    def mark_other_instances(self, L: dict, G: dict) -> List[str]:
+        """Layers of this call that are other instances of the class an entry was
+        captured for (twelve blocks of one class, each its own frame): the next capture
+        serves them all; returns what was marked, in words."""
+        if self.layer_reason is not None:
+            return []
+        for entry in self.entries:
+            failed = entry.guard.first_failure(L, G) if entry.shared_layers else None
+            if failed is not None and any(_reads_through(failed, n) for n in entry.shared_layers):
+                # the instances differ in what the shared capture read (a size, a flag):
+                # bound to their instances, each gets its own budget of recompiles
+                self.layer_reason = f"its instances differ in what it read: {failed}"
+                note = f"captures stay bound to their layer instances: {self.layer_reason}"
+                self.dynamic_notes.append(note)
+                return [note]
+        marked = []
+        for entry in self.entries:
+            for name, cls in entry.guard.changed_layers(L, G):
+                if name in self.shared_layers:
+                    continue
+                self.shared_layers.add(name)
+                note = (
+                    f"{name} is shared by every {cls.__qualname__}: another instance came, "
+                    "so its parameters are graph inputs"
+                )
+                self.dynamic_notes.append(note)
+                marked.append(note)
+        return marked
 
     def mark_changed_sizes(self, L: dict, G: dict) -> List[str]:
         """Automatic dynamic shapes: the dimensions of guarded tensors whose size differs

@@ -268,6 +268,9 @@ class GuardSet:
         #: capture relied on about lists and dicts it reached twice or mutated
         #: (``executor.side_effects``)
         self.identities: Dict[Tuple[str, str], Tuple[Source, Source, bool]] = {}
+        #: called with every guard added before it is kept (it may raise): how a capture
+        #: shared between layer instances refuses a guard bound to one of them
+        self.check: Optional[Callable[[Guard], None]] = None
 
     def add_identity(self, a: Source, b: Source, same: bool) -> None:
         key = tuple(sorted((a.name(), b.name())))
@@ -280,6 +283,8 @@ class GuardSet:
         if source is None:
             return
         g = Guard(source, kind, value)
+        if self.check is not None:
+            self.check(g)
         self._guards.setdefault(g.key(), g)
 
     def __len__(self) -> int:
@@ -310,6 +315,9 @@ class GuardSet:
         #: (source name, expression, value) of each int or float pinned: what automatic
         #: dynamic numbers compare a later call with
         numbers: List[Tuple[str, str, Any]] = []
+        #: (source name, expression, weak reference, type) of each layer held weakly:
+        #: what sharing a capture between instances compares a later call with
+        layers: List[Tuple[str, str, Any, type]] = []
         # expression of each identity-matched source, replaced by its constant
         pinned: Dict[str, str] = {}
         # expression -> object, for identity-matched sources checked through their local
@@ -350,8 +358,10 @@ class GuardSet:
             if g.kind == ID_MATCH and _held_weakly(g):
                 # a layer passed in: the entry must not keep it (and its weights) alive;
                 # once it dies the check fails and ``liveness`` drops the entry
-                name = namer.obj(weakref.ref(g.value, liveness.died), "w")
+                ref = weakref.ref(g.value, liveness.died)
+                name = namer.obj(ref, "w")
                 check = f"{e} is {name}() is not None"
+                layers.append((g.source.name(), e, ref, type(g.value)))
                 parts.append((f"{g.source.name()} is the layer seen at capture", check))
                 weakly_held[e] = g.value
             elif g.kind == ID_MATCH:
@@ -443,7 +453,7 @@ class GuardSet:
         if self.grad_enabled is not None:
             fn = namer.obj(paddle.is_grad_enabled, "f")
             parts.append(("gradient mode", f"{fn}() is {self.grad_enabled!r}"))
-        return CompiledGuard(fn_name, parts, namer.scope, tensors, numbers, liveness)
+        return CompiledGuard(fn_name, parts, namer.scope, tensors, numbers, liveness, layers)
 
 
 def _held_weakly(guard: Guard) -> bool:
@@ -491,8 +501,10 @@ class CompiledGuard:
         tensors: Optional[List[Tuple[str, str, TensorSpec]]] = None,
         numbers: Optional[List[Tuple[str, str, Any]]] = None,
         liveness: Optional[Liveness] = None,
+        layers: Optional[List[Tuple[str, str, Any, type]]] = None,
     ):
         self.liveness = liveness if liveness is not None else Liveness()
+        self.layers = layers or []
         self.parts = parts
         self.tensors = tensors or []
         self.numbers = numbers or []
@@ -552,6 +564,19 @@ class CompiledGuard:
             # the same NaN is no change, a zero of the other sign is one
             if type(now) is type(was) and exact_key(now) != exact_key(was):
                 changed.append((name, was, now))
+        return changed
+
+    def changed_layers(self, L, G) -> List[Tuple[str, type]]:
+        """``(source name, class)`` of every layer held weakly that is another instance of
+        its class in this call: what a capture shared between instances serves next."""
+        changed = []
+        for name, e, ref, cls in self.layers:
+            try:
+                now = eval(e, dict(self.scope), {"L": L, "G": G})
+            except Exception:  # noqa: BLE001 - gone: not another instance
+                continue
+            if type(now) is cls and now is not ref():
+                changed.append((name, cls))
         return changed
 
     def first_failure(self, L, G) -> Optional[str]:

@@ -52,6 +52,16 @@ class SpecializeShapes(Exception):
         self.reason = reason
 
 
+class SpecializeLayers(Exception):
+    """A capture that serves every instance of a layer class (``ShapePolicy.shares_layer``)
+    met something that belongs to one instance only: capture the frame again bound to
+    the instances of this call. Not an ``Unsupported``: it must not become a graph break."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
 def _dims(t: Any, dim, what: str) -> Tuple[int, ...]:
     import paddle
 
@@ -109,6 +119,8 @@ class ShapePolicy:
         automatic: Optional[Dict[str, Set[int]]] = None,
         static_reason: Optional[str] = None,
         numbers: Optional[Set[str]] = None,
+        layers: Optional[Set[str]] = None,
+        layer_reason: Optional[str] = None,
     ):
         #: ``optimize(dynamic=...)``
         self.dynamic = dynamic
@@ -125,6 +137,26 @@ class ShapePolicy:
         self.static_reason = static_reason
         #: what the capture decided, for ``explain()``: (source name, dim, why static)
         self.specialized: list = []
+        #: source names of the locals holding a layer where another instance of its class
+        #: came to this code: the capture serves every instance (``shares_layer``)
+        self.layers = layers or set()
+        #: set when this code's captures stay bound to their layer instances (an earlier
+        #: shared capture met something of one instance only)
+        self.layer_reason = layer_reason
+
+    def shares_layer(self, source: Any) -> bool:
+        """Whether ``source`` is, or is read through, a layer that this capture shares
+        between the instances of its class: its type and everything read through it are
+        guarded instead of its identity, its parameters and buffers are graph inputs, and
+        Paddle's own layers in it are inlined (a call_module node would bind one instance).
+        """
+        if not self.layers or self.layer_reason is not None:
+            return False
+        while source is not None:
+            if source.name() in self.layers:
+                return True
+            source = getattr(source, "base", None)
+        return False
 
     def number_is_input(self, source_name: str) -> bool:
         """Whether the int or float read from ``source_name`` is an input of the graph (a

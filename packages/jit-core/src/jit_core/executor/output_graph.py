@@ -10,8 +10,10 @@ end of the capture.
 
 from __future__ import annotations
 
+import enum
 import keyword
 import operator
+import types
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import paddle
@@ -145,6 +147,10 @@ def _tensors_in(v: VariableTracker) -> List[TensorVariable]:
     return found
 
 
+#: what an identity guard may pin in a capture shared between layer instances
+_SHARED_KINDS = (types.FunctionType, type, types.ModuleType, enum.Enum)
+
+
 def _identifier(hint: str) -> str:
     name = "".join(c if c.isalnum() or c == "_" else "_" for c in hint) or "v"
     if name[0].isdigit():
@@ -170,6 +176,8 @@ class OutputGraph:
         #: (``shape_infer``), filled when a capture first needs one
         self.static_shapes: Dict[Any, Optional[List[int]]] = {}
         self.guards = guards.GuardSet()
+        if self.shape_policy.layers:
+            self.guards.check = self._refuse_one_instance
         #: lists and dicts from outside the frame: one tracker per object, and those the
         #: captured code mutates (written back after the graph)
         self.side_effects = SideEffects(self.guards)
@@ -187,6 +195,23 @@ class OutputGraph:
         #: ``no_grad``-style blocks open at this point of the capture (innermost last)
         self.entry_grad_mode = paddle.is_grad_enabled()
         self._grad_modes: List[bool] = []
+
+    def _refuse_one_instance(self, guard: guards.Guard) -> None:
+        """In a capture shared between layer instances, an identity guard through a shared
+        layer pins what belongs to one instance (an object of its own): that capture
+        cannot serve the others, so the frame is captured bound to its instances."""
+        if guard.kind != guards.ID_MATCH or not self.shape_policy.shares_layer(guard.source):
+            return
+        value = guard.value
+        if isinstance(value, _SHARED_KINDS) and not isinstance(value, paddle.nn.Layer):
+            return  # the same function, class or module for every instance
+        if isinstance(value, types.BuiltinFunctionType) and isinstance(
+            getattr(value, "__self__", None), (types.ModuleType, type(None))
+        ):
+            return
+        raise shapes.SpecializeLayers(
+            f"{guard.source.name()} is an object of one instance ({type(value).__name__})"
+        )
 
     # ------------------------------------------------------------ gradient mode
     def grad_mode(self) -> bool:
@@ -237,11 +262,13 @@ class OutputGraph:
         return var
 
     # ------------------------------------------------------------ inputs and attributes
-    def add_input(self, tx, tensor, source: Source) -> TensorVariable:
+    def add_input(self, tx, tensor, source: Source, static: bool = False) -> TensorVariable:
+        """A tensor of the frame read by the graph as an input; ``static``: its dimensions
+        are never dynamic (a parameter of a layer shared between instances)."""
         key = source.name()
         if key in self._input_by_source:
             return self._input_by_source[key]
-        dynamic = self.shape_policy.dims_for(key, tensor)
+        dynamic = {} if static else self.shape_policy.dims_for(key, tensor)
         self.guards.add(source, guards.TENSOR_MATCH, guards.TensorSpec.of(tensor, dynamic))
         node = self._placeholder(source)
         self._set_meta(node, tensor)

@@ -89,6 +89,9 @@ def _wrap(tx, value: Any, source: Optional[Source], owned_by_layer: bool) -> Var
     if is_tensor(value):
         if tx is None:
             raise Unsupported("a tensor constant without a source", category=INTERNAL)
+        if source is not None and tx.output.shape_policy.shares_layer(source):
+            # of a layer whose capture serves every instance: each call's own tensor
+            return tx.output.add_input(tx, value, source, static=True)
         if isinstance(value, _Parameter) or owned_by_layer or source is None:
             # Parameters and buffers are read live from their layer, not passed as inputs.
             _guard(tx, source, guards.ID_MATCH, value)
@@ -118,7 +121,10 @@ def _wrap(tx, value: Any, source: Optional[Source], owned_by_layer: bool) -> Var
             var.guard_on_use(tx.output.guards, guards.CONSTANT_MATCH)
         return var
     if isinstance(value, paddle.nn.Layer):
-        _guard(tx, source, guards.ID_MATCH, value)
+        if tx is not None and source is not None and tx.output.shape_policy.shares_layer(source):
+            _guard(tx, source, guards.TYPE_MATCH, type(value))
+        else:
+            _guard(tx, source, guards.ID_MATCH, value)
         return LayerVariable(value, source)
     if tx is not None and source is None and type(value) in _OUTSIDE_CONTAINERS:
         # a list or dict that exists outside the capture, reached without a path from the

@@ -10,6 +10,7 @@ import paddle
 
 from .. import guards
 from ..errors import DYNAMIC_VALUE, RAISES, UNTRACED_CALL, Unsupported
+from ..shapes import SpecializeLayers
 from ..sources import AttrSource, ItemSource
 from .base import VariableTracker
 from .constant import ConstantVariable
@@ -182,12 +183,27 @@ class LayerVariable(VariableTracker):
         tx.output.guards.add(self.source, guards.NO_HOOKS)
         return self._forward(tx, args, kwargs)
 
+    def _inline_leaf(self, tx, args, kwargs):
+        """Paddle's own layer in a capture shared between instances: its forward inlined
+        (its parameters are the graph inputs of this call's instance), or, where it cannot
+        be, the frame captured again bound to its instances."""
+        forward = inspect.getattr_static(type(self.value), "forward", None)
+        what = f"{type(self.value).__name__}.forward"
+        if not inspect.isfunction(forward):
+            raise SpecializeLayers(f"{what} is not a Python function")
+        try:
+            return tx.inline_function(forward, [self] + list(args), kwargs, fn_source=None)
+        except Unsupported as e:
+            raise SpecializeLayers(f"{what} cannot be inlined: {e.reason}") from None
+
     def _forward(self, tx, args, kwargs):
         layer = self.value
         if is_leaf_layer(layer):
             tx.output.guards.add(
                 self._child_source("training"), guards.CONSTANT_MATCH, bool(layer.training)
             )
+            if self.source is not None and tx.output.shape_policy.shares_layer(self.source):
+                return self._inline_leaf(tx, args, kwargs)
             return tx.output.call_module(tx, self, args, kwargs)
         if (
             isinstance(layer, paddle.nn.Sequential)

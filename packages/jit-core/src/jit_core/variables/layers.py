@@ -26,6 +26,26 @@ def is_leaf_layer(layer: paddle.nn.Layer) -> bool:
     return type(layer).__module__.startswith("paddle.nn.")
 
 
+def _alias_wrappers() -> frozenset:
+    """The codes of the wrappers Paddle's ``param_one_alias``/``param_two_alias`` put
+    around many layers' ``forward`` (one code for every function they wrap)."""
+    try:
+        from paddle.utils import decorator_utils as d
+    except ImportError:  # older Paddle: no such decorators
+        return frozenset()
+    codes = set()
+    for make, args in (
+        ("param_one_alias", (["x", "input"],)),
+        ("param_two_alias", (["x", "input"], ["y", "other"])),
+    ):
+        decorate = getattr(d, make, None)
+        if decorate is not None:
+            codes.add(decorate(*args)(lambda x: x).__code__)
+    return frozenset(codes)
+
+
+_ALIAS_WRAPPERS = _alias_wrappers()
+
 _HOOK_DICTS = ("_forward_pre_hooks", "_forward_post_hooks")
 
 
@@ -189,6 +209,10 @@ class LayerVariable(VariableTracker):
         be, the frame captured again bound to its instances."""
         forward = inspect.getattr_static(type(self.value), "forward", None)
         what = f"{type(self.value).__name__}.forward"
+        if inspect.isfunction(forward) and forward.__code__ in _ALIAS_WRAPPERS and not kwargs:
+            # the wrapper renames keyword arguments only: a call without them goes straight
+            # to the forward it wraps (a Paddle function: it would be an opaque call)
+            forward = forward.__wrapped__
         if not inspect.isfunction(forward):
             raise SpecializeLayers(f"{what} is not a Python function")
         try:

@@ -5,6 +5,7 @@ program mutates (module globals, the object argument, the layer, the inputs)."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import itertools
 import linecache
@@ -109,6 +110,10 @@ class _Side:
         if layer:
             paddle.seed(1234)  # both copies get the same parameters
             self.entry = self.ns["Net"]()
+            # another instance of the class, with parameters of its own: a function given
+            # one layer and then the other shares its captures between them
+            paddle.seed(4321)
+            self.other = self.ns["Net"]()
         else:
             self.entry = self.ns["f"]
         self.layer = layer
@@ -130,10 +135,14 @@ class _Side:
             "obj": dict(vars(self.obj)),
         }
         if self.layer:
-            net = self.entry
-            state["layer"] = {"calls": net.calls, "hist": net.hist, "last": net.last}
-            state["params"] = [p.detach() for p in net.parameters()]
+            for key, net in (("layer", self.entry), ("other", self.other)):
+                state[key] = {"calls": net.calls, "hist": net.hist, "last": net.last}
+                state[key + " params"] = [p.detach() for p in net.parameters()]
         return state
+
+
+def _call_net(net, x, k, m, obj):
+    return net(x, k, m, obj)
 
 
 def check(spec: Spec, backend: str, source: Optional[str] = None) -> None:
@@ -159,12 +168,29 @@ def _check(spec: Spec, backend: str, source: str) -> None:
     eager = _Side(code, "fuzz_eager", spec.layer)
     jitted = _Side(code, "fuzz_jit", spec.layer)
     fast = jit_core.optimize(jitted.entry, backend=backend)
-    for i, (xn, kn, m) in enumerate(example_inputs(spec)):
+    calls = [(i, xn, kn, m, None) for i, (xn, kn, m) in enumerate(example_inputs(spec))]
+    if spec.layer:
+        # the first two inputs again, through one function given the first layer and then
+        # its twin of the same class: the second call is served by a shared capture
+        shared = jit_core.optimize(_call_net, backend=backend)
+        calls += [
+            (f"{i} of the {which} layer, through a function", xn, kn, m, (shared, which))
+            for i, (xn, kn, m) in enumerate(example_inputs(spec)[:2])
+            for which in ("first", "other")
+        ]
+    for i, xn, kn, m, through in calls:
         where = f"call {i} (x{list(xn.shape)}, m={m})"
         xe, ke = paddle.to_tensor(xn), paddle.to_tensor(kn)
         xj, kj = paddle.to_tensor(xn), paddle.to_tensor(kn)
-        res_e, exc_e, out_e = eager.call(eager.entry, xe, ke, m)
-        res_j, exc_j, out_j = jitted.call(fast, xj, kj, m)
+        if through is None:
+            res_e, exc_e, out_e = eager.call(eager.entry, xe, ke, m)
+            res_j, exc_j, out_j = jitted.call(fast, xj, kj, m)
+        else:
+            fn, which = through
+            net_e = eager.entry if which == "first" else eager.other
+            net_j = jitted.entry if which == "first" else jitted.other
+            res_e, exc_e, out_e = eager.call(functools.partial(_call_net, net_e), xe, ke, m)
+            res_j, exc_j, out_j = jitted.call(functools.partial(fn, net_j), xj, kj, m)
         if type(exc_e) is not type(exc_j):
             detail = "".join(traceback.format_exception(type(exc_j), exc_j, exc_j.__traceback__))
             raise Mismatch(

@@ -7,8 +7,10 @@ paddle and onnxrt backends.
 The models are the conformance suite's (conformance/test_real_programs.py,
 conformance/test_loops.py, conformance/test_contexts.py): recurrent classifiers (one
 graph each now), a masked attention encoder, a UNet, a branch inside a loop (a loop body
-function), a decode loop with a KV cache, a teacher branch under `no_grad`. Every call
-after the first takes the cache. `eval()`, under `paddle.no_grad()`.
+function), a decode loop with a KV cache, a teacher branch under `no_grad`, twelve blocks
+of one class whose forward breaks (conformance/test_shared_layers.py: the blocks share
+their captures; a second table shows their first call bound to each instance and shared).
+Every call after the first takes the cache. `eval()`, under `paddle.no_grad()`.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import contextlib
 import io
 import os
 import sys
+import time
 import warnings
 
 warnings.filterwarnings("ignore")
@@ -30,6 +33,7 @@ import jit_core  # noqa: E402
 from conformance.test_contexts import Teacher  # noqa: E402
 from conformance.test_loops import BranchInLoop, TinyDecoder  # noqa: E402
 from conformance.test_real_programs import MaskedEncoder, RnnClassifier, TinyUNet  # noqa: E402
+from conformance.test_shared_layers import Block, Stack  # noqa: E402
 
 
 def _models():
@@ -54,7 +58,35 @@ def _models():
             lambda: (paddle.to_tensor([[3, 5], [7, 1]], dtype="int64"),),
         ),
         ("no_grad teacher", Teacher, lambda: (paddle.rand([8, 4]),)),
+        ("twelve blocks, each breaking", _twelve_blocks, lambda: (paddle.rand([4, 8]),)),
     ]
+
+
+def _twelve_blocks():
+    return Stack([Block() for _ in range(12)])
+
+
+def _first_calls(backends) -> None:
+    """What sharing captures between instances saves: the twelve blocks' first call and
+    cache entries, bound to each instance and shared."""
+    print()
+    print("twelve blocks of one class, each forward breaking: the first call (capture and")
+    print("build) and the cache entries of Block.forward")
+    print()
+    print("| runs on | first call | Block.forward entries |")
+    print("|---|---|---|")
+    x = paddle.rand([4, 8])
+    for b in backends:
+        for share in (False, True):
+            paddle.seed(0)
+            net = _twelve_blocks()
+            net.eval()
+            fast = jit_core.optimize(net, backend=b, share_layers=share)
+            start = time.perf_counter()
+            fast(x)
+            ms = (time.perf_counter() - start) * 1e3
+            n = sum(c for k, c in fast.jit_stats.entries.items() if k.startswith("Block.forward"))
+            print(f"| jit_core {b}, share_layers={share} | {ms:.0f} ms | {n} |")
 
 
 def _same(got, expected) -> bool:
@@ -102,6 +134,7 @@ def main() -> None:
                 f"| {name} | {report.graph_count} / {report.break_count} | {eager_us:.0f} us "
                 f"| {times[1]:.0f} us | {cells} |"
             )
+        _first_calls(backends)
 
 
 if __name__ == "__main__":

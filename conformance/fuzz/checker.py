@@ -10,6 +10,7 @@ import io
 import itertools
 import linecache
 import os
+import sys
 import tempfile
 import traceback
 from typing import Any, Callable, Optional, Tuple
@@ -145,11 +146,20 @@ def _call_net(net, x, k, m, obj):
     return net(x, k, m, obj)
 
 
-def check(spec: Spec, backend: str, source: Optional[str] = None) -> None:
+#: whether a layer program also runs through a function given two instances of its class.
+#: Before 3.11 one program of the CI run corrupts the heap there (``test_found.py::
+#: test_a_layer_called_through_a_function_again``): not shown to come from the shared
+#: captures (it crashes with share_layers=False and on code older than them)
+INSTANCES = sys.version_info >= (3, 11)
+
+
+def check(
+    spec: Spec, backend: str, source: Optional[str] = None, instances: bool = INSTANCES
+) -> None:
     """Raise :class:`Mismatch` (the program's source in the message) on any difference."""
     source = source if source is not None else render(spec)
     try:
-        _check(spec, backend, source)
+        _check(spec, backend, source, instances)
     except Exception as err:
         raise Mismatch(
             f"{type(err).__name__}: {err}\n\n--- program ({backend}) ---\n{source}"
@@ -162,14 +172,14 @@ def _own_message(exc: BaseException) -> bool:
     return any(w in str(exc) for w in ("fuzz", "helper", "missing"))
 
 
-def _check(spec: Spec, backend: str, source: str) -> None:
+def _check(spec: Spec, backend: str, source: str, instances: bool) -> None:
     path = _source_file(source)
     code = compile(source, path, "exec")
     eager = _Side(code, "fuzz_eager", spec.layer)
     jitted = _Side(code, "fuzz_jit", spec.layer)
     fast = jit_core.optimize(jitted.entry, backend=backend)
     calls = [(i, xn, kn, m, None) for i, (xn, kn, m) in enumerate(example_inputs(spec))]
-    if spec.layer:
+    if spec.layer and instances:
         # the first two inputs again, through one function given the first layer and then
         # its twin of the same class: the second call is served by a shared capture
         shared = jit_core.optimize(_call_net, backend=backend)

@@ -8,6 +8,7 @@ of a branch, ``continue``, ``break``, ``return`` inside the loop, the ``else`` c
 from __future__ import annotations
 
 import sys
+import warnings
 
 import paddle
 import pytest
@@ -262,6 +263,59 @@ def test_decode_loop_with_a_kv_cache(backend):
     assert any("loop_body" in b.reason for b in report.breaks), str(report)
 
 
+def test_a_long_decode_loop_serves_every_cache_length(backend):
+    # the body's graph reads the KV-cache lists whole (paddle.stack): once their length
+    # changed, the lists are inputs of any length on the paddle backend (two body entries
+    # for 16 steps); other backends keep a graph per length up to the recompile limit,
+    # then run the body eagerly. Every step gives eager's tokens either way.
+    paddle.seed(23)
+    net = TinyDecoder()
+    net.eval()
+    ids = paddle.to_tensor([[3, 5], [7, 1]], dtype="int64")
+    fast = jit_core.optimize(net, backend=backend)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*recompile limit", category=RuntimeWarning)
+        for steps in (16, 16, 9):
+            assert_same(fast(ids, steps, -1), net(ids, steps, -1))
+    if backend != "paddle":
+        return
+    stats = fast.jit_stats
+    body = [k for k in stats.entries if "loop_body" in k and "resume" not in k]
+    assert [stats.entries[k] for k in body] == [2], stats
+    assert not stats.eager_frames, stats
+    notes = [n for v in stats.dynamic_shapes.values() for n in v]
+    assert any("the list L['keys'] is an input of any length" in n for n in notes), notes
+
+
+def _append_then_stack(xs, x):
+    for _ in range(3):
+        xs.append(x * len(xs))
+        y = paddle.stack(xs).sum(0)
+        if y.mean() > 1e9:
+            break
+    return y
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: [paddle.ones([2])],
+        lambda: [paddle.ones([2]), paddle.ones([2])],
+        lambda: [paddle.ones([2]), paddle.ones([3])[:2]],
+    ],
+    ids=["one", "two", "two again"],
+)
+def test_a_list_of_any_length_is_read_whole_and_written_back(make, backend):
+    # len(xs) pins the length (a guard) while paddle.stack(xs) reads the list whole: both
+    # in one body; the list from outside gets eager's appends
+    fast = jit_core.optimize(_append_then_stack, backend=backend)
+    x = paddle.rand([2])
+    for _ in range(2):
+        mine, theirs = make(), make()
+        assert_same(fast(mine, x), _append_then_stack(theirs, x))
+        assert_same(mine, theirs)
+
+
 def _counts(py38, py310):
     """The (graphs, breaks) expected on this Python: 3.8/3.9 test a while loop at its
     head, 3.10+ once before the loop and again at its bottom (``codegen.loops``). A break
@@ -317,9 +371,10 @@ def test_decode_while_loop_with_a_growing_kv_cache(backend):
     net = WhileDecoder()
     net.eval()
     ids = paddle.to_tensor([[3, 5], [7, 1]], dtype="int64")
-    # one break per token (the test of `(nxt == end).all()`): the appends to the caches
-    # are written back after each graph, not breaks
-    _check_while(net, (ids,), _counts((7, 5), (9, 5)), backend)
+    # a break per token (the test of `(nxt == end).all()`): the appends to the caches
+    # are written back after each graph, not breaks, and once their length changed the
+    # caches are inputs of any length (one body graph for the later tokens)
+    _check_while(net, (ids,), _counts((5, 3), (7, 3)), backend)
     # another prompt length: the cache grows from another size, results still eager's
     longer = paddle.to_tensor([[3, 5, 2], [7, 1, 4]], dtype="int64")
     fast = jit_core.optimize(net, backend=backend)

@@ -381,6 +381,7 @@ class CompileContext:
                 cache.dynamic_numbers,
                 cache.shared_layers,
                 cache.layer_reason,
+                cache.dynamic_lists,
             )
             try:
                 entry = self.compiler.capture(frame, code, policy)

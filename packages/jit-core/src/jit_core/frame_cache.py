@@ -180,6 +180,7 @@ class CodeCache:
         "static_reason",
         "shared_layers",
         "layer_reason",
+        "dynamic_lists",
         "__weakref__",
     )
 
@@ -209,6 +210,9 @@ class CodeCache:
         self.dynamic_notes: List[str] = []
         #: why this code's captures keep every dimension static (``shapes``)
         self.static_reason: Optional[str] = None
+        #: source names of lists from outside whose length changed between calls (graph
+        #: inputs of any length where passed whole to an operation)
+        self.dynamic_lists: Set[str] = set()
         #: source names of layers another instance of whose class came here: captures
         #: from then on serve every instance (``ShapePolicy.shares_layer``)
         self.shared_layers: Set[str] = set()
@@ -257,6 +261,16 @@ class CodeCache:
                     continue
                 dims.add(dim)
                 note = f"dimension {dim} of {name} is dynamic: its size changed from {was} to {now}"
+                self.dynamic_notes.append(note)
+                marked.append(note)
+            for name, was, now in entry.guard.changed_lengths(L, G):
+                if name in self.dynamic_lists:
+                    continue
+                self.dynamic_lists.add(name)
+                note = (
+                    f"the list {name} is an input of any length where an operation takes it "
+                    f"whole: its length changed from {was} to {now}"
+                )
                 self.dynamic_notes.append(note)
                 marked.append(note)
             for name, was, now in entry.guard.changed_numbers(L, G):

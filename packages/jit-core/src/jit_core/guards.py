@@ -45,6 +45,8 @@ DICT_KEYS = "DICT_KEYS"
 HASATTR = "HASATTR"
 #: a layer without forward hooks: what a capture of its call relied on
 NO_HOOKS = "NO_HOOKS"
+#: a list of at least one tensor, all of one ``TensorSpec`` (a graph input of any length)
+TENSOR_LIST = "TENSOR_LIST"
 
 # Ordered so that an object's identity is checked before anything read through it.
 _KIND_ORDER = {
@@ -57,6 +59,7 @@ _KIND_ORDER = {
     NO_HOOKS: 3,
     CONSTANT_MATCH: 4,
     TENSOR_MATCH: 5,
+    TENSOR_LIST: 5,
 }
 
 
@@ -318,6 +321,9 @@ class GuardSet:
         #: (source name, expression, weak reference, type) of each layer held weakly:
         #: what sharing a capture between instances compares a later call with
         layers: List[Tuple[str, str, Any, type]] = []
+        #: (source name, expression, length) of each list whose length is pinned: what
+        #: lists of any length compare a later call with
+        lengths: List[Tuple[str, str, int]] = []
         # expression of each identity-matched source, replaced by its constant
         pinned: Dict[str, str] = {}
         # expression -> object, for identity-matched sources checked through their local
@@ -413,6 +419,8 @@ class GuardSet:
                 hooks = f"{e}._forward_pre_hooks or {e}._forward_post_hooks"
                 parts.append(("no forward hooks", f"not ({hooks})"))
             elif g.kind == LEN_MATCH:
+                if type(g.value) is list:
+                    lengths.append((g.source.name(), e, len(g.value)))
                 tname = namer.obj(type(g.value), "t")
                 parts.append(("container", f"type({e}) is {tname} and len({e}) == {len(g.value)}"))
             elif g.kind == DICT_KEYS:
@@ -441,6 +449,22 @@ class GuardSet:
                     checks.append(f"str({v}.place) == {spec.place!r}")
                 parts.append(("tensor", " and ".join(checks)))
                 tensors.append((g.source.name(), e, spec))
+            elif g.kind == TENSOR_LIST:
+                spec = g.value
+                v, t = namer.local(), namer.local()
+                each = [
+                    f"type({t}) is {namer.obj(spec.type, 't')}",
+                    *spec.shape_checks(t, namer),
+                    _dtype_check(t, spec.dtype, namer),
+                    f"{t}.stop_gradient is {spec.stop_gradient!r}",
+                ]
+                if PLACE_GUARD:
+                    each.append(f"str({t}.place) == {spec.place!r}")
+                check = (
+                    f"type({v} := {e}) is list and len({v}) >= 1"
+                    f" and all({' and '.join(each)} for {t} in {v})"
+                )
+                parts.append(("a list of tensors of any length", check))
             else:  # pragma: no cover - programming error
                 raise ValueError(g.kind)
         for a, b, same in self.identities.values():
@@ -453,7 +477,9 @@ class GuardSet:
         if self.grad_enabled is not None:
             fn = namer.obj(paddle.is_grad_enabled, "f")
             parts.append(("gradient mode", f"{fn}() is {self.grad_enabled!r}"))
-        return CompiledGuard(fn_name, parts, namer.scope, tensors, numbers, liveness, layers)
+        return CompiledGuard(
+            fn_name, parts, namer.scope, tensors, numbers, liveness, layers, lengths
+        )
 
 
 def _held_weakly(guard: Guard) -> bool:
@@ -502,9 +528,11 @@ class CompiledGuard:
         numbers: Optional[List[Tuple[str, str, Any]]] = None,
         liveness: Optional[Liveness] = None,
         layers: Optional[List[Tuple[str, str, Any, type]]] = None,
+        lengths: Optional[List[Tuple[str, str, int]]] = None,
     ):
         self.liveness = liveness if liveness is not None else Liveness()
         self.layers = layers or []
+        self.lengths = lengths or []
         self.parts = parts
         self.tensors = tensors or []
         self.numbers = numbers or []
@@ -564,6 +592,19 @@ class CompiledGuard:
             # the same NaN is no change, a zero of the other sign is one
             if type(now) is type(was) and exact_key(now) != exact_key(was):
                 changed.append((name, was, now))
+        return changed
+
+    def changed_lengths(self, L, G) -> List[Tuple[str, int, int]]:
+        """``(source name, length at capture, length now)`` of every list whose length the
+        guard pins and differs in this call: what lists of any length serve next."""
+        changed = []
+        for name, e, was in self.lengths:
+            try:
+                now = eval(e, dict(self.scope), {"L": L, "G": G})
+            except Exception:  # noqa: BLE001 - gone: no changed length
+                continue
+            if type(now) is list and len(now) != was:
+                changed.append((name, was, len(now)))
         return changed
 
     def changed_layers(self, L, G) -> List[Tuple[str, type]]:

@@ -121,6 +121,7 @@ class ShapePolicy:
         numbers: Optional[Set[str]] = None,
         layers: Optional[Set[str]] = None,
         layer_reason: Optional[str] = None,
+        lists: Optional[Set[str]] = None,
     ):
         #: ``optimize(dynamic=...)``
         self.dynamic = dynamic
@@ -143,6 +144,18 @@ class ShapePolicy:
         #: set when this code's captures stay bound to their layer instances (an earlier
         #: shared capture met something of one instance only)
         self.layer_reason = layer_reason
+        #: source names of the lists from outside whose length changed between captures
+        self.lists = lists or set()
+
+    def list_is_input(self, source_name: str) -> bool:
+        """Whether a list of tensors read from ``source_name`` and passed whole to a Paddle
+        operation (``paddle.stack(keys, 1)`` over a KV cache) is one input of the graph, of
+        any length, rather than its items, one input each and their number guarded. The
+        rules of numbers: once its length changed between two captures, on backends that
+        take Python values as inputs."""
+        if not self.number_inputs or self.static_reason is not None or self.dynamic is False:
+            return False
+        return source_name in self.lists
 
     def shares_layer(self, source: Any) -> bool:
         """Whether ``source`` is, or is read through, a layer that this capture shares

@@ -48,8 +48,12 @@ from .side_effects import SideEffects
 def _as_argument(v: VariableTracker, tensor: Callable[[TensorVariable], Any]) -> Any:
     """The Python value of an argument, with each tensor (and dynamic size) replaced by
     ``tensor(t)``."""
-    if isinstance(v, (TensorVariable, SymIntVariable)):
+    if isinstance(v, (TensorVariable, SymIntVariable, TensorListVariable)):
         return tensor(v)
+    if isinstance(v, ListVariable) and v.unread and v.as_input is not None:
+        whole = v.as_input()
+        if whole is not None:
+            return tensor(whole)
     if isinstance(v, BaseListVariable):
         items = [_as_argument(i, tensor) for i in v.items]
         try:
@@ -86,6 +90,8 @@ def _reads_number_input(v: VariableTracker) -> bool:
                 isinstance(o, VariableTracker) and _reads_number_input(o) for o in v.operands[1:]
             )
         return False
+    if isinstance(v, ListVariable) and v.unread:  # items from outside: no number
+        return any(_reads_number_input(i) for i in v.appended)
     if isinstance(v, BaseListVariable):
         return any(_reads_number_input(i) for i in v.items)
     if isinstance(v, DictVariable):
@@ -93,6 +99,19 @@ def _reads_number_input(v: VariableTracker) -> bool:
     if isinstance(v, SliceVariable):
         return any(_reads_number_input(p) for p in v.parts)
     return False
+
+
+class TensorListVariable(VariableTracker):
+    """A list of tensors of any length that the graph takes whole (``tensor_list``): a
+    graph node and the list at capture, used only as an argument of Paddle operations."""
+
+    def __init__(self, node, example: list, source: Optional[Source] = None):
+        super().__init__(source)
+        self.node = node
+        self.example = example
+
+    def describe(self) -> str:
+        return f"list of {len(self.example)} tensors (any length)"
 
 
 def example_of(v: VariableTracker) -> Any:
@@ -283,6 +302,36 @@ class OutputGraph:
         self.inputs.append((source, node, tensor))
         self._input_by_source[key] = var
         return var
+
+    def tensor_list(self, var: ListVariable, value: list, source: Source):
+        """A list from outside whose length changed between captures, passed whole to a
+        Paddle operation: one graph input (the list), plus what the capture appended to
+        it, so that one graph serves every length (``ShapePolicy.list_is_input``). Its
+        guard checks that every item is a tensor of one type, shape and dtype. None where
+        the items differ (they are then read one by one, their number guarded)."""
+        key = source.name()
+        whole = self._input_by_source.get(key)
+        if whole is None:
+            if not value or not all(type(t) is paddle.Tensor for t in value):
+                return None
+            spec = guards.TensorSpec.of(value[0])
+            if any(guards.TensorSpec.of(t) != spec for t in value[1:]):
+                return None
+            self.guards.add(source, guards.TENSOR_LIST, spec)
+            node = self._placeholder(source)
+            node.meta["tensor_list"] = True
+            whole = TensorListVariable(node, list(value), source)
+            self.inputs.append((source, node, list(value)))
+            self._input_by_source[key] = whole
+            # sizes of what is made from it depend on its length
+            self.dynamic_inputs = True
+        appended = var.appended
+        if not appended:
+            return whole
+        if not all(isinstance(a, TensorVariable) for a in appended):
+            return None
+        node = self.graph.call_function(operator.add, (whole.node, [a.node for a in appended]))
+        return TensorListVariable(node, whole.example + [a.example for a in appended])
 
     def add_number_input(self, value: Any, source: Source) -> SymIntVariable:
         """An int or float of the frame read by the graph as an input

@@ -226,9 +226,12 @@ def _wrap_container(tx, value: Any, source: Optional[Source], owned_by_layer: bo
     if type(value) is list and tx is not None and source is not None:
         # from outside: its items are wrapped, and its length guarded, when first read
         _guard(tx, source, guards.TYPE_MATCH, list)
-        return ListVariable.outside(
+        var = ListVariable.outside(
             source, lambda: _wrap_items(tx, value, source, owned_by_layer).items
         )
+        if tx.output.shape_policy.list_is_input(source.name()):
+            var.as_input = lambda: tx.output.tensor_list(var, value, source)
+        return var
     return _wrap_items(tx, value, source, owned_by_layer)
 
 

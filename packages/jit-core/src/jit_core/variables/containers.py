@@ -196,7 +196,21 @@ class ListVariable(BaseListVariable):
         #: captured code first reads them; until then only appends are known
         self._unread: Optional[Callable[[], List[VariableTracker]]] = None
         self._appended: List[VariableTracker] = []
+        #: for a list from outside whose length changed between captures
+        #: (``ShapePolicy.list_is_input``): the whole list, with what the capture appended,
+        #: as one graph value (``OutputGraph.tensor_list``), or None where it cannot be
+        self.as_input: Optional[Callable[[], Optional[VariableTracker]]] = None
         super().__init__(items, source)
+
+    @property
+    def unread(self) -> bool:
+        """Whether the items of this list from outside have not been read (nor guarded)."""
+        return self._unread is not None
+
+    @property
+    def appended(self) -> List[VariableTracker]:
+        """What the capture appended to a list from outside whose items it has not read."""
+        return self._appended
 
     @classmethod
     def outside(cls, source, read_items: Callable[[], List[VariableTracker]]) -> ListVariable:

@@ -10,7 +10,6 @@ import io
 import itertools
 import linecache
 import os
-import sys
 import tempfile
 import traceback
 from typing import Any, Callable, Optional, Tuple
@@ -146,11 +145,8 @@ def _call_net(net, x, k, m, obj):
     return net(x, k, m, obj)
 
 
-#: whether a layer program also runs through a function given two instances of its class.
-#: Before 3.11 one program of the CI run corrupts the heap there (``test_found.py::
-#: test_a_layer_called_through_a_function_again``): not shown to come from the shared
-#: captures (it crashes with share_layers=False and on code older than them)
-INSTANCES = sys.version_info >= (3, 11)
+#: whether a layer program also runs through a function given two instances of its class
+INSTANCES = True
 
 
 def check(

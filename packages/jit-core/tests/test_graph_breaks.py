@@ -340,3 +340,32 @@ def test_a_gc_callback_that_runs_inside_an_optimized_call_is_not_captured():
     assert bool(paddle.allclose(out, x * 2 + 1))
     names = list(fast.jit_stats.entries) + list(fast.jit_stats.eager_frames)
     assert not [n for n in names if "on_collect" in n], fast.jit_stats
+
+
+def _many_locals():
+    # forty locals written after a break: the replacement of the frame runs a graph and
+    # calls a resume function, and uses a handful of local slots of its own
+    lines = ["def many_locals(x):", "    t0 = x + 1", "    n = int(t0.numpy().sum())"]
+    lines += [f"    t{i} = t{i - 1} * 0.5 + n" for i in range(1, 40)]
+    lines.append("    return " + " + ".join(f"t{i}" for i in range(40)))
+    namespace: dict = {}
+    exec(compile("\n".join(lines), "<many_locals>", "exec"), namespace)
+    return namespace["many_locals"]
+
+
+def test_a_replacement_keeps_the_frame_local_slots_where_the_shim_copies_them():
+    # was, on 3.8-3.10, a heap corruption: Paddle's shim copies the original frame's 41
+    # local slots by position into the replacement, which had 5
+    from jit_core import _compat
+
+    many_locals = _many_locals()
+    fast = jit_core.optimize(many_locals)
+    x = paddle.ones([3])
+    for _ in range(3):
+        assert paddle.allclose(fast(x), many_locals(x)).item()
+    code = many_locals.__code__
+    (entry,) = fast._ctx.cache[code].entries
+    if _compat.SHIM_COPIES_LOCALS_BY_POSITION:
+        assert entry.code.co_varnames[: code.co_nlocals] == code.co_varnames
+    else:  # 3.11+: the shim maps locals by name, and the replacement keeps only its own
+        assert entry.code.co_nlocals < code.co_nlocals

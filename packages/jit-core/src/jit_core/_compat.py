@@ -48,6 +48,11 @@ LOAD_CLOSURE_IS_LOAD_FAST = PY_VERSION >= (3, 13)
 #: ``try``, ``with``, or a 3.12 inlined comprehension) to the hook, so ``optimize()`` enters
 #: such a target code itself (see ``CompileContext.run``).
 HOOK_SKIPS_EXCEPTION_TABLES = PY_VERSION >= (3, 11)
+#: 3.8-3.10: Paddle's C shim starts a replacement code in a new frame whose local slots
+#: it fills *by position* from the original frame: ``co_nlocals`` of the original's slots,
+#: then its cells and free variables after the replacement's own locals. 3.11+ maps them
+#: by name.
+SHIM_COPIES_LOCALS_BY_POSITION = PY_VERSION < (3, 11)
 
 
 def hook_skips(code) -> bool:
@@ -236,6 +241,34 @@ def to_code(bc) -> types.CodeType:
         bc.clear()
         bc.extend(items)
     return bc.to_code()
+
+
+def replacement_code(bc, code: types.CodeType) -> types.CodeType:
+    """``to_code(bc)`` for a code that Paddle's shim runs in place of ``code``'s frame.
+
+    Where the shim copies locals by position, the replacement must keep every local slot
+    of ``code`` at its index: one with fewer local slots than the original was written
+    past its end (a heap corruption on 3.8-3.10 for frames with many locals), and one with
+    its arguments in other slots reads the wrong values. The bytecode library numbers a
+    code's locals from ``argnames`` on, so seeding those with all of ``code``'s locals
+    keeps them in place; the new code's own locals follow."""
+    if SHIM_COPIES_LOCALS_BY_POSITION:
+        argnames = bc.argnames
+        bc.argnames = list(code.co_varnames)
+        try:
+            new_code = to_code(bc)
+        finally:
+            bc.argnames = argnames
+        if new_code.co_varnames[: code.co_nlocals] != code.co_varnames or (
+            new_code.co_cellvars,
+            new_code.co_freevars,
+        ) != (code.co_cellvars, code.co_freevars):
+            raise RuntimeError(
+                f"the replacement for {code.co_name} moved the frame's local slots: "
+                f"{new_code.co_varnames} for {code.co_varnames}"
+            )
+        return new_code
+    return to_code(bc)
 
 
 def subscr() -> List[Instr]:

@@ -81,7 +81,7 @@ def assemble(code: types.CodeType, instrs: List[Any]) -> types.CodeType:
         if isinstance(ins, Instr) and ins.lineno is None:
             ins.lineno = line
     bc.extend(instrs)
-    new_code = _compat.to_code(bc)
+    new_code = _compat.replacement_code(bc, code)
     GENERATED_CODES.add(new_code)
     return new_code
 

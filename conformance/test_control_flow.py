@@ -7,6 +7,7 @@ a second call with the same guards that captures nothing."""
 from __future__ import annotations
 
 import sys
+from typing import NamedTuple
 
 import paddle
 import pytest
@@ -59,8 +60,9 @@ _AFTER_LOOP = 1 if sys.version_info[:2] in ((3, 10), (3, 12), (3, 13)) else 2
 
 class WhileDataDependent(paddle.nn.Layer):
     """A ``while`` loop whose exit depends on tensor values and that counts its steps: the
-    graph breaks before the loop, and the loop runs in Python, its body eagerly (a Python
-    counter would make every iteration a new capture)."""
+    graph breaks before the loop, and the loop runs in Python. Its body is a function
+    captured on its own where the backend takes the counter as a graph input; elsewhere
+    it runs eagerly (a Python counter would make every iteration a new capture)."""
 
     def __init__(self):
         super().__init__()
@@ -178,13 +180,29 @@ def _neg():
 
 #: (model, [(input set, graphs, breaks)]): explain() of one call with that input set
 #: reports that many graphs and breaks (an eager frame counts as a break)
+class ByNumbers(NamedTuple):
+    """A count that depends on whether the backend takes Python numbers as graph
+    inputs."""
+
+    inputs: int
+    constants: int
+
+
 ZOO = [
     (BranchOnValue, [((_pos(),), 2, 1), ((_neg(),), 2, 1)]),
     (EarlyReturn, [((_pos(),), 2, 1), ((_neg(),), 2, 1)]),
     # the break before the loop, and the loop's frame that runs eagerly
-    # the loop's body runs eagerly (it counts ``steps``); the code after the loop is
-    # captured too where it is not copied into the loop (``_AFTER_LOOP``)
-    (WhileDataDependent, [((_pos(), 1.0), _AFTER_LOOP, 2), ((_pos(), 40.0), _AFTER_LOOP, 2)]),
+    # with number inputs: before the loop, the body and its resume functions (the first
+    # iteration, and the second that takes ``steps`` as an input), after the loop; else
+    # the loop runs eagerly (it counts ``steps``), and the code after the loop is captured
+    # too where it is not copied into the loop (``_AFTER_LOOP``)
+    (
+        WhileDataDependent,
+        [
+            ((_pos(), 1.0), ByNumbers(3, _AFTER_LOOP), 2),
+            ((_pos(), 40.0), ByNumbers(5, _AFTER_LOOP), 2),
+        ],
+    ),
     (PrintInForward, [((_pos(),), 2, 1)]),
     # numpy arithmetic on the array runs eagerly in the frame after the break
     (NumpyRoundTrip, [((_pos(),), 1, 2)]),
@@ -208,6 +226,8 @@ def test_model_zoo(make, paths, backend, capsys):
     net.eval()
     fast = jit_core.optimize(net, backend=backend)
     for args, graphs, breaks in paths:
+        if isinstance(graphs, ByNumbers):
+            graphs = graphs[0 if jit_core.backends()[backend].number_inputs else 1]
         expected = net(*args)
         eager_out = capsys.readouterr().out
 

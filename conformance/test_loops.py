@@ -381,30 +381,84 @@ def test_decode_while_loop_with_a_growing_kv_cache(backend):
     assert_same(fast(longer), net(longer))
 
 
-def test_while_with_a_python_counter_runs_its_body_eagerly(backend):
-    """The body would be captured again for every value of ``i``: the whole loop runs
-    eagerly in one call of its loop function (no body function per iteration), the
-    graphs before and after the loop stay (before, the whole rest of the frame was
-    eager)."""
+def _takes_numbers(backend: str) -> bool:
+    return jit_core.backends()[backend].number_inputs
+
+
+def _eager(report) -> list:
+    """The frames of ``report`` that ran eagerly."""
+    return [b for b in report.breaks if not b.graph_break]
+
+
+def _eager_loops(report) -> list:
+    return [b for b in _eager(report) if "__loop_at_" in b.frame]
+
+
+def test_while_with_a_python_counter(backend):
+    """Where the backend takes Python numbers as inputs, the body function runs compiled
+    in every iteration: its second capture takes the counter ``i`` as an input and serves
+    every value after it. Elsewhere a body would be captured again for each value of
+    ``i``: the whole loop runs eagerly in one call of its loop function, the graphs before
+    and after the loop stay."""
     x = paddle.rand([3])
-    report = _report(count_and_branch, x)
-    assert (report.graph_count, report.break_count) == (2, 2), str(report)
-    assert any("resume" in g.frame and g.op_count for g in report.graphs), str(report)
-    eager = [b for b in report.breaks if not b.graph_break]
-    assert eager and "changes the Python int 'i'" in eager[0].reason, str(report)
-    assert "__loop_at_" in eager[0].frame, str(report)
-    assert not [g for g in report.graphs if "loop_body" in g.frame], str(report)
+    report = jit_core.explain(count_and_branch, x, backend=backend)
     fast = jit_core.optimize(count_and_branch, backend=backend)
-    for n in (6, 50):
+    for n in (6, 50, 6):
         assert_same(fast(x, n), count_and_branch(x, n))
-    assert fast.jit_stats.captures <= 4, fast.jit_stats
+    assert any("resume" in g.frame and g.op_count for g in report.graphs), str(report)
+    if _takes_numbers(backend):
+        assert not _eager(report) and not fast.jit_stats.eager_frames, str(report)
+        assert any("loop_body" in k for k in fast.jit_stats.entries), fast.jit_stats
+        # every counter value and every later n is served: no capture per value
+        captures = fast.jit_stats.captures
+        for n in (80, 7):
+            assert_same(fast(x, n), count_and_branch(x, n))
+        assert fast.jit_stats.captures == captures, fast.jit_stats.entries
+    else:
+        (eager,) = _eager_loops(report)
+        assert "changes the Python int 'i'" in eager.reason, str(report)
+        assert f"the backend {backend!r} takes no Python numbers" in eager.reason
+        assert not [g for g in report.graphs if "loop_body" in g.frame], str(report)
+        assert fast.jit_stats.captures <= 4, fast.jit_stats
+
+
+def count_by_range(x, n: int = 12):
+    """A counter the body needs as a Python value (``range(i)``): each value would be
+    a capture of its own."""
+    i = 0
+    while i < n:
+        for _ in range(i):
+            x = x + 1
+        if x.mean() > 1e9:
+            x = x * 0.5
+        i += 1
+    return x
+
+
+def test_while_whose_body_needs_its_counter_as_a_python_value_runs_whole(backend):
+    # once a capture pins the counter that is an input, the rest of the loop and later
+    # calls run the loop whole, eagerly: no capture per value, no recompile-limit warning
+    x = paddle.rand([3])
+    fast = jit_core.optimize(count_by_range, backend=backend)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        for n in (12, 12, 30):
+            assert_same(fast(x, n), count_by_range(x, n))
+    (reason,) = [r for k, r in fast.jit_stats.eager_frames.items() if "__loop_at_" in k]
+    assert "changes the Python int 'i'" in reason, reason
+    if _takes_numbers(backend):
+        assert "needs 'i' as a Python value" in reason, reason
+    assert fast.jit_stats.captures <= 8, fast.jit_stats
 
 
 def test_while_with_a_counter_next_to_a_tensor_test(backend):
     x = paddle.rand([3])
-    report = _report(while_loop, x)
-    eager = [b for b in report.breaks if not b.graph_break]
-    assert eager and "changes the Python int 'n'" in eager[0].reason, str(report)
+    report = jit_core.explain(while_loop, x, backend=backend)
+    if _takes_numbers(backend):
+        assert not _eager(report), str(report)
+    else:
+        (eager,) = _eager_loops(report)
+        assert "changes the Python int 'n'" in eager.reason, str(report)
     got, n = jit_core.optimize(while_loop, backend=backend)(x)
     want, m = while_loop(x)
     assert_same(got, want)
@@ -412,8 +466,8 @@ def test_while_with_a_counter_next_to_a_tensor_test(backend):
 
 
 def count_else_break_return(x, n: int, limit: float):
-    """A counter loop (run whole, eagerly) that leaves by its test (the ``else`` clause),
-    by ``break`` or by ``return``, with a tensor branch in its body."""
+    """A counter loop that leaves by its test (the ``else`` clause), by ``break`` or by
+    ``return``, with a tensor branch in its body."""
     x = x + 1
     i = 0
     while i < n:
@@ -431,8 +485,9 @@ def count_else_break_return(x, n: int, limit: float):
 @pytest.mark.parametrize("args", [(3, 1e9), (50, 20.0), (4, 1e9)], ids=["else", "break", "again"])
 def test_a_counter_loop_leaves_by_else_break_and_return_as_in_eager(args, backend):
     x = paddle.rand([3])
-    report = _report(count_else_break_return, x, *args)
-    assert any("__loop_at_" in b.frame for b in report.breaks), str(report)
+    report = jit_core.explain(count_else_break_return, x, *args, backend=backend)
+    # run whole, eagerly, where the counter cannot be a graph input
+    assert bool(_eager_loops(report)) != _takes_numbers(backend), str(report)
     fast = jit_core.optimize(count_else_break_return, backend=backend)
     for inputs in ((x,) + args, (-x - 5,) + args):
         got, i = fast(*inputs)

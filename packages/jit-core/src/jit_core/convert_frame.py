@@ -282,6 +282,8 @@ class FrameCompiler:
         self._resumes: Dict[tuple, Any] = {}
         #: (code, loop head) -> the code of the loop's body function (codegen.loops)
         self._loop_bodies: Dict[tuple, types.CodeType] = {}
+        #: resume code made for a break of a loop body -> that body's code
+        self._body_roots: Dict[types.CodeType, types.CodeType] = {}
 
     def trace(
         self,
@@ -538,6 +540,7 @@ class FrameCompiler:
             resumes=resumes,
             owner=owner,
             shared_layers=frozenset(policy.layers) if policy.layer_reason is None else frozenset(),
+            pinned_numbers=frozenset(traced.output.pinned_numbers),
             shapes=_shape_notes(traced.output, policy),
             written_back=[
                 side_effects.describe(c)
@@ -593,6 +596,31 @@ class FrameCompiler:
         call = self._resumes[key] = LoopCall(self.ctx, code, plan, body, tuple(live), f_globals)
         return call
 
+    def body_root(self, code: types.CodeType) -> types.CodeType:
+        """The loop body a resume function was made for (through breaks of breaks), or
+        ``code`` itself."""
+        return self._body_roots.get(code, code)
+
+    def serves_every_value(self, body: types.CodeType, names) -> str:
+        """Why the captures of a loop's ``body`` (and of its breaks' resume functions)
+        cannot serve every value of the Python numbers ``names`` the loop carries, or ""
+        when they can: the backend takes numbers as graph inputs, ``dynamic`` is not
+        False, the body has not been made static or sent past its recompile limit, and
+        none of its captures needed one of them as a Python value (``x[i]``)."""
+        if not self.backend.number_inputs:
+            return f"the backend {self.backend.name!r} takes no Python numbers as graph inputs"
+        if self.options.dynamic is False:
+            return "optimize(dynamic=False) keeps every number a constant"
+        cache = self.ctx.cache.get(body)
+        if cache is None:
+            return ""
+        if cache.static_reason is not None or cache.limit_reason is not None:
+            return f"its body is captured per value: {cache.static_reason or cache.limit_reason}"
+        pinned = [n for n in names if f"L[{n!r}]" in cache.pinned_numbers]
+        if pinned:
+            return f"its body needs {pinned[0]!r} as a Python value (a capture per value)"
+        return ""
+
     def eager_loop(self, code, plan: loops.LoopPlan, f_globals) -> types.FunctionType:
         """The loop function of the ``while`` loop of ``plan``: the whole loop as one call
         (``loops.build_body_code(..., whole=True)``), for ``LoopCall`` to run eagerly."""
@@ -621,6 +649,7 @@ class FrameCompiler:
             if loops.is_body(code):
                 # it keeps the body's exits, which read every name
                 loops.BODY_CODES.add(resume_code)
+                self._body_roots[resume_code] = self._body_roots.get(code, code)
             fn = types.FunctionType(
                 resume_code, f_globals, resume_code.co_name, None, empty_closure(resume_code)
             )

@@ -431,6 +431,10 @@ class CompileContext:
                     f"captures stay bound to their layer instances: {policy.layer_reason}"
                 )
             cache.add(entry)
+            if entry.pinned_numbers:
+                self.cache_for(self.compiler.body_root(code)).pinned_numbers.update(
+                    entry.pinned_numbers
+                )
             entry.guard.liveness.then = functools.partial(
                 _forget, weakref.ref(self), weakref.ref(cache), weakref.ref(entry)
             )

@@ -149,6 +149,9 @@ class CacheEntry:
     #: source names of the layers this entry serves every instance of
     #: (``ShapePolicy.shares_layer``)
     shared_layers: FrozenSet[str] = frozenset()
+    #: source names of number inputs the capture needed as Python values after all: the
+    #: entry serves one value of each (``OutputGraph.pinned_numbers``)
+    pinned_numbers: FrozenSet[str] = frozenset()
 
     @property
     def built(self) -> Optional[Callable]:
@@ -181,6 +184,7 @@ class CodeCache:
         "shared_layers",
         "layer_reason",
         "dynamic_lists",
+        "pinned_numbers",
         "__weakref__",
     )
 
@@ -199,6 +203,10 @@ class CodeCache:
         #: ``((name, id), ...)`` of an entry's ``owner`` -> how many entries have it; an
         #: entry whose owner dies is removed (``remove``), so the ids stay theirs
         self._per_owner: Dict[tuple, int] = {}
+        #: source names of number inputs that a capture of this code, or of a resume
+        #: function of a loop body's breaks, needed as Python values (each capture serves
+        #: one value): a loop that carries one runs whole instead (``LoopCall``)
+        self.pinned_numbers: Set[str] = set()
         self._reset_shapes()
 
     def _reset_shapes(self) -> None:

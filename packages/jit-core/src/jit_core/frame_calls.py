@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import types
 import weakref
-from typing import TYPE_CHECKING, Dict, Optional
+from typing import TYPE_CHECKING, Dict, Optional, Tuple
 
 from paddle.framework import core as _core
 
@@ -140,7 +140,25 @@ class LoopCall(_WeakContext):
         known = dict(zip(self.live, local_values))
         values = tuple(known.get(n, loops.UNBOUND) for n in plan.names)
         target = plan.exhausted
-        whole = self._eager_loop(known) if plan.carried else None
+        numbers = loops.carried_numbers(plan, known) if plan.carried else ()
+        whole = self._eager_loop(numbers) if numbers else None
+        if whole is None:
+            seen = len(ctx.events)
+            for item in loops.iterations(plan, stack):
+                kind, payload, out = ctx.run_direct(body, item + values, {})
+                if kind == loops.RETURN:
+                    return payload
+                values = out
+                if kind == loops.BREAK:
+                    target = payload
+                    break
+                if numbers and len(ctx.events) != seen:
+                    # a capture in this iteration may have needed a counter's value: the
+                    # rest of the loop runs whole (a while loop's head takes the locals)
+                    seen = len(ctx.events)
+                    whole = self._eager_loop(numbers)
+                    if whole is not None:
+                        break
         if whole is not None:
             if closure is not None:
                 whole = types.FunctionType(
@@ -150,15 +168,6 @@ class LoopCall(_WeakContext):
             if kind == loops.RETURN:
                 return payload
             values, target = out, payload  # (it only returns on leaving the loop)
-        else:
-            for item in loops.iterations(plan, stack):
-                kind, payload, out = ctx.run_direct(body, item + values, {})
-                if kind == loops.RETURN:
-                    return payload
-                values = out
-                if kind == loops.BREAK:
-                    target = payload
-                    break
         # a loop nested in another's body: that body reads every name on its way out, the
         # unbound ones as UNBOUND (its resume function must get them all)
         keep_unbound = loops.is_body(self.code)
@@ -172,14 +181,21 @@ class LoopCall(_WeakContext):
         rest = ctx.compiler.resume_call(self.code, target, len(below), live, self.f_globals)
         return rest(below, tuple(bound[n] for n in live), closure)
 
-    def _eager_loop(self, known: dict) -> Optional[types.FunctionType]:
+    def _eager_loop(self, numbers: Tuple[Tuple[str, type], ...]) -> Optional[types.FunctionType]:
         """The loop function that runs this call's ``while`` loop whole and eagerly when
-        the loop carries a Python number (a counter) from its start ``known``: a body
-        function would be captured again for each value (``loops.changes_per_iteration``).
-        Else None, and the body function runs per iteration."""
-        why = loops.changes_per_iteration(self.plan, known)
+        the loop carries Python ``numbers`` (a counter: ``loops.carried_numbers``) and
+        the body's captures cannot take them as graph inputs: a body function would be
+        captured again for each value. Else None, and the body function runs per
+        iteration (its second capture takes the numbers that changed as inputs, and
+        serves every value)."""
+        why = self.ctx.compiler.serves_every_value(self.body.__code__, [n for n, _ in numbers])
         if not why:
             return None
+        name, kind = numbers[0]
+        why = (
+            f"the loop runs eagerly: it changes the Python {kind.__name__} {name!r} in every "
+            f"iteration, and {why}"
+        )
         whole = self._whole
         if whole is None:
             whole = self._whole = self.ctx.compiler.eager_loop(self.code, self.plan, self.f_globals)

@@ -266,6 +266,21 @@ def render(expr: tuple, source_expr: Callable[[Any], str]) -> str:
     return f"({left} {sym} {right})"
 
 
+def pinned_for_good(expr: tuple) -> Iterable[Any]:
+    """The number inputs that a guard pinning ``expr`` to one value pins too, each to a
+    value of its own: ``i`` and ``i + 1`` do (each value of ``i`` needs a capture), ``i %
+    3`` and ``i > 2`` do not (a few captures serve every value)."""
+    if expr[0] == "value":
+        yield expr[1]
+    elif expr[0] == "neg":
+        yield from pinned_for_good(expr[1])
+    elif expr[0] == "op" and expr[1] in (operator.add, operator.sub):
+        if expr[2][0] == "const":
+            yield from pinned_for_good(expr[3])
+        elif expr[3][0] == "const":
+            yield from pinned_for_good(expr[2])
+
+
 def sources_of(expr: tuple, kinds: Tuple[str, ...] = ("dim", "value")) -> Iterable[Any]:
     """The sources ``expr`` reads: sizes of tensors (``"dim"``), number inputs
     (``"value"``), or those of ``kinds`` only."""

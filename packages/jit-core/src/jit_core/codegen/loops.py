@@ -29,21 +29,23 @@ LazyVariable``). When the loop ends, the rest of the frame is a resume function,
 after any other break.
 
 A ``while`` loop that carries a Python number from one iteration to the next (``i += 1``
-for ``while i < n``, an error it compares with a tolerance) would have its body captured
-again in every iteration, since the body reads the number and so guards on its value:
-with a counter of 50 steps, 8 captures until the recompile limit, a warning, then eager
-iterations behind eight failing guards, slower than eager Paddle. So when the driver
-finds such a number among the loop's carried locals (``LoopPlan.carried``, assigned and
-read in the loop) as the loop starts, it runs the whole loop in one call of a *loop
-function* (``forward__loop_at_26``: the loop itself, its exits rewritten as the body's,
-``build_body_code(..., whole=True)``) that runs eagerly for good, its callees still
-through the hook, with the reason in ``explain()``. That is how the frame ran the loop
-before loops were outlined, without a call through the cache per iteration (an eager
-body function called per iteration cost about 15% more than that), and the frame after
-the loop stays compiled. Python booleans (a ``done`` flag) take two values at most
-and do not count. A ``for`` loop's int item becomes an input of the body's graph once it
-changed (automatic dynamic numbers, ``shapes.ShapePolicy.number_is_input``); other items
-recompile per item up to the limit.
+for ``while i < n``, an error it compares with a tolerance: ``carried_numbers``) has a
+body that reads the number. Where the backend takes numbers as graph inputs, the body's
+second capture takes it as one (automatic dynamic numbers, ``shapes.ShapePolicy.
+number_is_input``): the test becomes a guard on a relation, and a few captures serve
+every value. Where it cannot (no number inputs, ``dynamic=False``, or a capture of the
+body that needs the number as a Python value and so pins it:
+``FrameCompiler.serves_every_value``), the body would be captured again in every
+iteration (8 captures until the recompile limit, a warning, then eager iterations behind
+eight failing guards, slower than eager Paddle). So the driver then runs the rest of the
+loop in one call of a *loop function* (``forward__loop_at_26``: the loop itself, its
+exits rewritten as the body's, ``build_body_code(..., whole=True)``) that runs eagerly for
+good, its callees still through the hook, with the reason in ``explain()``. That is how
+the frame ran the loop before loops were outlined, without a call through the cache per
+iteration, and the frame after the loop stays compiled. Python booleans (a ``done``
+flag) take two values at most and do not count. A ``for`` loop's int item becomes an
+input of the body's graph once it changed, in the same way; other items recompile per
+item up to the limit.
 
 Loops this cannot outline keep the older behaviour (the loop and the rest of the frame
 run eagerly, the functions they call captured on their own): loops that hold a
@@ -216,20 +218,16 @@ def _carried(code: types.CodeType, insts, region: range, head: int) -> Tuple[str
     return tuple(sorted(stored & loaded & live))
 
 
-def changes_per_iteration(plan: LoopPlan, values: Dict[str, object]) -> str:
-    """Why the body of the ``while`` loop of ``plan`` would be captured again in every
-    iteration with the locals ``values`` it starts with, or "": it carries a Python
-    number from one iteration to the next (a counter, an error it compares with a
-    tolerance), which the body reads and so guards on."""
-    for name in plan.carried:
-        value = values.get(name)
-        if type(value) in (int, float):
-            return (
-                f"the loop runs eagerly: it changes the Python {type(value).__name__} "
-                f"{name!r} in every iteration, and a body function that reads it would be "
-                "captured again for each value"
-            )
-    return ""
+def carried_numbers(plan: LoopPlan, values: Dict[str, object]) -> Tuple[Tuple[str, type], ...]:
+    """``(name, type)`` of the Python numbers the ``while`` loop of ``plan`` carries from
+    one iteration to the next (a counter, an error it compares with a tolerance), with the
+    locals ``values`` it starts with: the body reads them, and a capture that takes them
+    as constants guards on their values."""
+    return tuple(
+        (name, type(values.get(name)))
+        for name in plan.carried
+        if type(values.get(name)) in (int, float)
+    )
 
 
 def _jumps_to(inst: dis.Instruction, index, target_i: int) -> bool:
@@ -523,7 +521,7 @@ __all__ = [
     "LoopPlan",
     "body_name",
     "build_body_code",
-    "changes_per_iteration",
+    "carried_numbers",
     "eager_loop_name",
     "exit_at",
     "head_where",

@@ -14,7 +14,7 @@ import enum
 import keyword
 import operator
 import types
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 import paddle
 
@@ -195,6 +195,9 @@ class OutputGraph:
         #: (``shape_infer``), filled when a capture first needs one
         self.static_shapes: Dict[Any, Optional[List[int]]] = {}
         self.guards = guards.GuardSet()
+        #: source names of number inputs the capture needed as Python values after all
+        #: (``specialize``): it serves one value of each
+        self.pinned_numbers: Set[str] = set()
         if self.shape_policy.layers:
             self.guards.check = self._refuse_one_instance
         #: lists and dicts from outside the frame: one tracker per object, and those the
@@ -459,6 +462,7 @@ class OutputGraph:
             )
         if expr[0] != "const":
             self.guards.add_relation(("op", operator.eq, expr, shapes.const(sym.example)), True)
+            self.pinned_numbers.update(s.name() for s in shapes.pinned_for_good(expr))
 
     def guard_relation(self, fn, a: VariableTracker, b: VariableTracker, what: str) -> bool:
         """``fn(a, b)`` for a comparison of sizes: its value in this capture, which a

@@ -401,22 +401,36 @@ def _stack_as_concat(graph: Graph) -> int:
     return n
 
 
+def _variable(node: Node) -> Any:
+    """What ``node`` is in the static program: ``split(c, 2)[1]`` read twice is two
+    getitem nodes but one variable, the split's second output."""
+    if (
+        node.op == "call_function"
+        and node.target is operator.getitem
+        and isinstance(node.args[0], Node)
+    ):
+        return (_variable(node.args[0]), repr(node.args[1]))
+    return node
+
+
 def _distinct_outputs(graph: Graph) -> int:
-    """An output held twice (CSE merged ``x.mean()`` and ``x.mean()``, or a frame returns
-    one tensor twice) is one variable to paddle2onnx, which then exports one output
-    where the graph has two: each repeat becomes a copy of its own."""
+    """An output held twice (CSE merged ``x.mean()`` and ``x.mean()``, a frame returns
+    one tensor twice, or two reads of one item of a ``split``) is one variable to
+    paddle2onnx, which then exports one output where the graph has two: each repeat
+    becomes a copy of its own."""
     out = graph.nodes[-1]
     items = out.args[0] if isinstance(out.args[0], (tuple, list)) else (out.args[0],)
     seen: set = set()
     fresh = []
     n = 0
     for item in items:
-        if isinstance(item, Node) and (item in seen or item.op == "placeholder"):
+        key = _variable(item) if isinstance(item, Node) else None
+        if key is not None and (key in seen or item.op == "placeholder"):
             with graph.inserting_before(out):
                 copy = graph.call_function(paddle.assign, (item,))
             copy.meta = dict(item.meta)
             item, n = copy, n + 1
-        seen.add(item)
+        seen.add(key)
         fresh.append(item)
     if n:
         out.args = (tuple(fresh),)

@@ -160,12 +160,6 @@ class CacheEntry:
         return getattr(self.compiled, "built", self.compiled)
 
 
-def _reads_through(check: str, name: str) -> bool:
-    """Whether a guard's check reads something through the source ``name`` (beyond its
-    type)."""
-    return name in check and not check.startswith(f"type({name}) is ")
-
-
 class CodeCache:
     """The cache entries of one code object, and whether it is left alone."""
 
@@ -234,8 +228,12 @@ class CodeCache:
         if self.layer_reason is not None:
             return []
         for entry in self.entries:
-            failed = entry.guard.first_failure(L, G) if entry.shared_layers else None
-            if failed is not None and any(_reads_through(failed, n) for n in entry.shared_layers):
+            failed = (
+                entry.guard.failure_through(L, G, entry.shared_layers)
+                if entry.shared_layers
+                else None
+            )
+            if failed is not None:
                 # the instances differ in what the shared capture read (a size, a flag):
                 # bound to their instances, each gets its own budget of recompiles
                 self.layer_reason = f"its instances differ in what it read: {failed}"

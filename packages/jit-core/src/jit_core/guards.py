@@ -13,7 +13,7 @@ import itertools
 import math
 import weakref
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
 
 import numpy as np
 import paddle
@@ -357,9 +357,14 @@ class GuardSet:
 
         # a container's length or key guard checks its type first
         typed = {g.source.name() for g in self._guards.values() if g.kind in (LEN_MATCH, DICT_KEYS)}
+        #: per part, the sources it reads more of than their type (``CompiledGuard.reads``)
+        reads: List[FrozenSet[str]] = []
+        read = frozenset()  # what the parts of the guard handled last read
         for g in self.sorted():
+            reads.extend([read] * (len(parts) - len(reads)))
             if g.kind == TYPE_MATCH and g.source.name() in typed:
                 continue
+            read = frozenset() if g.kind == TYPE_MATCH else _reach(g.source)
             e = expr(g.source)
             if g.kind == ID_MATCH and _held_weakly(g):
                 # a layer passed in: the entry must not keep it (and its weights) alive;
@@ -467,19 +472,33 @@ class GuardSet:
                 parts.append(("a list of tensors of any length", check))
             else:  # pragma: no cover - programming error
                 raise ValueError(g.kind)
+        reads.extend([read] * (len(parts) - len(reads)))
         for a, b, same in self.identities.values():
             op = "is" if same else "is not"
             what = "one object" if same else "two objects"
             parts.append((what, f"{expr(a)} {op} {expr(b)}"))
+            reads.append(_reach(a) | _reach(b))
         for relation, holds in self.relations.items():
             text = shapes.render(relation, expr)
             parts.append(("size relation", text if holds else f"not {text}"))
+            reads.append(frozenset().union(*(_reach(s) for s in shapes.sources_of(relation))))
         if self.grad_enabled is not None:
             fn = namer.obj(paddle.is_grad_enabled, "f")
             parts.append(("gradient mode", f"{fn}() is {self.grad_enabled!r}"))
+            reads.append(frozenset())
         return CompiledGuard(
-            fn_name, parts, namer.scope, tensors, numbers, liveness, layers, lengths
+            fn_name, parts, namer.scope, tensors, numbers, liveness, layers, lengths, reads
         )
+
+
+def _reach(source: Source) -> FrozenSet[str]:
+    """The names of ``source`` and of everything it is read through (``L['self'].fc``
+    through ``L['self']``)."""
+    names = set()
+    while source is not None:
+        names.add(source.name())
+        source = getattr(source, "base", None)
+    return frozenset(names)
 
 
 def _held_weakly(guard: Guard) -> bool:
@@ -529,8 +548,14 @@ class CompiledGuard:
         liveness: Optional[Liveness] = None,
         layers: Optional[List[Tuple[str, str, Any, type]]] = None,
         lengths: Optional[List[Tuple[str, str, int]]] = None,
+        reads: Optional[List[FrozenSet[str]]] = None,
     ):
         self.liveness = liveness if liveness is not None else Liveness()
+        #: per part, the names of the sources it reads more of than their type, and of
+        #: what those are read through (``failure_through``)
+        self.reads = reads if reads is not None else [frozenset()] * len(parts)
+        if len(self.reads) != len(parts):  # pragma: no cover - programming error
+            raise ValueError(f"{len(parts)} guard checks, {len(self.reads)} sets of reads")
         self.layers = layers or []
         self.lengths = lengths or []
         self.parts = parts
@@ -622,13 +647,26 @@ class CompiledGuard:
 
     def first_failure(self, L, G) -> Optional[str]:
         """The text of the first check that fails for these locals/globals, or None."""
-        for _, e in self.parts:
+        failed = self._first_failure(L, G)
+        return failed[1] if failed is not None else None
+
+    def failure_through(self, L, G, names) -> Optional[str]:
+        """The text of the first check that fails, where it reads more than the type of
+        a source named in ``names`` or of something read through one (a layer shared
+        between instances: its width, a flag, its hooks), else None."""
+        failed = self._first_failure(L, G)
+        if failed is None or not (self.reads[failed[0]] & set(names)):
+            return None
+        return failed[1]
+
+    def _first_failure(self, L, G) -> Optional[Tuple[int, str]]:
+        for i, (_, e) in enumerate(self.parts):
             try:
                 ok = eval(e, dict(self.scope), {"L": L, "G": G})
             except Exception as exc:  # noqa: BLE001 - any failure is a failed guard
-                return f"{e}  (raised {type(exc).__name__}: {exc})"
+                return i, f"{e}  (raised {type(exc).__name__}: {exc})"
             if not ok:
-                return e
+                return i, e
         return None
 
     def readable(self) -> str:

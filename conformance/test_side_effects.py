@@ -158,3 +158,34 @@ def test_a_mutable_default_reached_through_a_method_is_mutated_once_per_call(bac
     fast = jit_core.optimize(call_remember, backend=backend)
     assert_same([fast(x) for _ in range(2)], expected)
     assert seen == [1, 1]
+
+
+class Normalizing(paddle.nn.Layer):
+    """Writes back a setting it holds, as BatchNorm2D does with its ``_data_format``."""
+
+    def __init__(self, layout: str = "NCHW"):
+        super().__init__()
+        self.fc = paddle.nn.Linear(3, 3)
+        self.layout = layout
+
+    def forward(self, x):
+        if self.layout in ("NCHW", "NC"):
+            self.layout = "NCHW"
+        return self.fc(x) * 2
+
+
+def test_a_store_of_the_value_an_attribute_holds_is_no_graph_break(backend):
+    net = Normalizing()
+    fast = jit_core.optimize(net, backend=backend)
+    x = paddle.rand([2, 3])
+    report = jit_core.explain(jit_core.optimize(net, backend=backend), x)
+    assert (report.graph_count, report.break_count) == (1, 0), str(report)
+    assert_same(fast(x), net(x))
+    # "NC" is stored over: a real store, which breaks the graph and happens as in eager
+    net.layout = "NC"
+    assert_same(fast(x), net(x))
+    assert net.layout == "NCHW"
+    net.layout = "NC"
+    twin = copy.deepcopy(net)
+    assert_same(fast(x), twin(x))
+    assert net.layout == twin.layout == "NCHW"

@@ -162,4 +162,9 @@ def load_method(tx, inst):
 @handler("STORE_ATTR", breaks=_ATTR_STORE, break_as=RunsInPython(pops=2))
 @handler("DELETE_ATTR", breaks=_ATTR_STORE, break_as=RunsInPython(pops=1))
 def store_attr(tx, inst):
-    raise Unsupported(f"{_ATTR_STORE} ({tx.peek().describe()}.{inst.argval})", category=SIDE_EFFECT)
+    obj = tx.peek()
+    if inst.opname == "STORE_ATTR" and obj.stores_unchanged(tx, inst.argval, tx.peek(2)):
+        tx.pop()
+        tx.pop()
+        return
+    raise Unsupported(f"{_ATTR_STORE} ({obj.describe()}.{inst.argval})", category=SIDE_EFFECT)

@@ -52,6 +52,12 @@ class VariableTracker:
     ) -> VariableTracker:
         raise Unsupported(f"calling {self.describe()}", category=UNTRACED_CALL)
 
+    def stores_unchanged(self, tx: Translator, name: str, value: VariableTracker) -> bool:
+        """Whether ``obj.<name> = value`` on this object changes nothing, with what makes
+        it so guarded: the capture then goes on past the store. By default a store is a
+        side effect (the graph breaks there)."""
+        return False
+
     def call_method(
         self,
         tx: Translator,

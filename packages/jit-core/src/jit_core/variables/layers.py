@@ -17,6 +17,7 @@ from .constant import ConstantVariable
 from .containers import ListIteratorVariable, TupleVariable
 
 _CONTAINERS = (paddle.nn.Sequential, paddle.nn.LayerList, paddle.nn.LayerDict)
+_MISSING = object()
 
 
 def is_leaf_layer(layer: paddle.nn.Layer) -> bool:
@@ -101,6 +102,26 @@ class LayerVariable(VariableTracker):
                 return UserMethodVariable(cls_attr, self)
             return wrap(tx, getattr(layer, name), src)
         raise Unsupported(f"{type(layer).__name__} has no attribute {name!r}", category=RAISES)
+
+    def stores_unchanged(self, tx, name: str, value: VariableTracker) -> bool:
+        """A Paddle layer writing back a setting it holds already: BatchNorm2D's forward
+        normalizes its ``_data_format`` by storing it again (``'NCHW'``). With the value
+        guarded (the read below), the store changes nothing, in every call the entry
+        serves. Only plain attributes holding a str, int, bool or None, on a layer whose
+        ``__setattr__`` is ``Layer``'s."""
+        layer = self.value
+        if type(layer).__setattr__ is not paddle.nn.Layer.__setattr__:
+            return False
+        if not value.is_python_constant() or self.source is None:
+            return False
+        new = value.as_python_constant()
+        old = layer.__dict__.get(name, _MISSING)
+        if type(new) not in (str, int, bool, type(None)) or type(old) is not type(new):
+            return False
+        if old != new or inspect.getattr_static(type(layer), name, None) is not None:
+            return False
+        held = self.var_getattr(tx, name)  # guards the value the store writes back
+        return held.is_python_constant() and held.as_python_constant() == new
 
     # -- containers
     def guard_members(self, tx) -> None:

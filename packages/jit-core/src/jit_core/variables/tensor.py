@@ -13,6 +13,7 @@ from ..errors import (
     LIMIT,
     RAISES,
     TENSOR_BRANCH,
+    UNSUPPORTED,
     Unsupported,
 )
 from .base import VariableTracker
@@ -182,6 +183,14 @@ class TensorVariable(VariableTracker):
             return self._inplace_method(tx, name, args, kwargs)
         if name in ("dim", "ndimension") and not args:
             return ConstantVariable(len(self.example.shape))
+        if name == "is_dist" and not args and not kwargs:
+            # asked by Paddle's own layers (Conv2D.forward) before their dense path
+            if self.example.is_dist():
+                raise Unsupported(
+                    "a distributed tensor reached the capture (tensor.is_dist())",
+                    category=UNSUPPORTED,
+                )
+            return ConstantVariable(False)
         if name == "__getitem__" and len(args) == 1:
             return tx.output.call_function(tx, operator.getitem, [self, args[0]], {})
         if name == "numel" and not args:

@@ -8,8 +8,9 @@ The models are the conformance suite's (conformance/test_real_programs.py,
 conformance/test_loops.py, conformance/test_contexts.py): recurrent classifiers (one
 graph each now), a masked attention encoder, a UNet, a branch inside a loop (a loop body
 function), a decode loop with a KV cache, a teacher branch under `no_grad`, twelve blocks
-of one class whose forward breaks (conformance/test_shared_layers.py: the blocks share
-their captures; a second table shows their first call bound to each instance and shared).
+of one class whose forward breaks and six Conv2D/BatchNorm2D blocks that do
+(conformance/test_shared_layers.py: the blocks share their captures; a second table
+shows their first call bound to each instance and shared).
 Every call after the first takes the cache. `eval()`, under `paddle.no_grad()`.
 """
 
@@ -33,7 +34,7 @@ import jit_core  # noqa: E402
 from conformance.test_contexts import Teacher  # noqa: E402
 from conformance.test_loops import BranchInLoop, TinyDecoder  # noqa: E402
 from conformance.test_real_programs import MaskedEncoder, RnnClassifier, TinyUNet  # noqa: E402
-from conformance.test_shared_layers import Block, Stack  # noqa: E402
+from conformance.test_shared_layers import Block, ConvBlock, Stack  # noqa: E402
 
 
 def _models():
@@ -59,6 +60,7 @@ def _models():
         ),
         ("no_grad teacher", Teacher, lambda: (paddle.rand([8, 4]),)),
         ("twelve blocks, each breaking", _twelve_blocks, lambda: (paddle.rand([4, 8]),)),
+        ("six conv blocks, each breaking", _conv_blocks, lambda: (paddle.rand([2, 4, 16, 16]),)),
     ]
 
 
@@ -66,27 +68,36 @@ def _twelve_blocks():
     return Stack([Block() for _ in range(12)])
 
 
+def _conv_blocks():
+    """Conv2D, BatchNorm2D and a branch on a tensor, six times."""
+    return Stack([ConvBlock() for _ in range(6)])
+
+
 def _first_calls(backends) -> None:
-    """What sharing captures between instances saves: the twelve blocks' first call and
-    cache entries, bound to each instance and shared."""
+    """What sharing captures between instances saves: the first call and the cache
+    entries of the blocks' forward, bound to each instance and shared."""
     print()
-    print("twelve blocks of one class, each forward breaking: the first call (capture and")
-    print("build) and the cache entries of Block.forward")
+    print("blocks of one class, each forward breaking: the first call (capture and build)")
+    print("and the cache entries of the block's forward")
     print()
-    print("| runs on | first call | Block.forward entries |")
-    print("|---|---|---|")
-    x = paddle.rand([4, 8])
-    for b in backends:
-        for share in (False, True):
-            paddle.seed(0)
-            net = _twelve_blocks()
-            net.eval()
-            fast = jit_core.optimize(net, backend=b, share_layers=share)
-            start = time.perf_counter()
-            fast(x)
-            ms = (time.perf_counter() - start) * 1e3
-            n = sum(c for k, c in fast.jit_stats.entries.items() if k.startswith("Block.forward"))
-            print(f"| jit_core {b}, share_layers={share} | {ms:.0f} ms | {n} |")
+    print("| model | runs on | first call | forward entries |")
+    print("|---|---|---|---|")
+    cases = [
+        ("twelve blocks", _twelve_blocks, paddle.rand([4, 8]), "Block.forward"),
+        ("six conv blocks", _conv_blocks, paddle.rand([2, 4, 16, 16]), "ConvBlock.forward"),
+    ]
+    for name, make, x, forward in cases:
+        for b in backends:
+            for share in (False, True):
+                paddle.seed(0)
+                net = make()
+                net.eval()
+                fast = jit_core.optimize(net, backend=b, share_layers=share)
+                start = time.perf_counter()
+                fast(x)
+                ms = (time.perf_counter() - start) * 1e3
+                n = sum(c for k, c in fast.jit_stats.entries.items() if k.startswith(forward))
+                print(f"| {name} | jit_core {b}, share_layers={share} | {ms:.0f} ms | {n} |")
 
 
 def _same(got, expected) -> bool:

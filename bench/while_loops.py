@@ -5,8 +5,9 @@
 Run it once with each tree on PYTHONPATH to compare two versions of jit_core (the
 models are defined here, not imported from the conformance suite, so that any version
 runs them): a loop whose test is a tensor, a counter loop whose body branches on a
-tensor, a greedy decode loop with a KV cache until an end token. Tiny tensors: what is
-measured is the cost around the ops (guards, graph calls, the loop driver), not the ops.
+tensor (with a few tiny ops, and with a layer's work), a greedy decode loop with a KV
+cache until an end token. Small tensors: what is measured is mostly the cost around the
+ops (guards, graph calls, the loop driver).
 Every call after the first takes the cache. `eval()`, under `paddle.no_grad()`.
 """
 
@@ -51,14 +52,36 @@ def counter(x, n: int = 20):
     return x + 1
 
 
+class CounterLayers(paddle.nn.Layer):
+    """A counter loop whose body does a layer's work (Linear, gelu, LayerNorm, Linear)."""
+
+    def __init__(self, width: int = 64):
+        super().__init__()
+        self.a, self.b = paddle.nn.Linear(width, width), paddle.nn.Linear(width, width)
+        self.norm = paddle.nn.LayerNorm(width)
+
+    def forward(self, x, n: int = 10):
+        i = 0
+        while i < n:
+            h = self.norm(paddle.nn.functional.gelu(self.a(x)))
+            x = x + self.b(h) * 0.1
+            if x.mean() > 100:
+                x = x * 0.5
+            i += 1
+        return x
+
+
 def _cases(max_len: int):
     """(name, the function, its inputs)."""
     paddle.seed(0)
     net = Decoder()
     net.eval()
+    layers = CounterLayers()
+    layers.eval()
     return [
         ("tensor test, ~20 iterations", tensor_test, (paddle.rand([3]),)),
         ("counter, 20 iterations", counter, (paddle.rand([3]),)),
+        ("counter, 10 iterations of layers", layers, (paddle.rand([8, 64]),)),
         (
             f"decode, KV cache, {max_len - 2} steps",
             net,

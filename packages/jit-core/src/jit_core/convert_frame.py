@@ -378,20 +378,21 @@ class FrameCompiler:
         if policy is None:
             policy = ShapePolicy(self.options.dynamic)
         policy.number_inputs = self.backend.number_inputs
-        try:
-            return self._capture_shapes(frame, code, policy)
-        except SpecializeLayers as e:
-            policy.layer_reason = e.reason
-            recompiles_log.info("%s: bound to its layer instances: %s", code.co_name, e.reason)
-            return self._capture_shapes(frame, code, policy)
-
-    def _capture_shapes(self, frame, code: types.CodeType, policy: ShapePolicy) -> CacheEntry:
-        try:
-            return self._capture(frame, code, policy)
-        except SpecializeShapes as e:
-            policy.static_reason = e.reason
-            recompiles_log.info("%s: static shapes: %s", code.co_name, e.reason)
-            return self._capture(frame, code, policy)
+        while True:
+            # each promise of the policy a capture could not keep is withdrawn once, and
+            # the frame captured again (a second time is a bug: it propagates)
+            try:
+                return self._capture(frame, code, policy)
+            except SpecializeShapes as e:
+                if policy.static_reason is not None:
+                    raise
+                policy.static_reason = e.reason
+                recompiles_log.info("%s: static shapes: %s", code.co_name, e.reason)
+            except SpecializeLayers as e:
+                if policy.layer_reason is not None:
+                    raise
+                policy.layer_reason = e.reason
+                recompiles_log.info("%s: bound to its layer instances: %s", code.co_name, e.reason)
 
     def _capture(self, frame, code: types.CodeType, policy: ShapePolicy) -> CacheEntry:
         stop = None

@@ -344,8 +344,7 @@ class OrtGraph:
             raise OnnxRuntimeError(f"the exported model has inputs {unknown} the graph lacks")
         self._live = [_LiveFeed(n, live[n]) for n in names if n not in placeholders]
         self._outputs = [o.name for o in session.get_outputs()]
-        out = gm.graph.nodes[-1].args[0]
-        out = out if isinstance(out, (tuple, list)) else (out,)
+        out = gm.graph.output_values()
         self._dtypes = [getattr(n, "meta", {}).get("dtype") for n in out]
         self._shapes = restored_shapes(gm)
         if len(self._dtypes) != len(self._outputs):

@@ -85,8 +85,7 @@ class TrtGraph:
             raise TensorRTError(f"the engine has inputs {unknown} the graph lacks")
         self._outputs = outputs
         self._out_dtypes = [DTYPES.get(engine.get_tensor_dtype(n).name) for n in outputs]
-        out = gm.graph.nodes[-1].args[0]
-        out = out if isinstance(out, (tuple, list)) else (out,)
+        out = gm.graph.output_values()
         self._shapes = restored_shapes(gm)
         self._dtypes = [getattr(n, "meta", {}).get("dtype") for n in out]
         if len(out) != len(outputs):

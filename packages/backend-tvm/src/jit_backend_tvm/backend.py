@@ -774,8 +774,7 @@ class TvmGraph:
         # a Relax VM is not reentrant: two threads in one VM at once corrupt its register
         # file ("Check failed: reg < frame->register_file.size()")
         self._lock = threading.Lock()
-        out = gm.graph.nodes[-1].args[0]
-        out = out if isinstance(out, (tuple, list)) else (out,)
+        out = gm.graph.output_values()
         self._dtypes = [getattr(n, "meta", {}).get("dtype") for n in out]
         # paddle2onnx gives 0-D results the shape [1]: put Paddle's shape back (with
         # dynamic dimensions, only where it holds at every size)

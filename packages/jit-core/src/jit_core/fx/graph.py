@@ -96,6 +96,11 @@ class Graph:
     def output(self, result: Any) -> Node:
         return self.create_node("output", "output", (result,), name="output")
 
+    def output_values(self) -> tuple:
+        """What the graph returns, as a tuple (one value alone is a tuple of one)."""
+        out = self.nodes[-1].args[0]
+        return tuple(out) if isinstance(out, (tuple, list)) else (out,)
+
     @contextlib.contextmanager
     def inserting_before(self, node: Node):
         old = self._insert_before

@@ -89,7 +89,7 @@ def restored_shapes(gm) -> List[Optional[List[int]]]:
     where the example's was [3, 5], must not be bent into the example's shape)."""
     from ..shape_dispatch import dynamic_dims
 
-    shapes = [getattr(n, "meta", {}).get("shape") for n in _outputs(gm)]
+    shapes = [getattr(n, "meta", {}).get("shape") for n in gm.graph.output_values()]
     if dynamic_dims(gm):
         shapes = [s if s == [] else None for s in shapes]
     return shapes
@@ -107,9 +107,4 @@ def input_free_outputs(gm) -> List[bool]:
     reads: Dict[Node, bool] = {}
     for node in gm.graph.nodes:
         reads[node] = node.op == "placeholder" or any(reads[n] for n in node.all_input_nodes)
-    return [not (isinstance(n, Node) and reads[n]) for n in _outputs(gm)]
-
-
-def _outputs(gm) -> tuple:
-    out = gm.graph.nodes[-1].args[0]
-    return tuple(out) if isinstance(out, (tuple, list)) else (out,)
+    return [not (isinstance(n, Node) and reads[n]) for n in gm.graph.output_values()]

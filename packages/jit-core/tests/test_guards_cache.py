@@ -438,3 +438,20 @@ def test_nested_optimize_keeps_each_context_to_its_own_frames(capsys):
     assert fast_outer.jit_stats.eager_frames == {}
     assert all(name.startswith("_outer") for name in fast_outer.jit_stats.entries)
     assert len(fast_outer.jit_stats.entries) == 3
+
+
+def test_which_pinned_expressions_pin_a_number_input_for_good():
+    # a loop driver runs a counter loop whole once a capture pins the counter for good
+    # (each value a capture); a pin of i % 3 is a few captures, which serve every i
+    import operator
+
+    from jit_core import shapes
+    from jit_core.sources import LocalSource
+
+    i = ("value", LocalSource("i"))
+    three = shapes.const(3)
+    for expr in (i, ("neg", i), ("op", operator.add, i, three), ("op", max, i, three)):
+        assert [s.name() for s in shapes.pinned_for_good(expr)] == ["L['i']"], expr
+    for expr in (("op", operator.mod, i, three), ("op", min, i, three)):
+        assert list(shapes.pinned_for_good(expr)) == [], expr
+    assert list(shapes.pinned_for_good(("op", operator.lt, i, three))) == []

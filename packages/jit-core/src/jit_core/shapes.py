@@ -267,18 +267,18 @@ def render(expr: tuple, source_expr: Callable[[Any], str]) -> str:
 
 
 def pinned_for_good(expr: tuple) -> Iterable[Any]:
-    """The number inputs that a guard pinning ``expr`` to one value pins too, each to a
-    value of its own: ``i`` and ``i + 1`` do (each value of ``i`` needs a capture), ``i %
-    3`` and ``i > 2`` do not (a few captures serve every value)."""
-    if expr[0] == "value":
+    """The number inputs that a guard pinning ``expr`` to one value pins to values
+    without end: ``i``, ``i + 1``, ``i // 2`` and ``max(i, 2)`` take another value as
+    ``i`` grows (each value a capture of its own); ``i % 3``, ``min(i, 4)`` and ``i > 2``
+    take a few (a few captures serve every ``i``)."""
+    kind = expr[0]
+    if kind == "value":
         yield expr[1]
-    elif expr[0] == "neg":
+    elif kind == "neg":
         yield from pinned_for_good(expr[1])
-    elif expr[0] == "op" and expr[1] in (operator.add, operator.sub):
-        if expr[2][0] == "const":
-            yield from pinned_for_good(expr[3])
-        elif expr[3][0] == "const":
-            yield from pinned_for_good(expr[2])
+    elif kind == "op" and expr[1] not in (operator.mod, min) and expr[1] not in COMPARISONS:
+        yield from pinned_for_good(expr[2])
+        yield from pinned_for_good(expr[3])
 
 
 def sources_of(expr: tuple, kinds: Tuple[str, ...] = ("dim", "value")) -> Iterable[Any]:

@@ -33,6 +33,7 @@ from .passes.manager import PassContext, PassManager, PassRecord
 from .passes.manager import op_count as op_count_of
 from .shape_dispatch import PerShape
 from .shapes import ShapePolicy, SpecializeLayers, SpecializeShapes, describe_dims
+from .sources import LocalSource
 
 if TYPE_CHECKING:  # pragma: no cover
     from .eval_frame import CompileContext
@@ -617,7 +618,7 @@ class FrameCompiler:
             return ""
         if cache.static_reason is not None or cache.limit_reason is not None:
             return f"its body is captured per value: {cache.static_reason or cache.limit_reason}"
-        pinned = [n for n in names if f"L[{n!r}]" in cache.pinned_numbers]
+        pinned = [n for n in names if LocalSource(n).name() in cache.pinned_numbers]
         if pinned:
             return f"its body needs {pinned[0]!r} as a Python value (a capture per value)"
         return ""

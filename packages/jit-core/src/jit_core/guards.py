@@ -28,6 +28,7 @@ from .sources import (
     LocalSource,
     ObjectSource,
     Source,
+    names_through,
 )
 
 TYPE_MATCH = "TYPE_MATCH"
@@ -364,7 +365,7 @@ class GuardSet:
             reads.extend([read] * (len(parts) - len(reads)))
             if g.kind == TYPE_MATCH and g.source.name() in typed:
                 continue
-            read = frozenset() if g.kind == TYPE_MATCH else _reach(g.source)
+            read = frozenset() if g.kind == TYPE_MATCH else names_through(g.source)
             e = expr(g.source)
             if g.kind == ID_MATCH and _held_weakly(g):
                 # a layer passed in: the entry must not keep it (and its weights) alive;
@@ -477,11 +478,13 @@ class GuardSet:
             op = "is" if same else "is not"
             what = "one object" if same else "two objects"
             parts.append((what, f"{expr(a)} {op} {expr(b)}"))
-            reads.append(_reach(a) | _reach(b))
+            reads.append(names_through(a) | names_through(b))
         for relation, holds in self.relations.items():
             text = shapes.render(relation, expr)
             parts.append(("size relation", text if holds else f"not {text}"))
-            reads.append(frozenset().union(*(_reach(s) for s in shapes.sources_of(relation))))
+            reads.append(
+                frozenset().union(*(names_through(s) for s in shapes.sources_of(relation)))
+            )
         if self.grad_enabled is not None:
             fn = namer.obj(paddle.is_grad_enabled, "f")
             parts.append(("gradient mode", f"{fn}() is {self.grad_enabled!r}"))
@@ -489,16 +492,6 @@ class GuardSet:
         return CompiledGuard(
             fn_name, parts, namer.scope, tensors, numbers, liveness, layers, lengths, reads
         )
-
-
-def _reach(source: Source) -> FrozenSet[str]:
-    """The names of ``source`` and of everything it is read through (``L['self'].fc``
-    through ``L['self']``)."""
-    names = set()
-    while source is not None:
-        names.add(source.name())
-        source = getattr(source, "base", None)
-    return frozenset(names)
 
 
 def _held_weakly(guard: Guard) -> bool:

@@ -37,6 +37,7 @@ import operator
 from typing import Any, Callable, Dict, FrozenSet, Iterable, Optional, Set, Tuple
 
 from .fx.codegen import _INFIX
+from .sources import names_through
 
 #: what ``mark_dynamic``/``mark_static`` leave on a tensor
 _DYNAMIC_ATTR = "_jit_core_dynamic_dims"
@@ -165,11 +166,7 @@ class ShapePolicy:
         """
         if not self.layers or self.layer_reason is not None:
             return False
-        while source is not None:
-            if source.name() in self.layers:
-                return True
-            source = getattr(source, "base", None)
-        return False
+        return not self.layers.isdisjoint(names_through(source))
 
     def number_is_input(self, source_name: str) -> bool:
         """Whether the int or float read from ``source_name`` is an input of the graph (a

@@ -7,7 +7,7 @@ globals) and the bytecode the transformed frame runs to load the value again.
 
 from __future__ import annotations
 
-from typing import Any, List
+from typing import Any, FrozenSet, List, Optional
 
 from bytecode import Instr
 
@@ -199,6 +199,16 @@ class CallSource(Source):
         for a in self.args:
             out += _compat.load_const(a)
         return out + _compat.call(len(self.args))
+
+
+def names_through(source: Optional[Source]) -> FrozenSet[str]:
+    """The names of ``source`` and of everything it is read through (``L['self'].fc``
+    through ``L['self']``)."""
+    names = set()
+    while source is not None:
+        names.add(source.name())
+        source = getattr(source, "base", None)
+    return frozenset(names)
 
 
 def attr_path(source: Source) -> str:

@@ -154,8 +154,7 @@ def _check_graph(graph) -> None:
             )
         if node.op != "output":
             continue
-        outs = node.args[0] if isinstance(node.args[0], (tuple, list)) else (node.args[0],)
-        for i, out in enumerate(outs):
+        for i, out in enumerate(graph.output_values()):
             shape = getattr(out, "meta", {}).get("shape")
             if shape is not None and 0 in shape:
                 raise OnnxExportError(

@@ -419,7 +419,7 @@ def _distinct_outputs(graph: Graph) -> int:
     paddle2onnx, which then exports one output where the graph has two: each repeat
     becomes a copy of its own."""
     out = graph.nodes[-1]
-    items = out.args[0] if isinstance(out.args[0], (tuple, list)) else (out.args[0],)
+    items = graph.output_values()
     seen: set = set()
     fresh = []
     n = 0

@@ -262,8 +262,8 @@ def test_generated_code_names_paddle_functions():
     code = gm.code
     ast.parse(code)
     assert "def forward(self, a, b):" in code
-    assert "paddle.matmul(a, b, transpose_y=True)" in code
-    assert "paddle.nn.functional.relu(matmul)" in code
+    assert "paddle_matmul(a, b, transpose_y=True)" in code
+    assert "F_relu(matmul)" in code
     assert "relu[:2, 0]" in code  # getitem written as a subscript
     assert "= -getitem" in code  # prefix negation
 
@@ -271,6 +271,42 @@ def test_generated_code_names_paddle_functions():
     q = paddle.to_tensor(np.eye(4, dtype="float32")) * 0.5
     ref = -paddle.nn.functional.relu(paddle.matmul(p, q, transpose_y=True))[:2, 0]
     np.testing.assert_allclose(gm(p, q).numpy(), ref.numpy())
+
+
+def test_generated_code_binds_each_operator_once_and_never_shadows_a_value():
+    g = Graph()
+    # an input named as the bound name of paddle.exp would be: the binding moves aside
+    x = g.placeholder("paddle_exp")
+    e = g.call_function(paddle.exp, (x,))
+    r = g.call_function(paddle.nn.functional.relu, (e,))
+    r2 = g.call_function(paddle.nn.functional.relu, (r,))
+    g.output(r2)
+    gm = GraphModule({}, g)
+    code, bound = gm.code, gm.code_globals()
+    assert "paddle_exp_ = " not in code and "= paddle_exp_(paddle_exp)" in code, code
+    assert bound["paddle_exp_"] is paddle.exp and bound["F_relu"] is paddle.nn.functional.relu
+    # one binding for both calls, and no dotted lookup left in the body
+    assert code.count("F_relu(") == 2 and "paddle.nn" not in code, code
+    t = paddle.to_tensor([-1.0, 0.5])
+    np.testing.assert_allclose(gm(t).numpy(), paddle.nn.functional.relu(paddle.exp(t)).numpy())
+
+
+def test_generated_code_frees_values_after_their_last_use():
+    g = Graph()
+    a, b = g.placeholder("a"), g.placeholder("b")
+    s = g.call_function(operator.add, (a, b))
+    m = g.call_function(operator.mul, (s, a))
+    g.call_function(paddle.exp, (m,))  # kept (say, for an effect): freed at once
+    out = g.call_function(operator.sub, (m, 1.0))
+    g.output((out, b))
+    code = GraphModule({}, g).code
+    lines = [line.strip() for line in code.splitlines()]
+    assert lines[lines.index("add = a + b") + 1] == "mul = add * a", code  # a: read again
+    assert lines[lines.index("mul = add * a") + 1] == "del add, a", code
+    assert lines[lines.index("exp = paddle_exp(mul)") + 1] == "del exp", code
+    assert lines[lines.index("sub = mul - 1.0") + 1] == "del mul", code
+    # a value handed out is never freed
+    assert "del b" not in code and not any(" sub" in line for line in lines if "del" in line)
 
 
 def test_str_of_graph_lists_nodes():

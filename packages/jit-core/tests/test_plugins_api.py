@@ -127,7 +127,7 @@ def test_extra_backend_plugin_is_used(recording):
     assert len(recording.calls) == 1
     gm, examples, options = recording.calls[0]
     assert isinstance(gm, jit_core.fx.GraphModule)
-    assert "paddle.matmul" in gm.code
+    assert "paddle_matmul" in gm.code
     assert options == {"answer": 42}
     assert len(examples) == 2
     assert [list(e.shape) for e in examples] == [[4, 4], [4, 4]]
@@ -308,7 +308,7 @@ def test_set_logs_turns_on_named_channels(restore_log_levels, caplog):
     assert len(graphs) == 1
     assert "def forward(self, x):" in graphs[0]
     # the public name Paddle exports the function under (it varies by Paddle version)
-    assert re.search(r"sigmoid = paddle\.(nn\.functional\.)?sigmoid\(x\)", graphs[0])
+    assert re.search(r"sigmoid = (paddle|F)_sigmoid\(x\)", graphs[0])
     assert "sub = sigmoid - 1" in graphs[0]
     assert len(guards) == 1 and "def guard_f_" in guards[0]
 
@@ -361,7 +361,7 @@ def test_jit_logs_env_var_prints_graph_code():
     text = proc.stdout + proc.stderr
     assert "DONE" in proc.stdout
     assert text.count("graph of f:") == 1  # one capture, then cache hits
-    assert "relu = paddle.nn.functional.relu(x)" in text
+    assert "relu = F_relu(x)" in text
     assert "graph of f" in text
     assert "guard_" not in text  # only the channel asked for
 

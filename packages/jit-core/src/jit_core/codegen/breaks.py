@@ -321,6 +321,7 @@ class BreakBuilder:
         instruction, the resume function and closures rebuilt here read the very
         cells), and the outside containers the capture mutated their new contents."""
         store_cells(self.cg, self.point.cells, self.point.containers)
+        self.cg.release_locals(parameter_names(self.cg.code))
 
 
 def _emit(b: BreakBuilder) -> None:

@@ -122,6 +122,20 @@ class PyCodegen:
         else:
             self.new_object(v, build)
 
+    def release_locals(self, parameters: Sequence[str]) -> None:
+        """Drop what the frame's own locals hold once every value has been rebuilt onto
+        the stack: the graph's outputs (``OUT_LOCAL``), the objects kept for sharing,
+        and the frame's parameters (its cells aside: closures share them). The rest of
+        the frame runs in a resume function that holds what it needs itself: a value
+        kept here would stay alive until that function returns, where eager code that
+        assigns the local again frees it."""
+        cells = set(self.code.co_cellvars) | set(self.code.co_freevars)
+        names = [n for n in parameters if n not in cells]
+        names += [OUT_LOCAL] + [n for n in self._shared.values() if n]
+        for name in names:
+            # (a store, not DELETE_FAST: OUT_LOCAL is unbound where no graph ran)
+            self.extend(_compat.load_const(None) + _compat.store_fast(name))
+
     def shared_objects(self) -> List[int]:
         """Collecting: the objects held in more than one place."""
         return [k for k, n in self.uses.items() if n > 1]

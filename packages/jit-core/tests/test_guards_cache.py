@@ -455,3 +455,28 @@ def test_which_pinned_expressions_pin_a_number_input_for_good():
     for expr in (("op", operator.mod, i, three), ("op", min, i, three)):
         assert list(shapes.pinned_for_good(expr)) == [], expr
     assert list(shapes.pinned_for_good(("op", operator.lt, i, three))) == []
+
+
+def test_a_query_of_paddle_state_runs_once_per_check():
+    """The expected place (GraphNet samples pass it to ``_C_ops.full``) is asked at every
+    call by the guard: once, not once per comparison of its answer."""
+
+    def f(x):
+        place = paddle.framework._current_expected_place()
+        return paddle._C_ops.add(x, paddle._C_ops.full([2], 1.0, paddle.float32, place))
+
+    x = paddle.rand([2])
+    report = jit_core.explain(f, x)
+    np.testing.assert_allclose(report.result.numpy(), (x + 1).numpy())
+    (guard,) = report.guards
+    names = [
+        line.split("=")[0].strip("# ").strip()
+        for line in guard.splitlines()
+        if line.startswith("#") and "_current_expected_place" in line
+    ]
+    assert len(names) == 1, guard
+    assert guard.count(f"{names[0]}()") == 1, guard
+    # and the answer is still checked: another place would be another capture
+    fast = jit_core.optimize(f)
+    fast(x)
+    assert fast(x) is not None and fast.jit_stats.captures == 1

@@ -403,7 +403,13 @@ class GuardSet:
                 if v is None or isinstance(v, bool):
                     check = f"{e} is {v!r}"
                 else:
-                    check = f"type({e}) is {namer.obj(type(v), 't')} and "
+                    # a query of Paddle's state (the expected place, the AMP state) is
+                    # asked once per check, not once per comparison: every call runs it
+                    fetch = e
+                    if isinstance(g.source, CallSource):
+                        local = namer.local()
+                        fetch, e = f"{local} := {e}", local
+                    check = f"type({fetch}) is {namer.obj(type(v), 't')} and "
                     if type(v) is float and v != v:
                         # nan == nan is False: the entry would never be used again
                         check += f"{namer.obj(math.isnan, 'f')}({e})"

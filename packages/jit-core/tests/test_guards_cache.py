@@ -480,3 +480,30 @@ def test_a_query_of_paddle_state_runs_once_per_check():
     fast = jit_core.optimize(f)
     fast(x)
     assert fast(x) is not None and fast.jit_stats.captures == 1
+
+
+def test_keyword_calls_take_the_cache_hit_path_and_bind_as_eager():
+    """``model(**inputs)`` (how GraphNet calls a sample) binds its keywords to positions
+    on the cheap path; whatever it cannot bind that way takes the general one."""
+
+    class Net(paddle.nn.Layer):
+        def forward(self, a, b):
+            return a * 2 - b
+
+    def f(a, b, /, c):
+        return a + b * c
+
+    net = Net()
+    fast_net, fast_f = jit_core.optimize(net), jit_core.optimize(f)
+    a, b, c = paddle.rand([3]), paddle.rand([3]), paddle.rand([3])
+    for call in (lambda: fast_net(a, b), lambda: fast_net(b=b, a=a), lambda: fast_net(a, b=b)):
+        np.testing.assert_allclose(call().numpy(), net(a, b).numpy())
+    np.testing.assert_allclose(fast_f(a, b, c=c).numpy(), f(a, b, c=c).numpy())
+    np.testing.assert_allclose(fast_f(a, b, c).numpy(), f(a, b, c).numpy())
+    assert fast_net.jit_stats.captures == 1 and fast_f.jit_stats.captures == 1
+    # errors are eager's own
+    for bad in (lambda: fast_net(a, c=b), lambda: fast_net(a, b, a=a)):
+        with pytest.raises(TypeError):
+            bad()
+    with pytest.raises(TypeError, match="positional"):
+        fast_f(a, b=b, c=c)

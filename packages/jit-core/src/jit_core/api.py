@@ -128,6 +128,21 @@ def _cache_hit(ctx: CompileContext, fast: tuple, args: tuple) -> Any:
     return _MISS
 
 
+def _positional(code: types.CodeType, args: tuple, kwargs: dict) -> Optional[tuple]:
+    """``args`` and ``kwargs`` as the positional arguments they bind, when they name every
+    parameter of ``code`` exactly once (``model(**inputs)``, as GraphNet calls a sample);
+    else None, and the call takes the general path (defaults, ``*args``, errors)."""
+    if not kwargs:
+        return args
+    n = code.co_argcount
+    if len(args) + len(kwargs) != n or len(args) < code.co_posonlyargcount:
+        return None
+    try:
+        return args + tuple([kwargs[name] for name in code.co_varnames[len(args) : n]])
+    except KeyError:
+        return None
+
+
 def _fast_path(ctx: CompileContext, func: Any) -> Optional[tuple]:
     """``(function, code, cache)`` when calls of ``func`` can take ``_cache_hit``."""
     code = getattr(func, "__code__", None)
@@ -153,12 +168,15 @@ class OptimizedFunction:
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args, **kwargs):
-        if self._fast is not None and not kwargs:
-            out = _cache_hit(self._ctx, self._fast, args)
-            if out.__class__ is _NoMatch:
-                return self._ctx.run_direct(self._fast[0], args, kwargs, out.f_locals)
-            if out is not _MISS:
-                return out
+        fast = self._fast
+        if fast is not None:
+            bound = _positional(fast[1], args, kwargs) if kwargs else args
+            if bound is not None:
+                out = _cache_hit(self._ctx, fast, bound)
+                if out.__class__ is _NoMatch:
+                    return self._ctx.run_direct(fast[0], bound, {}, out.f_locals)
+                if out is not _MISS:
+                    return out
         direct = self._direct
         if direct is not None:
             func, lead = direct
@@ -206,19 +224,15 @@ class OptimizedLayer:
 
     def __call__(self, *args, **kwargs):
         layer = self._orig_layer
-        if (
-            self._fast is not None
-            and not kwargs
-            and type(layer) is self._fast_type
-            and layer_call_is_forward(layer)
-        ):
-            args = (layer, *args)
-            out = _cache_hit(self._ctx, self._fast, args)
-            if out.__class__ is _NoMatch:
-                return self._ctx.run_direct(self._fast[0], args, kwargs, out.f_locals)
-            if out is not _MISS:
-                return out
-            args = args[1:]
+        fast = self._fast
+        if fast is not None and type(layer) is self._fast_type and layer_call_is_forward(layer):
+            bound = _positional(fast[1], (layer, *args), kwargs)
+            if bound is not None:
+                out = _cache_hit(self._ctx, fast, bound)
+                if out.__class__ is _NoMatch:
+                    return self._ctx.run_direct(fast[0], bound, {}, out.f_locals)
+                if out is not _MISS:
+                    return out
         return self._ctx.run(layer, args, kwargs)
 
     def forward(self, *args, **kwargs):

@@ -3,9 +3,10 @@
     python bench/overhead.py [--repeat N]
 
 Rows: eager Paddle, Paddle's SOT (`paddle.jit.to_static(f, full_graph=False)`) and
-jit_core's `optimize(f)` for f(x, y) = x + y * 2 on [8, 16] tensors; then the first call
-of ResNet18 (capture + build + run) for SOT and jit_core. The target for jit_core is a
-cache-hit cost under 5 us above eager.
+jit_core's `optimize(f)` for f(x, y) = x + y * 2 on [8, 16] tensors, and for a layer;
+then how the cost of a hit grows with the number of inputs (1, 8, 64) and ops (1, 50,
+500), against issue 35's target of 2 us plus 0.1 us per input above eager; then the first
+call of ResNet18 (capture + build + run) for SOT and jit_core.
 """
 
 from __future__ import annotations
@@ -25,6 +26,48 @@ import jit_core  # noqa: E402
 
 def f(x, y):
     return x + y * 2
+
+
+def chain_of(inputs: int, ops: int):
+    """``f(x0, ..., x{inputs-1})``: the inputs summed, then elementwise ops with Python
+    scalars up to ``ops`` in all, on [8, 16] tensors (each op costs eager ~1.3 us)."""
+    names = [f"x{i}" for i in range(inputs)]
+    lines = [f"def f({', '.join(names)}):", "    y = x0"]
+    lines += [f"    y = y + {n}" for n in names[1:]]
+    lines += [f"    y = y {'*' if j % 2 else '+'} 1.5" for j in range(ops - (inputs - 1))]
+    lines.append("    return y")
+    scope: dict = {}
+    exec("\n".join(lines), scope)
+    return scope["f"]
+
+
+#: (inputs, ops) of the rows of the scaling table
+SCALING = [(1, 1), (8, 8), (64, 64), (1, 50), (1, 500)]
+
+
+def target_us(inputs: int) -> float:
+    """Issue 35's target for the cost of a cache hit above eager."""
+    return 2.0 + 0.1 * inputs
+
+
+def scaling_table(repeat: int) -> None:
+    print()
+    print("cache-hit cost by inputs and ops ([8, 16] float32; above eager, in us)")
+    print(
+        f"{'inputs':>6s} {'ops':>5s} {'eager':>9s} {'SOT':>9s} {'jit_core':>9s}"
+        f" {'SOT above':>10s} {'jit above':>10s} {'target':>7s}"
+    )
+    for inputs, ops in SCALING:
+        f = chain_of(inputs, ops)
+        xs = tuple(paddle.rand([8, 16]) for _ in range(inputs))
+        sot = paddle.jit.to_static(f, full_graph=False)
+        jit = jit_core.optimize(f)
+        n = max(20, repeat // ops)
+        eager, s, j = per_call_us([f, sot, jit], xs, n, rounds=21, warmup=50)
+        print(
+            f"{inputs:6d} {ops:5d} {eager:9.2f} {s:9.2f} {j:9.2f}"
+            f" {s - eager:10.2f} {j - eager:10.2f} {target_us(inputs):7.1f}"
+        )
 
 
 def first_call_ms(make, x) -> float:
@@ -76,6 +119,8 @@ def main() -> None:
     print(f"{'':30s} {'us/call':>10s} {'above eager':>12s}")
     for name, us in rows:
         print(f"{name:30s} {us:10.2f} {us - eager:12.2f}")
+
+    scaling_table(args.repeat)
 
     if args.skip_resnet:
         return

@@ -49,4 +49,7 @@ def jit_register_backends(register):
         inference_only=True,
         dynamic_shapes=True,
         unavailable=unavailable_reason(),
+        # a first build tunes its kernels for minutes: backend="auto" tries tvm only when
+        # named in its candidates
+        auto_candidate=False,
     )

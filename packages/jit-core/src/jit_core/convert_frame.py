@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Set
 
 import paddle
 
-from . import _compat, compile_cache, plugins
+from . import _compat, auto_backend, compile_cache, plugins
 from .codegen import breaks as graph_breaks
 from .codegen import loops
 from .codegen import resume as resume_codes
@@ -432,6 +432,7 @@ class FrameCompiler:
                 backend, backend_note = self._inference_backend(gm, traced)
             options = self.options.backend_options if backend is self.backend else {}
             compile_cache.clear_origin()
+            auto_backend.take_choice()
             try:
                 compiled = self._compile(backend, gm, traced, options)
                 artifact = compile_cache.last_origin()
@@ -442,7 +443,11 @@ class FrameCompiler:
                     f"backend {backend.name!r} failed to compile the graph of "
                     f"{code.co_name}: {type(e).__name__}: {e}"
                 ) from e
-            if backend.name != "paddle":
+            choice = auto_backend.take_choice() if backend.name == auto_backend.AUTO else None
+            if choice is not None:
+                backend_note = choice.describe()
+            # (auto compared its choice's values with paddle's already)
+            if backend.name not in ("paddle", auto_backend.AUTO):
                 compiled = CheckedFirstRun(compiled, gm, traced, code.co_name, backend.name)
             graphs_log.info("graph of %s:\n%s", code.co_name, gm.code)
         resumes: List[types.CodeType] = []
@@ -669,6 +674,8 @@ class FrameCompiler:
         why = _needs_training_backend(gm, traced, grad_on)
         if why is None:
             return self.backend, None
+        if self.backend.name == auto_backend.AUTO:  # nothing to warn about: its choice
+            return plugins.get_backend("paddle"), f"auto: {why}, which only paddle can run"
         note = (
             f"runs on the paddle backend: {why}, which {self.backend.name!r} cannot do "
             "(it is for inference: eval() under paddle.no_grad())"

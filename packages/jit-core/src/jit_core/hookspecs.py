@@ -22,7 +22,7 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 def jit_register_backends(register):
     """Register backends:
     ``register(name, compile_fn, description="", inference_only=False, unavailable="",
-    dynamic_shapes=False, number_inputs=False)``.
+    dynamic_shapes=False, number_inputs=False, auto_candidate=True)``.
 
     ``compile_fn(graph_module, example_inputs, **options) -> callable`` returns a callable
     that takes the graph's inputs positionally and returns the same tuple of tensors as
@@ -44,7 +44,10 @@ def jit_register_backends(register):
     ``number_inputs=True`` may get placeholders that are Python ints or floats
     (``node.meta["number_input"]``): frame numbers whose value changed between calls,
     such as a loop counter or a time step, which the graph reads as inputs rather than as
-    constants; every other backend gets a graph per value.
+    constants; every other backend gets a graph per value. ``backend="auto"`` compiles
+    each graph on every backend that can take it and keeps the fastest that agrees with
+    ``paddle``; a backend whose builds take minutes (tuning) registers with
+    ``auto_candidate=False`` and is tried only when named in ``auto``'s ``candidates``.
     """
 
 

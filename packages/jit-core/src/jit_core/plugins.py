@@ -42,6 +42,9 @@ class Backend:
     #: what it builds takes Python ints and floats as inputs (``node.meta["number_input"]``
     #: placeholders); otherwise each value of such a number is a graph of its own
     number_inputs: bool = False
+    #: ``backend="auto"`` tries it on every graph (False: only when named in its
+    #: ``candidates``, for a backend whose builds take minutes)
+    auto_candidate: bool = True
 
 
 @dataclass
@@ -103,6 +106,7 @@ def backends() -> Dict[str, Backend]:
                 unavailable="",
                 dynamic_shapes=False,
                 number_inputs=False,
+                auto_candidate=True,
             ):
                 found[name] = Backend(
                     name,
@@ -113,6 +117,7 @@ def backends() -> Dict[str, Backend]:
                     unavailable,
                     bool(dynamic_shapes),
                     bool(number_inputs),
+                    bool(auto_candidate),
                 )
 
             return register

@@ -238,7 +238,13 @@ def _layer_call(layer, x: str, w: Callable[[Any, str], str]) -> str:
         return f"{_F}.softmax({x}, axis={layer._axis!r})"
     if isinstance(layer, nn.GELU):
         return f"{_F}.gelu({x}, approximate={layer._approximate!r})"
-    simple = {nn.ReLU: "relu", nn.Sigmoid: "sigmoid", nn.Tanh: "tanh", nn.Silu: "silu"}
+    simple = {
+        nn.ReLU: "relu",
+        nn.Sigmoid: "sigmoid",
+        nn.Tanh: "tanh",
+        nn.Silu: "silu",
+        nn.Hardswish: "hardswish",
+    }
     for cls, fn in simple.items():
         if type(layer) is cls:
             return f"{_F}.{fn}({x})"
@@ -318,6 +324,9 @@ def graphnet_module(
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     if len(placeholders) != len(args):
         raise ExtractError(f"the graph takes {len(placeholders)} inputs, its run had {len(args)}")
+    # each value deleted after its last use, as GraphNet's own samples do: eager Paddle
+    # runs a model.py that keeps every intermediate up to 2x slower (its CPU allocator)
+    frees = codegen._frees_after(list(gm.graph.nodes))
     taken = set()
     for node, value in zip(placeholders, args):
         if isinstance(value, paddle.Tensor):
@@ -367,6 +376,8 @@ def graphnet_module(
         else:
             expr = codegen._function_call(ns, node)
         body.append(f"{local} = {expr}")
+        if frees[node]:
+            body.append("del " + ", ".join(names[n] for n in frees[node]))
     if not body or not body[-1].startswith("return"):
         body.append("return None")
     header = _imports(ns.globals)

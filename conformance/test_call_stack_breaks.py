@@ -65,3 +65,51 @@ def test_a_break_inside_call_arguments_resumes_the_outer_call(fn, backend, capsy
         x = paddle.rand([3])
         assert_same(fast(x), fn(x))
     assert fast.jit_stats.captures == 4
+
+
+class Settings:
+    """A user object whose method breaks the graph (it prints), called with its arguments
+    unpacked: CALL_FUNCTION_EX on every Python, with the bound method as the callable."""
+
+    def __init__(self):
+        self.total = 0
+
+    def update(self, a=1, b=2):
+        print(f"update {a} {b}")
+        self.total = a + b
+        return self.total
+
+
+def method_with_keywords(x, settings, options):
+    return x * settings.update(**options)
+
+
+def method_with_star_args(x, settings, args):
+    return x + settings.update(*args)
+
+
+@pytest.mark.parametrize(
+    "fn, unpacked",
+    [(method_with_keywords, {"a": 3, "b": 4}), (method_with_star_args, (5, 6))],
+    ids=["keywords", "star_args"],
+)
+def test_a_method_called_with_unpacked_arguments_breaks_as_a_call(fn, unpacked, backend, capsys):
+    # (it raised "missing 1 required positional argument: 'self'": the method was called
+    # as its function with the object left out of the unpacked arguments)
+    x = paddle.rand([3])
+    settings = Settings()
+    expected = fn(x, settings, unpacked)
+    eager_out = capsys.readouterr().out
+    mine = Settings()
+    report = jit_core.explain(jit_core.optimize(fn, backend=backend), x, mine, unpacked)
+    assert capsys.readouterr().out == eager_out
+    assert_same(report.result, expected)
+    assert mine.total == settings.total == 7 + 4 * isinstance(unpacked, tuple)
+    # the frame up to the call; the method before its print, between the print and its
+    # store on the object (a side effect), and after; the rest of the frame
+    assert (report.graph_count, report.break_count) == (5, 3), str(report)
+    fast = jit_core.optimize(fn, backend=backend)
+    for _ in range(3):
+        x = paddle.rand([3])
+        assert_same(fast(x, Settings(), unpacked), fn(x, Settings(), unpacked))
+    assert not fast.jit_stats.eager_frames

@@ -233,11 +233,18 @@ def where_to_break(code: types.CodeType, inst: dis.Instruction):
     return Where()
 
 
-def _method_parts(fn: VariableTracker, args: List[VariableTracker]):
-    """A method of a user object is called as its function with the object first."""
-    if isinstance(fn, UserMethodVariable):
-        return KnownValueVariable(fn.fn), [fn.obj] + list(args)
-    return fn, list(args)
+def _method_parts(tx, call: CallParts) -> None:
+    """A method of a user object is called as its function with the object first: in
+    the argument list, or in the argument tuple of a call that unpacks one
+    (``obj.method(*args, **kwargs)``, CALL_FUNCTION_EX)."""
+    fn = call.fn
+    if not isinstance(fn, UserMethodVariable):
+        return
+    call.fn = KnownValueVariable(fn.fn)
+    if call.args_obj is None:
+        call.args = [fn.obj] + list(call.args)
+    else:
+        call.args_obj = TupleVariable([fn.obj] + list(call.args_obj.unpack_var_sequence(tx)))
 
 
 @dataclass
@@ -280,7 +287,7 @@ def break_point(tx, inst: dis.Instruction, before_loop: bool = False) -> BreakPo
     stack = list(tx.stack)
     call = None if kind is None else kind.call_parts(stack, inst, tx.kw_names)
     if call is not None:
-        call.fn, call.args = _method_parts(call.fn, call.args)
+        _method_parts(tx, call)
     values = [tx.symbolic_locals[n] for n in live]
     point = BreakPoint(inst, stack, live, values, kind, call, before_loop, starts[0])
     args = parameter_names(code)

@@ -134,11 +134,14 @@ def _positional(code: types.CodeType, args: tuple, kwargs: dict) -> Optional[tup
     else None, and the call takes the general path (defaults, ``*args``, errors)."""
     if not kwargs:
         return args
-    n = code.co_argcount
-    if len(args) + len(kwargs) != n or len(args) < code.co_posonlyargcount:
+    n, k = code.co_argcount, len(args)
+    if k + len(kwargs) != n or k < code.co_posonlyargcount:
         return None
+    names = code.co_varnames[k:n]
+    if tuple(kwargs) == names:  # in the parameters' order: no lookup by name
+        return args + tuple(kwargs.values())
     try:
-        return args + tuple([kwargs[name] for name in code.co_varnames[len(args) : n]])
+        return args + tuple([kwargs[name] for name in names])
     except KeyError:
         return None
 

@@ -364,3 +364,55 @@ def test_stack_then_reduce_at_every_size(shape, backend):
     x = paddle.rand(shape)
     fast = jit_core.optimize(stack_then_reduce, backend=backend)
     assert_same(fast(x), stack_then_reduce(x))
+
+
+def masked_fill_with_lowest(x, mask):
+    # how attention masks are filled in LLaMA-style models: the dtype's lowest value
+    low = paddle.finfo(x.dtype).min
+    return paddle.where(mask, x, paddle.full_like(x, low)).max(axis=-1)
+
+
+def clip_to_int_range(x):
+    info = paddle.iinfo(paddle.int32)
+    return paddle.clip(x * 1e10, float(info.min), float(info.max)) / float(info.bits)
+
+
+@pytest.mark.parametrize("fn", [masked_fill_with_lowest, clip_to_int_range])
+def test_finfo_and_iinfo_are_constants_of_the_graph(fn, backend):
+    # (paddle.finfo(...).min was an internal error in the capture: its frame ran eagerly)
+    x = paddle.rand([4, 6]) - 0.5
+    args = (x, x > 0) if fn is masked_fill_with_lowest else (x,)
+    fast = jit_core.optimize(fn, backend=backend)
+    report = jit_core.explain(fast, *args)
+    assert_same(report.result, fn(*args))
+    assert (report.graph_count, report.break_count) == (1, 0), str(report)
+    assert_same(fast(*args), fn(*args))
+    assert not fast.jit_stats.eager_frames
+    # another dtype is another capture, with that dtype's value
+    if fn is masked_fill_with_lowest:
+        x64 = x.astype("float64")
+        assert_same(fast(x64, x64 > 0), fn(x64, x64 > 0))
+        assert fast.jit_stats.captures == 2
+
+
+class WithCProperty:
+    # a property whose getter has no bytecode, as pybind11's properties
+    scale = property(__import__("operator").attrgetter("_scale"))
+
+    def __init__(self, scale):
+        self._scale = scale
+
+
+def scaled(x, holder):
+    return x * holder.scale + 1
+
+
+def test_a_property_computed_in_c_runs_eagerly_with_its_reason(backend):
+    # (it was an internal error of the capture, with a logged traceback and a warning)
+    x = paddle.rand([3])
+    fast = jit_core.optimize(scaled, backend=backend)
+    assert_same(fast(x, WithCProperty(2.0)), scaled(x, WithCProperty(2.0)))
+    assert_same(fast(x, WithCProperty(3.0)), scaled(x, WithCProperty(3.0)))
+    (why,) = fast.jit_stats.eager_frames.values()
+    assert "property 'scale' of object of type WithCProperty is computed in C" in why, why
+    assert "internal error" not in why

@@ -103,10 +103,19 @@ class ConstantVariable(KnownValueVariable):
         raise Unsupported(f"iterating over {self.describe()}", category=DYNAMIC_VALUE)
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        from .values import is_numpy_value, is_place, numpy_attribute_allowed, place_method
+        from .values import (
+            TYPE_INFO_ATTRIBUTES,
+            is_numpy_value,
+            is_place,
+            is_type_info_value,
+            numpy_attribute_allowed,
+            place_method,
+        )
 
         if is_numpy_value(self.value) and numpy_attribute_allowed(name):
             return self._numpy_attribute(name)
+        if is_type_info_value(self.value) and name in TYPE_INFO_ATTRIBUTES:
+            return ConstantVariable(self._read_attribute(name))
         if is_place(self.value) and place_method(name):
             from .functions import BuiltinVariable
 

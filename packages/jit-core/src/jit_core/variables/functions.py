@@ -580,7 +580,7 @@ class PaddleFunctionVariable(KnownValueVariable):
 
     def call_function(self, tx, args, kwargs):
         from .contexts import is_auto_cast, make_auto_cast
-        from .values import constant_arguments, is_build_query, is_state_query
+        from .values import constant_arguments, is_build_query, is_state_query, is_type_info
 
         name = getattr(self.fn, "__name__", "")
         if is_auto_cast(self.fn):
@@ -589,6 +589,18 @@ class PaddleFunctionVariable(KnownValueVariable):
             # the mode at this point of the captured code (a no_grad block changes it)
             tx.output.guards.grad_enabled = tx.output.entry_grad_mode
             return ConstantVariable(tx.output.grad_mode())
+        if is_type_info(self.fn):
+            consts = constant_arguments(args, kwargs)
+            if consts is None:
+                raise Unsupported(
+                    f"{self.describe()} of a dtype that is not a constant", category=DYNAMIC_VALUE
+                )
+            try:
+                return ConstantVariable(self.fn(*consts[0], **consts[1]))
+            except Exception as e:  # noqa: BLE001 - eager raises it too, at this line
+                raise Unsupported(
+                    f"{self.describe()} raises {type(e).__name__}: {e}", category=RAISES
+                ) from e
         if is_build_query(self.fn) or is_state_query(self.fn):
             consts = constant_arguments(args, kwargs)
             if consts is None or consts[1]:

@@ -68,6 +68,12 @@ class UserObjectVariable(VariableTracker):
         if isinstance(cls_attr, property):
             if cls_attr.fget is None:
                 raise Unsupported(f"property {name!r} has no getter", category=RAISES)
+            if not isinstance(cls_attr.fget, types.FunctionType):
+                # a getter written in C (a pybind11 property) has no bytecode to follow
+                raise Unsupported(
+                    f"property {name!r} of {self.describe()} is computed in C",
+                    category=UNTRACED_CALL,
+                )
             return tx.inline_function(cls_attr.fget, [self], {}, fn_source=None)
         d = getattr(obj, "__dict__", None)
         if d is not None and name in d:

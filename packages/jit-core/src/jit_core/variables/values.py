@@ -171,6 +171,27 @@ _STATE_QUERIES = {
 }
 
 
+#: Paddle functions whose answer depends on their (constant) arguments alone, as NumPy's
+#: ``finfo``: ``paddle.finfo(x.dtype).min`` is a constant of the capture (the dtype is
+#: guarded with the tensor)
+_TYPE_INFO = {"finfo", "iinfo"}
+#: what such an answer tells, read at capture as constants
+TYPE_INFO_ATTRIBUTES = frozenset(
+    {"min", "max", "eps", "tiny", "bits", "resolution", "smallest_normal", "dtype"}
+)
+
+
+def is_type_info(fn: Any) -> bool:
+    return (getattr(fn, "__name__", "") or "") in _TYPE_INFO and (
+        getattr(fn, "__module__", "") or ""
+    ).startswith("paddle")
+
+
+def is_type_info_value(value: Any) -> bool:
+    t = type(value)
+    return t.__name__ in _TYPE_INFO and (t.__module__ or "").startswith("paddle")
+
+
 def is_state_query(fn: Any) -> bool:
     return (getattr(fn, "__name__", "") or "") in _STATE_QUERIES
 

@@ -416,3 +416,22 @@ def test_a_property_computed_in_c_runs_eagerly_with_its_reason(backend):
     (why,) = fast.jit_stats.eager_frames.values()
     assert "property 'scale' of object of type WithCProperty is computed in C" in why, why
     assert "internal error" not in why
+
+
+def expand_a_bool_mask(x, mask):
+    # LLaMA's attention mask: a bool input broadcast to the scores' shape
+    return paddle.where(mask.expand([4, 6]), x, paddle.zeros_like(x))
+
+
+def test_expand_of_a_bool_input_is_one_graph(backend):
+    # (the ONNX export refused it: the static program's expand wants a bool input that
+    # needs no gradient, and the inputs were declared as needing one)
+    x = paddle.rand([4, 6])
+    mask = paddle.rand([1, 6]) > 0.5
+    with paddle.no_grad():
+        fast = jit_core.optimize(expand_a_bool_mask, backend=backend)
+        report = jit_core.explain(fast, x, mask)
+        assert_same(report.result, expand_a_bool_mask(x, mask))
+        assert (report.graph_count, report.break_count) == (1, 0), str(report)
+        assert report.graphs[0].backend.split(" ")[0] == backend, report.graphs[0].backend
+        assert_same(fast(x, ~mask), expand_a_bool_mask(x, ~mask))

@@ -418,3 +418,25 @@ def test_find_nodes_and_node_copy():
     assert [n.op for n in g2.nodes] == [n.op for n in g.nodes]
     assert all(n.graph is g2 for n in g2.nodes)
     g2.lint()
+
+
+def test_a_static_program_error_keeps_its_cause_and_the_users_line():
+    from jit_core.onnx.export import _static_error
+
+    # the shape of what paddle.jit.to_static raises: a code listing, then the cause
+    text = (
+        "In transformed code:\n\n"
+        '    File "<jit_core.fx.Graph_f_1_export_3>", line 2, in forward\n'
+        "        def forward(self, mask, x):\n"
+        "            expand = mask.expand([4, 6])  # model.py:4: m = mask.expand([4, 6])\n"
+        "            ~~~~~~~~~~~~~~~~~~~~~~~~~~~~ <--- HERE\n"
+        "            del mask\n\n"
+        '    File "paddle/tensor/manipulation.py", line 5252, in expand\n'
+        "\traise ValueError(\n\n"
+        "    ValueError: When the data type of input 'x' for expand is bool, you must ...\n"
+    )
+    assert _static_error(ValueError(text)) == (
+        "ValueError: When the data type of input 'x' for expand is bool, you must ... "
+        "(at model.py:4: m = mask.expand([4, 6]))"
+    )
+    assert _static_error(RuntimeError("no listing here")) == "RuntimeError: no listing here"

@@ -168,7 +168,11 @@ def compile_graph(
                 f"its export with dynamic dimensions failed: {type(e).__name__}: {str(e)[:300]}"
             ) from e
         if not fallback:
-            raise
+            # the whole message, and the way on: the graph can run on paddle instead
+            raise type(e)(
+                f"{e} (optimize(..., backend='onnxrt', fallback=True) runs such graphs on "
+                "the paddle backend)"
+            ) from e
         stats["fallbacks"] += 1
         return run_on_paddle("onnxrt", e, gm)
     return compiled

@@ -184,8 +184,15 @@ def save_static(gm, example_inputs: Sequence[Any], prefix: str) -> None:
             shape[d] = None
         return shape
 
+    # stop_gradient as the examples have it (True: the export is for inference), which
+    # some static ops require (expand of a bool tensor refuses an input that needs one)
     specs = [
-        paddle.static.InputSpec(spec_shape(p.name), example[p.name].dtype, name=p.name)
+        paddle.static.InputSpec(
+            spec_shape(p.name),
+            example[p.name].dtype,
+            name=p.name,
+            stop_gradient=bool(example[p.name].stop_gradient),
+        )
         for p in _placeholders(graph)
     ]
     # a copy that shares the parameters and layers (their modes untouched): to_static
@@ -204,9 +211,28 @@ def save_static(gm, example_inputs: Sequence[Any], prefix: str) -> None:
             paddle.jit.save(static, prefix)
     except Exception as e:
         raise OnnxExportError(
-            f"paddle.jit.save could not turn the graph into a static program: "
-            f"{type(e).__name__}: {str(e).strip()[:500]}"
+            "paddle.jit.save could not turn the graph into a static program: " + _static_error(e)
         ) from e
+
+
+def _static_error(e: Exception) -> str:
+    """What ``to_static`` raised, in a line or two: its cause (the last ``XxxError: ...``
+    line of the message, which Paddle writes after a listing of the code) and the graph's
+    line it points at, which carries the user's own line as a comment."""
+    text = str(e).strip()
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    cause = next(
+        (line for line in reversed(lines) if re.match(r"^[A-Za-z_.]*(Error|Exception):", line)),
+        None,
+    )
+    if cause is None:
+        cause = f"{type(e).__name__}: {lines[-1] if lines else text}"
+    where = [lines[i - 1] for i, line in enumerate(lines) if "<--- HERE" in line and i > 0]
+    if where and " # " in where[0]:
+        cause += f" (at {where[0].split(' # ', 1)[1]})"
+    elif where:
+        cause += f" (at the graph's line {where[0]!r})"
+    return cause[:1000]
 
 
 def _placeholders(graph) -> list:

@@ -113,3 +113,27 @@ def paddle2onnx_at(monkeypatch):
         )
 
     return at
+
+
+# ------------------------------------------------------------- plugins a test installs
+
+
+@pytest.fixture
+def install_plugin():
+    """``install_plugin(plugin, name)`` registers a plugin object for one test; after the
+    test every such plugin is unregistered and the entry points load again."""
+    from jit_core import plugins
+
+    installed = []
+
+    def install(plugin, name: str):
+        plugins.register_plugin(plugin, name=name)
+        installed.append(plugin)
+        return plugin
+
+    yield install
+    pm = plugins.get_plugin_manager()
+    for plugin in installed:
+        if pm.is_registered(plugin):
+            pm.unregister(plugin)
+    plugins.reset_plugins()

@@ -18,7 +18,6 @@ import paddle
 import pytest
 
 import jit_core
-from jit_core import plugins
 from jit_core.auto_backend import compile_auto, repeatable, take_choice
 from jit_core.fx import Graph, GraphModule
 
@@ -66,17 +65,9 @@ class StandIns:
 
 
 @pytest.fixture
-def stand_ins(tmp_path, monkeypatch):
+def stand_ins(tmp_path, monkeypatch, install_plugin):
     monkeypatch.setenv("JIT_CORE_CACHE_DIR", str(tmp_path / "cache"))
-    plugin = StandIns()
-    plugins.register_plugin(plugin, name="auto-stand-ins")
-    try:
-        yield plugin
-    finally:
-        pm = plugins.get_plugin_manager()
-        if pm.is_registered(plugin):
-            pm.unregister(plugin)
-        plugins.reset_plugins()
+    return install_plugin(StandIns(), "auto-stand-ins")
 
 
 def inputs():

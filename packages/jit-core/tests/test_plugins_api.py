@@ -100,17 +100,8 @@ class RecordingBackend:
 
 
 @pytest.fixture
-def recording():
-    plugin = RecordingBackend()
-    plugins.register_plugin(plugin, name="recording-test")
-    try:
-        yield plugin
-    finally:
-        pm = plugins.get_plugin_manager()
-        if pm.is_registered(plugin):
-            pm.unregister(plugin)
-        plugins.reset_plugins()
-        assert "recording" not in jit_core.backends()
+def recording(install_plugin):
+    yield install_plugin(RecordingBackend(), "recording-test")
 
 
 def test_extra_backend_plugin_is_used(recording):

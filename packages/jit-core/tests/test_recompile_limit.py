@@ -13,7 +13,7 @@ import pytest
 from paddle.framework import core
 
 import jit_core
-from jit_core import _compat, plugins
+from jit_core import _compat
 from jit_core.api import frame_key
 
 THIS_FILE = os.path.basename(__file__)
@@ -61,16 +61,8 @@ class CountingBackend:
 
 
 @pytest.fixture
-def counting():
-    plugin = CountingBackend()
-    plugins.register_plugin(plugin, name="counting-test")
-    try:
-        yield plugin
-    finally:
-        pm = plugins.get_plugin_manager()
-        if pm.is_registered(plugin):
-            pm.unregister(plugin)
-        plugins.reset_plugins()
+def counting(install_plugin):
+    return install_plugin(CountingBackend(), "counting-test")
 
 
 def limit_warnings(record, key=None):

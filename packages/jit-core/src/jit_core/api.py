@@ -95,19 +95,12 @@ def _stats(ctx: CompileContext) -> JitStats:
 _MISS = object()
 
 
-class _NoMatch:
-    """Every guard ran on these locals and failed: ``run_direct`` need not run them again."""
-
-    __slots__ = ("f_locals",)
-
-    def __init__(self, f_locals: dict):
-        self.f_locals = f_locals
-
-
 def _cache_hit(ctx: CompileContext, fast: tuple, args: tuple) -> Any:
     """The cache-hit path of ``CompileContext.run_direct`` for a plain positional call of a
-    target without free variables: the result of the matching entry, else a ``_NoMatch``
-    when every guard failed, or ``_MISS``.
+    target without free variables: the result of the matching entry; when every guard
+    failed, what ``run_direct`` does with the locals built here (a capture, or the
+    eager run past the recompile limit); ``_MISS`` when the call must take the general
+    path.
 
     It runs on every call, so it is kept to a dict, the guards and one call. The hook is
     left as it is (normally off): the transformed code only calls the compiled graph, and
@@ -124,7 +117,8 @@ def _cache_hit(ctx: CompileContext, fast: tuple, args: tuple) -> Any:
             if ok:
                 fn = ctx._entry_functions.get(result.code)
                 return _MISS if fn is None else fn(*args)
-        return _NoMatch(f_locals)
+        # every guard ran on these locals and failed: run_direct need not run them again
+        return ctx.run_direct(func, args, {}, f_locals)
     return _MISS
 
 
@@ -176,8 +170,6 @@ class OptimizedFunction:
             bound = _positional(fast[1], args, kwargs) if kwargs else args
             if bound is not None:
                 out = _cache_hit(self._ctx, fast, bound)
-                if out.__class__ is _NoMatch:
-                    return self._ctx.run_direct(fast[0], bound, {}, out.f_locals)
                 if out is not _MISS:
                     return out
         direct = self._direct
@@ -232,8 +224,6 @@ class OptimizedLayer:
             bound = _positional(fast[1], (layer, *args), kwargs)
             if bound is not None:
                 out = _cache_hit(self._ctx, fast, bound)
-                if out.__class__ is _NoMatch:
-                    return self._ctx.run_direct(fast[0], bound, {}, out.f_locals)
                 if out is not _MISS:
                     return out
         return self._ctx.run(layer, args, kwargs)

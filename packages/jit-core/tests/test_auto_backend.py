@@ -225,3 +225,13 @@ def test_the_choice_comes_back_from_the_compile_cache_in_a_fresh_process(tmp_pat
     # the timings are the first process's; only the chosen backend was built (and checked)
     assert second.split(": ", 1)[1] == first.split(": ", 1)[1]
     assert compiled == "['quick']"
+
+
+def test_a_single_candidate_is_not_timed(stand_ins):
+    x, y = inputs()
+    with paddle.no_grad():
+        fast = jit_core.optimize(chain, backend="auto", candidates=["paddle"])
+        np.testing.assert_allclose(fast(x, y).numpy(), chain(x, y).numpy(), rtol=1e-6)
+        choice_line = jit_core.explain(fast, x, y).graphs[0].backend
+    assert choice_line.startswith("auto (chose paddle"), choice_line
+    assert "paddle: the only candidate left, not timed" in choice_line

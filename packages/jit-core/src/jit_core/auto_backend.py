@@ -259,7 +259,10 @@ def compile_auto(
             trial.refused = f"disagrees with paddle: {why}"
             continue
         runs[name] = fn
-    _time(runs, trials, example_inputs, budget_s, max_calls)
+    if len(runs) > 1:
+        _time(runs, trials, example_inputs, budget_s, max_calls)
+    else:  # nothing to choose between: no time spent measuring
+        trials["paddle"].refused = "the only candidate left, not timed"
     timed = [t for t in trials.values() if t.us is not None]
     best = min(timed, key=lambda t: t.us).backend if timed else "paddle"
     choice = Choice(best, list(trials.values()))

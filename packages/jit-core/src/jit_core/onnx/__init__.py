@@ -10,6 +10,7 @@ from .check import (
     check_against_paddle,
     graph_operators,
     input_free_outputs,
+    output_difference,
     restored_shapes,
     run_on_paddle,
 )
@@ -36,6 +37,7 @@ __all__ = [
     "installed_version",
     "lift_parameters",
     "live_tensors",
+    "output_difference",
     "require",
     "restored_shapes",
     "run_on_paddle",

@@ -36,11 +36,8 @@ class RecordingBackend:
 
 
 @pytest.fixture
-def recording():
-    plugin = RecordingBackend()
-    plugins.register_plugin(plugin, name="recording-test")
-    yield plugin
-    plugins.reset_plugins()
+def recording(install_plugin):
+    return install_plugin(RecordingBackend(), "recording-test")
 
 
 def test_static_mode_of_the_paddle_backend():

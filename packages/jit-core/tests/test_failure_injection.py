@@ -19,7 +19,7 @@ import pytest
 from paddle.framework import core
 
 import jit_core
-from jit_core import compile_cache, plugins
+from jit_core import compile_cache
 from jit_core.api import frame_key
 from jit_core.compile_cache import DiskCache
 from jit_core.errors import BackendCompileError
@@ -80,14 +80,8 @@ class FaultyBackend:
 
 
 @pytest.fixture
-def faulty():
-    plugin = FaultyBackend()
-    plugins.register_plugin(plugin, name="faulty-test")
-    try:
-        yield plugin
-    finally:
-        plugins.get_plugin_manager().unregister(plugin)
-        plugins.reset_plugins()
+def faulty(install_plugin):
+    return install_plugin(FaultyBackend(), "faulty-test")
 
 
 def affine(x, w):

@@ -375,16 +375,11 @@ class UnavailableBackend:
         register("nowhere", compile_graph, unavailable="its library has no build for this machine")
 
 
-def test_unavailable_backend_is_listed_and_refused_with_its_reason():
-    plugin = UnavailableBackend()
-    plugins.register_plugin(plugin, name="unavailable-test")
-    try:
-        assert jit_core.backends()["nowhere"].unavailable
-        with pytest.raises(BackendUnavailableError, match="'nowhere'.*no build for this machine"):
-            jit_core.optimize(add_one, backend="nowhere")
-    finally:
-        plugins.get_plugin_manager().unregister(plugin)
-        plugins.reset_plugins()
+def test_unavailable_backend_is_listed_and_refused_with_its_reason(install_plugin):
+    install_plugin(UnavailableBackend(), "unavailable-test")
+    assert jit_core.backends()["nowhere"].unavailable
+    with pytest.raises(BackendUnavailableError, match="'nowhere'.*no build for this machine"):
+        jit_core.optimize(add_one, backend="nowhere")
 
 
 class UnavailableBackendWithFallback:

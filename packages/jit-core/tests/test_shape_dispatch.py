@@ -11,7 +11,6 @@ import paddle
 import pytest
 
 import jit_core
-from jit_core import plugins
 from jit_core.errors import StaticShapesOnly
 
 
@@ -46,21 +45,14 @@ class FixedShapeBackend:
 
 
 @pytest.fixture
-def register():
+def register(install_plugin):
     made = []
 
     def make(**kwargs):
-        backend = FixedShapeBackend(**kwargs)
-        plugins.register_plugin(backend, name=f"fixed-shape-test-{len(made)}")
-        made.append(backend)
-        return backend
+        made.append(install_plugin(FixedShapeBackend(**kwargs), f"fixed-shape-test-{len(made)}"))
+        return made[-1]
 
-    yield make
-    pm = plugins.get_plugin_manager()
-    for backend in made:
-        if pm.is_registered(backend):
-            pm.unregister(backend)
-    plugins.reset_plugins()
+    return make
 
 
 def f(x):

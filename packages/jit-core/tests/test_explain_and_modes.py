@@ -58,7 +58,16 @@ def test_explain_dumps_every_artifact(tmp_path):
     report = jit_core.explain(f, x, y)
     paths = report.dump(str(tmp_path / "dump"))
     names = sorted(os.path.basename(p) for p in paths)
-    assert names == ["01_f.bytecode.txt", "01_f.graph.py", "01_f.guard.py", "explain.txt"]
+    assert names == [
+        "01_f.bytecode.txt",
+        "01_f.graph.py",
+        "01_f.guard.py",
+        "01_f.kernels.py",  # what the paddle backend runs: F.relu lowered to its kernel
+        "explain.txt",
+    ]
+    kernels = (tmp_path / "dump" / "01_f.kernels.py").read_text()
+    assert "_C_ops_relu(" in kernels
+    compile(kernels, "kernels.py", "exec")
     graph = (tmp_path / "dump" / "01_f.graph.py").read_text()
     assert "def forward(self, x, y):" in graph and "relu" in graph
     compile(graph, "graph.py", "exec")

@@ -72,6 +72,8 @@ class GraphInfo:
     #: where the backend's compiled artifact came from: the local or remote compile cache,
     #: or built here; None for a backend that keeps none (paddle)
     artifact: Optional[str] = None
+    #: the code the ``paddle`` backend runs when it lowered API calls to their kernels
+    kernel_code: Optional[str] = None
 
 
 @dataclass
@@ -107,7 +109,9 @@ class ExplainOutput:
 
         Per graph: ``NN_<frame>.graph.py`` (the generated ``forward``),
         ``NN_<frame>.guard.py`` (the guard function and its constants) and
-        ``NN_<frame>.bytecode.txt`` (``dis`` of the transformed code); per resume function
+        ``NN_<frame>.bytecode.txt`` (``dis`` of the transformed code),
+        ``NN_<frame>.kernels.py`` where the ``paddle`` backend runs the graph with API calls
+        lowered to their kernels (``jit_core.kernel_calls``); per resume function
         of a graph break, ``<name>.resume.txt`` (``dis`` of its code: the original code with
         the prefix that enters it at the break); ``explain.txt`` holds the whole report,
         breaks included.
@@ -126,6 +130,8 @@ class ExplainOutput:
             write(f"{stem}.graph.py", f"# {g.frame} ({g.location}), {g.op_count} ops\n{g.code}")
             write(f"{stem}.guard.py", g.guard)
             write(f"{stem}.bytecode.txt", g.transformed_bytecode)
+            if g.kernel_code:
+                write(f"{stem}.kernels.py", g.kernel_code)
         for b in self.breaks:
             for name, text in b.resumes:
                 write(f"{name}.resume.txt", text)
@@ -169,6 +175,9 @@ class ExplainOutput:
             out.extend("    " + line for line in g.guard.splitlines())
             out.append("  Graph code:")
             out.extend("    " + line for line in g.code.strip().splitlines())
+            if g.kernel_code:
+                out.append("  Kernel code (what the paddle backend runs):")
+                out.extend("    " + line for line in g.kernel_code.strip().splitlines())
         return "\n".join(out)
 
 
@@ -229,6 +238,7 @@ def explain(fn: Callable, *args, backend: Optional[str] = None, **kwargs) -> Exp
                     shapes=list(entry.shapes),
                     written_back=list(entry.written_back),
                     artifact=_ARTIFACT.get(entry.artifact or ""),
+                    kernel_code=getattr(entry.compiled, "kernel_code", None),
                 )
             )
         else:

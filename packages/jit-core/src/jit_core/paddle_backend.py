@@ -1,7 +1,9 @@
 """The embedded ``paddle`` backend: run the captured graph with Paddle itself.
 
 ``mode="eager"`` (the default) calls the generated ``forward`` directly: the same kernels
-as eager Paddle, minus the Python around them. ``mode="static"`` hands the GraphModule to
+as eager Paddle, minus the Python around them (with ``kernels=True``, the default, API
+calls whose wrappers only check and normalize their arguments call their kernels
+directly: ``jit_core.kernel_calls``). ``mode="static"`` hands the GraphModule to
 ``paddle.jit.to_static(full_graph=True)`` and runs Paddle's static executor.
 """
 
@@ -11,16 +13,26 @@ from typing import Any, Callable, List
 
 import paddle
 
+from . import kernel_calls
 from .hookspecs import hookimpl
 from .static_build import building
 
 MODES = ("eager", "static")
 
 
-def compile_graph(graph_module, example_inputs: List[Any], mode: str = "eager") -> Callable:
+def compile_graph(
+    graph_module, example_inputs: List[Any], mode: str = "eager", kernels: bool = True
+) -> Callable:
     if mode == "eager":
-        # the bound generated function: Layer.__call__ would add microseconds per call
-        return graph_module.forward
+        if not kernels:
+            # the bound generated function: Layer.__call__ would add microseconds per call
+            return graph_module.forward
+        forward, lowering = kernel_calls.lower(graph_module, example_inputs)
+        # explain() asks the compiled callable; a bound method reads its function's
+        # attributes, and each graph module has a class (and a forward) of its own
+        forward.__func__.describe = lowering.describe
+        forward.__func__.kernel_code = lowering.code
+        return forward
     if mode == "static":
         static = paddle.jit.to_static(graph_module, full_graph=True)
 

@@ -12,7 +12,7 @@ from typing import Any, Callable, Dict, List, Optional, Set
 
 import paddle
 
-from . import plugins
+from . import fast_dispatch, plugins
 from .config import Options, check_backend_options
 from .eval_frame import (
     CompileContext,
@@ -108,6 +108,16 @@ def _cache_hit(ctx: CompileContext, fast: tuple, args: tuple) -> Any:
     func, code, cache = fast
     hot = cache.hot
     if hot and len(args) == code.co_argcount:
+        built = cache.dispatch
+        if built is None or built[0] is not hot or built[1] is not func:
+            built = cache.dispatch = (hot, func, _dispatcher(ctx, func, code, cache, hot))
+        dispatch = built[2]
+        if dispatch is not None:
+            fn = dispatch(*args)
+            if fn is None:
+                # every guard failed: run_direct need not run them again
+                return ctx.run_direct(func, args, {}, dict(zip(code.co_varnames, args)))
+            return _MISS if fn is fast_dispatch.GENERAL else fn(*args)
         f_locals = dict(zip(code.co_varnames, args))
         for guard, result in hot:
             try:
@@ -120,6 +130,17 @@ def _cache_hit(ctx: CompileContext, fast: tuple, args: tuple) -> Any:
         # every guard ran on these locals and failed: run_direct need not run them again
         return ctx.run_direct(func, args, {}, f_locals)
     return _MISS
+
+
+def _dispatcher(ctx: CompileContext, func, code, cache, hot: tuple) -> Optional[Callable]:
+    """The generated dispatcher for the entries behind ``hot``, or None (the loop in
+    ``_cache_hit`` then runs the guards one by one)."""
+    entries = list(cache.entries)
+    if len(entries) != len(hot) or any(e.guard.fn is not g for e, (g, _) in zip(entries, hot)):
+        return None  # changed under us (another thread): the next call builds it
+    return fast_dispatch.build(
+        func, code, entries, lambda entry_code: ctx._entry_function(func, entry_code)
+    )
 
 
 def _positional(code: types.CodeType, args: tuple, kwargs: dict) -> Optional[tuple]:

@@ -168,6 +168,7 @@ class CodeCache:
         "eager_reason",
         "skipped",
         "hot",
+        "dispatch",
         "limit_reason",
         "limits_hit",
         "_per_owner",
@@ -190,6 +191,9 @@ class CodeCache:
         #: what the hook's fast path reads: (guard function, result) pairs, or None when
         #: the frame runs its original code
         self.hot: Optional[tuple] = ()
+        #: ``(hot, function, dispatcher)``: what ``api._cache_hit`` built for ``hot``
+        #: (``fast_dispatch``); rebuilt when ``hot`` changes
+        self.dispatch: Optional[tuple] = None
         #: why calls that match no entry run eagerly (the last recompile limit reached),
         #: and the limits reached so far (each is warned about once)
         self.limit_reason: Optional[str] = None
@@ -292,6 +296,7 @@ class CodeCache:
     def add(self, entry: CacheEntry) -> None:
         self.entries.append(entry)
         self.hot = tuple((e.guard.fn, e.result) for e in self.entries)
+        self.dispatch = None
         key = entry.owner_key = tuple((name, id(ref())) for name, ref in entry.owner)
         self._per_owner[key] = self._per_owner.get(key, 0) + 1
 
@@ -304,6 +309,8 @@ class CodeCache:
         self.entries = [e for e in self.entries if e is not entry]
         if self.hot is not None:
             self.hot = tuple((e.guard.fn, e.result) for e in self.entries)
+        # the dispatcher holds what the dropped guard held
+        self.dispatch = None
         per_owner = dict(self._per_owner)
         left = per_owner.get(entry.owner_key, 0) - 1
         if left > 0:
@@ -326,6 +333,7 @@ class CodeCache:
     def run_eagerly(self, reason: str) -> None:
         self.eager_reason = reason
         self.hot = None
+        self.dispatch = None
 
     def count_for(self, L) -> int:
         """The entries that count against the recompile limit for a call with locals
@@ -341,6 +349,7 @@ class CodeCache:
         self.entries = []
         self.eager_reason = None
         self.hot = ()
+        self.dispatch = None
         self.limit_reason = None
         self.limits_hit = set()
         self._per_owner = {}

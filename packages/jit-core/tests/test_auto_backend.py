@@ -235,3 +235,26 @@ def test_a_single_candidate_is_not_timed(stand_ins):
         choice_line = jit_core.explain(fast, x, y).graphs[0].backend
     assert choice_line.startswith("auto (chose paddle"), choice_line
     assert "paddle: the only candidate left, not timed" in choice_line
+
+
+def skip_some(x):
+    total = paddle.zeros_like(x)
+    for i in range(6):
+        if (x * i).max() > 2:
+            continue
+        total = total + x * i
+    return total
+
+
+@pytest.mark.parametrize("grad", [True, False], ids=["grad", "no_grad"])
+def test_a_number_input_is_no_tensor_to_the_inference_checks(grad):
+    """The loop counter becomes a number input of the loop body's graph. Deciding whether
+    that graph may leave paddle asked Paddle whether the number required gradients (an
+    internal error: the body ran eagerly) and whether an output was a view of it (Paddle
+    read the int as a tensor: the process crashed)."""
+    x = paddle.to_tensor([0.1, 0.2, 0.3, 0.9])
+    opt = jit_core.optimize(skip_some, backend="auto")
+    with paddle.set_grad_enabled(grad):
+        for _ in range(2):
+            np.testing.assert_allclose(opt(x).numpy(), skip_some(x).numpy(), rtol=1e-6)
+    assert not opt.jit_stats.eager_frames

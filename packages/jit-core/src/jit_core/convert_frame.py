@@ -81,7 +81,12 @@ def _preserve_rng():
 def _needs_training_backend(gm, traced: Traced, grad_on: bool) -> Optional[str]:
     """Why ``gm`` cannot run on an inference-only backend, or None."""
     if grad_on:
-        wants = [i for i, x in enumerate(traced.examples) if not x.stop_gradient]
+        # (a number input, a loop counter, has no gradient)
+        wants = [
+            i
+            for i, x in enumerate(traced.examples)
+            if isinstance(x, paddle.Tensor) and not x.stop_gradient
+        ]
         if wants:
             return f"gradients are on and input {traced.sources[wants[0]].name()} requires them"
         params = [n for n, p in gm.named_parameters() if not p.stop_gradient]
@@ -110,7 +115,11 @@ def _aliased_output(gm, traced: Traced) -> Optional[str]:
     outs = [t.example for t in traced.tensors]
     if not outs:
         return None
-    held = [(traced.sources[i].name(), x) for i, x in enumerate(traced.examples)]
+    held = [
+        (traced.sources[i].name(), x)
+        for i, x in enumerate(traced.examples)
+        if isinstance(x, paddle.Tensor)
+    ]
     held += [(f"parameter {n}", p) for n, p in gm.named_parameters()]
     held += [(f"buffer {n}", b) for n, b in gm.named_buffers()]
     for i, out in enumerate(outs):

@@ -138,7 +138,13 @@ def may_share_memory(a: Any, b: Any) -> bool:
     cannot tell)."""
     if a is b:
         return True
+    # Paddle's method takes any object and reads it as a tensor: a number (a graph's
+    # number input) or a tensor without data would crash the process
+    if not (isinstance(a, paddle.Tensor) and isinstance(b, paddle.Tensor)):
+        return False
     try:
+        if not (a._is_initialized() and b._is_initialized()):
+            return False
         return bool(a._is_shared_buffer_with(b))
     except Exception:  # noqa: BLE001 - a tensor without data
         return True

@@ -15,6 +15,7 @@ import warnings
 
 import numpy as np
 import paddle
+import paddle.nn.functional as F
 import pytest
 
 import jit_core
@@ -258,3 +259,37 @@ def test_a_number_input_is_no_tensor_to_the_inference_checks(grad):
         for _ in range(2):
             np.testing.assert_allclose(opt(x).numpy(), skip_some(x).numpy(), rtol=1e-6)
     assert not opt.jit_stats.eager_frames
+
+
+def mlp(x, w1, w2):
+    return F.linear(F.gelu(F.linear(x, w1)), w2)
+
+
+def test_paddle_is_timed_as_the_paddle_backend_builds_it(stand_ins):
+    """auto's paddle candidate is the paddle backend's build (API calls lowered to their
+    kernels), not the graph code as captured: that is what runs once paddle is chosen."""
+    x, w1, w2 = paddle.rand([4, 32]), paddle.rand([32, 32]), paddle.rand([32, 8])
+    with paddle.no_grad():
+        fast = jit_core.optimize(mlp, backend="auto", candidates=["slow"])
+        np.testing.assert_allclose(fast(x, w1, w2).numpy(), mlp(x, w1, w2).numpy(), rtol=1e-6)
+        (graph,) = jit_core.explain(fast, x, w1, w2).graphs
+    assert graph.backend.startswith("auto (chose paddle"), graph.backend
+    assert "run their kernels directly (gelu, linear x2)" in graph.backend, graph.backend
+    assert "_C_ops_linear(" in graph.kernel_code
+
+
+def test_a_choice_is_kept_only_for_the_code_that_made_it(monkeypatch):
+    """The compile cache keys a choice by the sources of jit_core and of each candidate
+    as well as their versions: a development tree's change (a faster paddle backend)
+    chooses again rather than reusing what older code measured."""
+    from jit_core import auto_backend
+
+    g = Graph()
+    x = g.placeholder("x")
+    g.output((g.call_function(F.relu, (x,)),))
+    gm = GraphModule({}, g)
+    args = [paddle.rand([3])]
+    before = auto_backend._cache_key(gm, args, ["paddle"])
+    assert auto_backend._cache_key(gm, args, ["paddle"]) == before
+    monkeypatch.setattr(auto_backend, "_fingerprints", {"jit_core": "changed"})
+    assert auto_backend._cache_key(gm, args, ["paddle"]) != before

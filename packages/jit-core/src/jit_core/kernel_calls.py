@@ -13,12 +13,15 @@ build without CUDA (``TESTED``); on other versions or builds nothing is lowered.
 lowers a call only when every argument it reads is a constant (or a tensor whose sizes
 it does not read, or reads from a guarded static shape) and returns None otherwise: the
 call stays as captured. Paddle's own helpers normalize paddings and strides, so that
-logic is not copied.
+logic is not copied. Paddle's layers (``call_module`` nodes) are lowered to the API call
+their ``forward`` makes (``_LAYER_RULES``), their configuration read now, their
+parameters read through the layer at each call.
 
-Each lowered call is checked when the graph is compiled: the API and its kernel calls run
-on inputs of the call's shapes and dtypes (made up, so no state of the program is touched
-and the cost is that of the lowered calls, not of the graph) and must agree bit for bit;
-a call that does not stays as captured. ``explain()`` says what was lowered, and why not.
+Each lowered call is checked when the graph is compiled: the API (or layer) and its
+kernel calls run on the same made-up inputs of the call's dtypes and must agree bit for
+bit; a call that does not stays as captured (``_agrees``). A call too large for the check
+to be cheap is not lowered: its wrapper is a small part of its time. ``explain()`` says
+what was lowered, and why not.
 """
 
 from __future__ import annotations
@@ -57,6 +60,10 @@ class _Emit:
     def __init__(self, graph: Graph, at: Node):
         self.graph = graph
         self.at = at
+        #: (input, its channel axis or None) of a rule whose arguments depend on none of
+        #: that input's sizes but the channels': the check may make the others small
+        #: (``_agrees``)
+        self.image: Optional[Tuple[Node, Optional[int]]] = None
 
     def __call__(self, kernel: str, *args: Any) -> Node:
         with self.graph.inserting_before(self.at):
@@ -69,6 +76,13 @@ class _Emit:
     def method(self, name: str, *args: Any) -> Node:
         with self.graph.inserting_before(self.at):
             return self.graph.call_method(name, args)
+
+    def attr(self, path: str, value: Any) -> Node:
+        with self.graph.inserting_before(self.at):
+            node = self.graph.get_attr(path)
+        node.meta["shape"] = list(value.shape)
+        node.meta["dtype"] = str(value.dtype).replace("paddle.", "")
+        return node
 
 
 def _shape(value: Any) -> Optional[List[int]]:
@@ -128,6 +142,7 @@ def _conv2d(a: Dict[str, Any], emit: _Emit, sizes_static: bool) -> Optional[Node
     padding, algorithm = _update_padding_nd(padding, channel_last, 2)
     stride = convert_to_list(stride, 2, "stride")
     dilation = convert_to_list(dilation, 2, "dilation")
+    emit.image = (x, 3 if channel_last else 1)
     if channels == groups and channels != 1 and filters % channels == 0:
         # the depthwise kernel; without CUDA, _conv_nd reads no flag
         out = emit(
@@ -182,6 +197,7 @@ def _batch_norm(a: Dict[str, Any], emit: _Emit, sizes_static: bool) -> Optional[
         return None
     layout = "NCHW" if data_format[1] == "C" else "NHWC"
     use_global_stats, trainable = True, False  # what None and True both mean here
+    emit.image = (x, 1 if layout == "NCHW" else _rank(x) - 1)
     out = emit(
         "batch_norm",
         x,
@@ -249,6 +265,7 @@ def _max_pool2d(a: Dict[str, Any], emit: _Emit, sizes_static: bool) -> Optional[
         return None
     ceil_mode = a["ceil_mode"]
     kernel, stride, padding, algorithm = _pool2d_config(a, ceil_mode)
+    emit.image = (x, 3 if a["data_format"] == "NHWC" else 1)
     return emit(
         "pool2d",
         x,
@@ -275,6 +292,7 @@ def _avg_pool2d(a: Dict[str, Any], emit: _Emit, sizes_static: bool) -> Optional[
     kernel, stride, padding, algorithm = _pool2d_config(a, a["ceil_mode"])
     if min(kernel + stride) <= 0:
         return None  # eager raises
+    emit.image = (x, 3 if a["data_format"] == "NHWC" else 1)
     return emit(
         "pool2d",
         x,
@@ -331,7 +349,10 @@ def _flatten(a: Dict[str, Any], emit: _Emit, sizes_static: bool) -> Optional[Nod
 
 def _unary(kernel: str):
     def rule(a: Dict[str, Any], emit: _Emit, sizes_static: bool) -> Optional[Node]:
-        return emit(kernel, a["x"]) if _tensor(a["x"]) else None
+        if not _tensor(a["x"]):
+            return None
+        emit.image = (a["x"], None)  # elementwise: no size matters
+        return emit(kernel, a["x"])
 
     return rule
 
@@ -340,12 +361,14 @@ def _gelu(a: Dict[str, Any], emit: _Emit, sizes_static: bool) -> Optional[Node]:
     approximate = a["approximate"]
     if not _tensor(a["x"]) or type(approximate) is not bool:
         return None
+    emit.image = (a["x"], None)
     return emit("gelu", a["x"], approximate)
 
 
 def _silu(a: Dict[str, Any], emit: _Emit, sizes_static: bool) -> Optional[Node]:
     if not _tensor(a["x"]) or a.get("inplace", False) is not False:
         return None
+    emit.image = (a["x"], None)
     return emit("silu", a["x"])
 
 
@@ -366,46 +389,222 @@ _RULES: Dict[Callable, Callable] = {
 }
 _SIGNATURES: Dict[Callable, inspect.Signature] = {}
 
+# -- Paddle's own layers (``call_module`` nodes): the API call their ``forward`` makes, with
+# the layer's configuration read now and its parameters and buffers read at each call
 
-def _bind(fn: Callable, node: Node) -> Optional[Dict[str, Any]]:
+
+def _attrs(layer, names: Tuple[str, ...]) -> Optional[Tuple[Any, ...]]:
+    values = tuple(getattr(layer, n, None) for n in names)
+    return values if _constant(values) else None
+
+
+def _layer_conv2d(layer, x: Node, tensor: Callable, emit: _Emit, sizes_static: bool):
+    """``Conv2D.forward``: ``_conv_nd`` with the paddings the layer normalized when made."""
+    config = _attrs(
+        layer,
+        ("_stride", "_updated_padding", "_padding_algorithm", "_dilation", "_groups")
+        + ("_data_format", "_channel_dim", "_op_type", "_padding_mode"),
+    )
+    if config is None or not _tensor(x):
+        return None
+    stride, padding, algorithm, dilation, groups, data_format, channel_dim, op_type, mode = config
+    if mode != "zeros" or data_format not in ("NCHW", "NHWC") or _rank(x) != 4:
+        return None
+    weight, bias = tensor("weight"), tensor("bias")
+    emit.image = (x, 3 if data_format == "NHWC" else 1)
+    if op_type == "conv2d":
+        out = emit("conv2d", x, weight, stride, padding, algorithm, dilation, groups, data_format)
+    elif op_type == "depthwise_conv2d":
+        out = emit(
+            "depthwise_conv2d", x, weight, stride, padding, algorithm, groups, dilation, data_format
+        )
+    else:
+        return None
+    if bias is None:
+        return out
+    new_shape = [1] * 4
+    new_shape[channel_dim] = -1
+    return emit("add", out, emit.method("reshape", bias, new_shape))
+
+
+def _via(api: Callable, *names: str, tensors: Tuple[str, ...] = (), **fixed: str):
+    """A layer whose ``forward`` is ``api(x, <its attributes>)``: ``names`` are the API's
+    parameters after ``x`` read from attributes named in ``fixed`` (or of the same name),
+    ``tensors`` those read at each call."""
+
+    def rule(layer, x: Node, tensor: Callable, emit: _Emit, sizes_static: bool):
+        bound: Dict[str, Any] = {"x": x}
+        for name in names:
+            attr = fixed.get(name, name)
+            if name in tensors:
+                bound[name] = tensor(attr)
+            else:
+                value = getattr(layer, attr, None)
+                if not _constant(value):
+                    return None
+                bound[name] = value
+        try:
+            full = _signature(api).bind(**bound)
+        except TypeError:
+            return None
+        full.apply_defaults()
+        return _RULES[api](dict(full.arguments), emit, sizes_static)
+
+    return rule
+
+
+def _layer_batch_norm(layer, x: Node, tensor: Callable, emit: _Emit, sizes_static: bool):
+    # the layer's forward checks its format and the input's rank (the example passed
+    # them), warns in training (not lowered) and calls F.batch_norm
+    from paddle.nn.layer.norm import _BatchNormBase
+
+    if type(layer).forward is not _BatchNormBase.forward or layer.training:
+        return None
+    rule = _via(
+        F.batch_norm,
+        "running_mean",
+        "running_var",
+        "weight",
+        "bias",
+        "training",
+        "momentum",
+        "epsilon",
+        "data_format",
+        "use_global_stats",
+        tensors=("running_mean", "running_var", "weight", "bias"),
+        running_mean="_mean",
+        running_var="_variance",
+        momentum="_momentum",
+        epsilon="_epsilon",
+        data_format="_data_format",
+        use_global_stats="_use_global_stats",
+    )
+    return rule(layer, x, tensor, emit, sizes_static)
+
+
+_LAYER_RULES: Dict[type, Callable] = {
+    paddle.nn.Conv2D: _layer_conv2d,
+    paddle.nn.Linear: _via(F.linear, "weight", "bias", tensors=("weight", "bias")),
+    paddle.nn.BatchNorm1D: _layer_batch_norm,
+    paddle.nn.BatchNorm2D: _layer_batch_norm,
+    paddle.nn.BatchNorm3D: _layer_batch_norm,
+    paddle.nn.LayerNorm: _via(
+        F.layer_norm,
+        "normalized_shape",
+        "weight",
+        "bias",
+        "epsilon",
+        tensors=("weight", "bias"),
+        normalized_shape="_normalized_shape",
+        epsilon="_epsilon",
+    ),
+    paddle.nn.ReLU: _via(F.relu),
+    paddle.nn.Sigmoid: _via(F.sigmoid),
+    paddle.nn.GELU: _via(F.gelu, "approximate", approximate="_approximate"),
+    paddle.nn.Softmax: _via(F.softmax, "axis", axis="_axis"),
+    paddle.nn.MaxPool2D: _via(
+        F.max_pool2d,
+        "kernel_size",
+        "stride",
+        "padding",
+        "return_mask",
+        "ceil_mode",
+        "data_format",
+        kernel_size="ksize",
+    ),
+    paddle.nn.AvgPool2D: _via(
+        F.avg_pool2d,
+        "kernel_size",
+        "stride",
+        "padding",
+        "ceil_mode",
+        "exclusive",
+        "divisor_override",
+        "data_format",
+        kernel_size="ksize",
+        divisor_override="divisor",
+    ),
+    paddle.nn.AdaptiveAvgPool2D: _via(
+        F.adaptive_avg_pool2d,
+        "output_size",
+        "data_format",
+        output_size="_output_size",
+        data_format="_data_format",
+    ),
+    paddle.nn.Flatten: _via(paddle.flatten, "start_axis", "stop_axis"),
+}
+
+
+def _signature(fn: Callable) -> inspect.Signature:
     sig = _SIGNATURES.get(fn)
     if sig is None:
         sig = _SIGNATURES[fn] = inspect.signature(fn)
+    return sig
+
+
+def _bind(fn: Callable, node: Node) -> Optional[Dict[str, Any]]:
     try:
-        bound = sig.bind(*node.args, **node.kwargs)
+        bound = _signature(fn).bind(*node.args, **node.kwargs)
     except TypeError:
         return None  # an alias keyword or a wrong call: left to the wrapper
     bound.apply_defaults()
     return dict(bound.arguments)
 
 
-def _lower(graph: Graph, sizes_static: bool) -> Tuple[Dict[str, int], Dict[str, str]]:
-    """Lower, in place, every call a rule takes and whose kernels give the API's values
-    (``_agrees``); per API name, how many were lowered, and why one was not."""
+def _resolve(root: Any, path: str) -> Any:
+    for part in path.split("."):
+        root = getattr(root, part)
+    return root
+
+
+def _lower(gm, graph: Graph, sizes_static: bool) -> Tuple[Dict[str, int], Dict[str, str]]:
+    """Lower, in place, every call a rule takes and whose kernels give the API's (or the
+    layer's) values (``_agrees``); per API or layer name, how many were lowered, and why
+    one was not."""
     lowered: Dict[str, int] = {}
     refused: Dict[str, str] = {}
     for node in list(graph.nodes):
-        if node.op != "call_function":
-            continue
-        rule = _RULES.get(node.target)
-        if rule is None:
-            continue
-        bound = _bind(node.target, node)
-        if bound is None:
-            continue
         emit = _Emit(graph, node)
+        if node.op == "call_function":
+            rule = _RULES.get(node.target)
+            bound = _bind(node.target, node) if rule is not None else None
+            if bound is None:
+                continue
+
+            def make(rule=rule, bound=bound, emit=emit):
+                return rule(bound, emit, sizes_static)
+
+            # Paddle 3.3 defines some under private names (``_gelu``)
+            name = node.target.__name__.lstrip("_")
+        elif node.op == "call_module":
+            layer = _resolve(gm, node.target)
+            layer_rule = _LAYER_RULES.get(type(layer))
+            if layer_rule is None or node.kwargs or len(node.args) != 1:
+                continue
+
+            def make(layer_rule=layer_rule, layer=layer, node=node, emit=emit):
+                def tensor(attr: str) -> Any:
+                    value = getattr(layer, attr, None)
+                    if not isinstance(value, paddle.Tensor):
+                        return value  # None, or what no rule takes for a tensor
+                    return emit.attr(f"{node.target}.{attr}", value)
+
+                return layer_rule(layer, node.args[0], tensor, emit, sizes_static)
+
+            name = type(layer).__name__
+        else:
+            continue
         before = set(graph.nodes)
         try:
-            new = rule(bound, emit, sizes_static)
+            new = make()
         except Exception:  # noqa: BLE001 - Paddle's normalizers reject what eager rejects
             new = None
         added = [n for n in graph.nodes if n not in before]
-        # Paddle 3.3 defines some under private names (``_gelu``)
-        name = node.target.__name__.lstrip("_")
         if new is not None:
-            why = _agrees(node, added, new)
+            why = _agrees(gm, node, added, new, emit.image)
             if why:
-                refused[name] = why
+                count = int(refused.get(name, "0 ").split(" ", 1)[0]) + 1
+                refused[name] = f"{count} {why}"
                 new = None
         if new is None:
             for n in reversed(added):
@@ -420,50 +619,122 @@ def _lower(graph: Graph, sizes_static: bool) -> Tuple[Dict[str, int], Dict[str, 
     return lowered, refused
 
 
-def _synthetic(node: Node, rng) -> Any:
-    """A tensor of ``node``'s shape and dtype with values from ``rng`` (Paddle's own
-    generator is left alone): normal floats, both signs, so that a rule that ignored a
-    clamp or a threshold shows."""
-    shape, dtype = node.meta.get("shape"), node.meta.get("dtype")
+#: the largest batch and spatial size an image input gets in ``_agrees``'s check
+_SMALL_IMAGE = (1, 16)
+
+
+def _synthetic(node: Node, shape: Optional[List[int]] = None) -> Any:
+    """A tensor of ``node``'s shape and dtype with made-up values: floats of both signs
+    that vary along every axis (``1.5 * sin(0.7 i)``), so that a rule that ignored a
+    clamp, a threshold or an axis shows. Made without ``paddle.to_tensor`` (which leaks a
+    list per call in Paddle 3.3) and without Paddle's random generator (the program's)."""
+    shape, dtype = shape or node.meta.get("shape"), node.meta.get("dtype")
     if shape is None or dtype is None:
         raise ValueError(f"{node.name} has no known shape")
+    count = int(np.prod(shape)) if shape else 1
+    index = paddle.arange(count, dtype="float64" if dtype == "float64" else "float32")
     if dtype in ("float16", "bfloat16", "float32", "float64"):
-        data = rng.standard_normal(shape).astype("float64" if dtype == "float64" else "float32")
-        return paddle.to_tensor(data).astype(dtype)
-    if dtype == "bool":
-        return paddle.to_tensor(rng.uniform(0, 1, shape) > 0.5)
-    return paddle.to_tensor(rng.integers(0, 3, shape)).astype(dtype)
+        values = paddle.sin(index * 0.7) * 1.5
+    elif dtype == "bool":
+        values = paddle.sin(index * 0.7) > 0
+    else:
+        values = index % 3
+    return values.reshape(shape).astype(dtype)
 
 
-def _run(node: Node, env: Dict[Node, Any]) -> Any:
+def _run(gm, node: Node, env: Dict[Node, Any]) -> Any:
     from .fx import map_arg
 
+    if node.op == "get_attr":
+        return _resolve(gm, node.target)
     args = map_arg(node.args, env.__getitem__)
     kwargs = map_arg(node.kwargs, env.__getitem__)
+    if node.op == "call_module":
+        return _resolve(gm, node.target)(*args, **kwargs)
     if node.op == "call_method":
         obj, *rest = args
         return getattr(obj, node.target)(*rest, **kwargs)
     return node.target(*args, **kwargs)
 
 
-def _agrees(node: Node, added: List[Node], new: Node) -> str:
+#: the most multiply-adds a call's check may cost (about a tenth of a millisecond here):
+#: a larger call is not lowered, its wrapper being a small part of its time anyway
+_CHECK_BUDGET = 2_000_000
+_TOO_LARGE = "large calls (their wrappers are a small part of their time: not worth a check)"
+
+
+def _check_cost(gm, node: Node, size: Optional[List[int]], image) -> float:
+    """About how many multiply-adds the check of ``node`` costs: its input's elements
+    times those of a weight over the size of the axis they share (a convolution's or a
+    matrix product's), or its inputs' elements."""
+    tensors = [n for n in node.all_input_nodes if n.meta.get("shape") is not None]
+    if node.op == "call_module":
+        layer_weight = getattr(_resolve(gm, node.target), "weight", None)
+        if isinstance(layer_weight, paddle.Tensor):
+            tensors.append(_Meta(list(layer_weight.shape)))
+    if not tensors:
+        return 0.0
+    x = size or tensors[0].meta["shape"]
+    count = float(np.prod(x)) if x else 1.0
+    weights = [t for t in tensors[1:] if len(t.meta["shape"]) >= 2]
+    if not weights:
+        return count * len(tensors)
+    w = weights[0].meta["shape"]
+    axis = image[1] if image is not None and image[1] is not None else -1
+    shared = x[axis] if x else 1
+    return count * float(np.prod(w)) / max(shared, 1)
+
+
+class _Meta:
+    """A stand-in with the ``meta`` of a tensor node."""
+
+    def __init__(self, shape: List[int]):
+        self.meta = {"shape": shape}
+
+
+def _small_image(shape: List[int], channel_axis: Optional[int]) -> Optional[List[int]]:
+    small = [
+        d if axis == channel_axis else min(d, _SMALL_IMAGE[0] if axis == 0 else _SMALL_IMAGE[1])
+        for axis, d in enumerate(shape)
+    ]
+    return small if small != shape else None
+
+
+def _agrees(gm, node: Node, added: List[Node], new: Node, image=None) -> str:
     """Why the kernel calls ``added`` (ending in ``new``) do not compute what the API call
-    ``node`` does, or "": both run on inputs of the call's shapes and dtypes and must
-    agree bit for bit. The rules rewrite arguments, never values, so inputs made up here
-    check them as well as the capture's would, at the cost of the lowered calls alone
-    (not of a run of the whole graph) and without touching any state of the program."""
-    rng = np.random.default_rng(0)
-    try:
-        env: Dict[Node, Any] = {n: _synthetic(n, rng) for n in node.all_input_nodes}
-        with paddle.no_grad():
-            expected = _run(node, env)
-            for n in added:
-                env[n] = _run(n, env)
-    except Exception as e:  # noqa: BLE001 - the call as captured is the reference
-        return f"its kernels failed: {type(e).__name__}: {e}"
-    if not _same(env[new], expected):
-        return "its kernels' values differ from the API's"
-    return ""
+    ``node`` does, or "": both run on the same inputs of the call's dtypes and must agree
+    bit for bit. The rules rewrite arguments, never values, so inputs made up here check
+    them as well as the capture's would, without touching any state of the program, at
+    the cost of the lowered calls alone (not of a run of the whole graph). An image input
+    of a rule that reads none of its batch and spatial sizes (``image``: the node and its
+    channel axis) is made small first (a batch of 1, at most 16 wide), so that checking a
+    ResNet's 20 convolutions costs little beside its first call; where the small run
+    fails (a kernel larger than 16), the check runs at full size."""
+    sizes: List[Optional[List[int]]] = [None]
+    if image is not None and image[0].meta.get("shape"):
+        small = _small_image(list(image[0].meta["shape"]), image[1])
+        if small is not None:
+            sizes.insert(0, small)
+    if _check_cost(gm, node, sizes[0], image) > _CHECK_BUDGET:
+        return _TOO_LARGE
+    failure = ""
+    for size in sizes:
+        try:
+            env: Dict[Node, Any] = {
+                n: _synthetic(n, size if image is not None and n is image[0] else None)
+                for n in node.all_input_nodes
+            }
+            with paddle.no_grad():
+                expected = _run(gm, node, env)
+                for n in added:
+                    env[n] = _run(gm, n, env)
+        except Exception as e:  # noqa: BLE001 - the call as captured is the reference
+            failure = f"its kernels failed: {type(e).__name__}: {e}"
+            continue
+        if not _same(env[new], expected):
+            return "its kernels' values differ from the API's"
+        return ""
+    return failure
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -497,7 +768,7 @@ class Lowering:
         self.why_not = why_not
         #: the lowered graph's generated forward
         self.code = code
-        #: per API, why a call a rule took was left as captured after all
+        #: per API, "<how many> <why>" calls a rule took were left as captured after all
         self.refused = refused or {}
 
     def describe(self) -> str:
@@ -508,24 +779,39 @@ class Lowering:
             parts = [f"{name} x{n}" if n > 1 else name for name, n in sorted(self.lowered.items())]
             count = sum(self.lowered.values())
             said.append(f"{count} API calls run their kernels directly ({', '.join(parts)})")
-        said += [f"{name} runs as captured: {why}" for name, why in sorted(self.refused.items())]
+        for name, counted in sorted(self.refused.items()):
+            count, why = counted.split(" ", 1)
+            said.append(f"{name}{f' x{count}' if count != '1' else ''} as captured: {why}")
         return "; ".join(said)
+
+
+def _has_rule(gm, node: Node) -> bool:
+    if node.op == "call_function":
+        return node.target in _RULES
+    return node.op == "call_module" and type(_resolve(gm, node.target)) in _LAYER_RULES
 
 
 def lower(gm: GraphModule, example_inputs: List[Any]) -> Tuple[Callable, Lowering]:
     """The forward to run for ``gm``: a lowered copy's when a rule lowered a call, else
     ``gm.forward``; and what was done."""
-    if not any(n.op == "call_function" and n.target in _RULES for n in gm.graph.nodes):
+    if not any(_has_rule(gm, n) for n in gm.graph.nodes):
         return gm.forward, Lowering({})
     why = why_not_lowered()
     if why:
         return gm.forward, Lowering({}, why)
     graph = gm.graph.copy()
     sizes_static = not any(n.meta.get("dynamic_dims") for n in graph.nodes if n.op == "placeholder")
-    lowered, refused = _lower(graph, sizes_static)
+    lowered, refused = _lower(gm, graph, sizes_static)
     if not lowered:
         return gm.forward, Lowering({}, refused=refused)
     kernels = GraphModule(gm, graph, class_name=type(gm).__name__)
+    # the graph reads a lowered layer's parameters through the layer itself
+    # (``self.conv.weight``), as its forward did: one replaced later is the one used
+    for node in gm.graph.nodes:
+        if node.op == "call_module" and any(
+            n.op == "get_attr" and n.target.startswith(node.target + ".") for n in graph.nodes
+        ):
+            kernels._copy_path(gm, node.target)
     return kernels.forward, Lowering(lowered, code=kernels.code, refused=refused)
 
 

@@ -406,12 +406,25 @@ def test_a_layers_parameter_replaced_later_is_the_one_used():
 
 def test_a_large_call_is_left_as_captured():
     """The check of a lowered call runs it twice; for a call whose kernel dwarfs its
-    wrapper that buys nothing, and it is not lowered (explain says why)."""
+    wrapper that buys nothing, and it is not lowered; nor is a graph whose time is its
+    large kernels (explain says why)."""
 
     def f(x, w):
         return F.relu(F.conv2d(x, w, padding=1))
 
     x, w = rand(1, 64, 64, 64), rand(64, 64, 3, 3)
-    line = backend_line(f, x, w)
-    assert "(relu)" in line and "conv2d as captured: large calls" in line, line
+    out = jit_core.explain(f, x, w)
+    line = out.graphs[0].backend
+    # (here the graph is its convolution: its relu would not pay for its check either)
+    assert "its large kernels are its time" in line, line
+    assert out.graphs[0].kernel_code is None
     assert_bitwise(jit_core.optimize(f)(x, w), f(x, w))
+
+    def g(x, w, y):  # a large convolution beside enough small work to lower
+        small = y
+        for _ in range(40):
+            small = F.relu(F.softmax(small, axis=-1) - 0.1)
+        return F.conv2d(x, w, padding=1), small
+
+    line = backend_line(g, x, w, rand(4, 4))
+    assert "conv2d as captured: large calls" in line and "relu x40" in line, line

@@ -239,12 +239,14 @@ def test_a_single_candidate_is_not_timed(stand_ins):
 
 
 def skip_some(x):
-    total = paddle.zeros_like(x)
-    for i in range(6):
-        if (x * i).max() > 2:
-            continue
-        total = total + x * i
-    return total
+    # a loop over a Python counter whose body breaks: the counter is a number input
+    acc = x * 0
+    for step in range(5):
+        scaled = x + step
+        if scaled.min() > 3:
+            break
+        acc = acc + scaled * step
+    return acc
 
 
 @pytest.mark.parametrize("grad", [True, False], ids=["grad", "no_grad"])

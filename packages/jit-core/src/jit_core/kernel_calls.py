@@ -262,57 +262,33 @@ def _pool2d_config(a: Dict[str, Any], ceil_mode: bool):
     return kernel, stride, padding, algorithm
 
 
-def _max_pool2d(a: Dict[str, Any], emit: _Emit, sizes_static: bool) -> Optional[Node]:
-    x = a["x"]
-    keys = ("kernel_size", "stride", "padding", "return_mask", "ceil_mode", "data_format")
-    if not (_tensor(x) and _constant([a[k] for k in keys])):
-        return None
-    if a["return_mask"] is not False or a["data_format"] not in ("NCHW", "NHWC"):
-        return None
-    ceil_mode = a["ceil_mode"]
-    kernel, stride, padding, algorithm = _pool2d_config(a, ceil_mode)
-    emit.image = (x, 3 if a["data_format"] == "NHWC" else 1)
-    return emit(
-        "pool2d",
-        x,
-        kernel,
-        stride,
-        padding,
-        ceil_mode,
-        True,
-        a["data_format"],
-        "max",
-        False,
-        False,
-        algorithm,
-    )
-
-
-def _avg_pool2d(a: Dict[str, Any], emit: _Emit, sizes_static: bool) -> Optional[Node]:
-    x = a["x"]
-    keys = ("kernel_size", "stride", "padding", "ceil_mode", "exclusive", "data_format")
-    if not (_tensor(x) and _constant([a[k] for k in keys])):
-        return None
-    if a["divisor_override"] is not None or a["data_format"] not in ("NCHW", "NHWC"):
-        return None
+def _pool2d(a: Dict[str, Any], emit: _Emit, pooling: str, exclusive: bool) -> Optional[Node]:
+    """The ``_C_ops.pool2d`` call both pooling wrappers make."""
     kernel, stride, padding, algorithm = _pool2d_config(a, a["ceil_mode"])
     if min(kernel + stride) <= 0:
         return None  # eager raises
-    emit.image = (x, 3 if a["data_format"] == "NHWC" else 1)
-    return emit(
-        "pool2d",
-        x,
-        kernel,
-        stride,
-        padding,
-        a["ceil_mode"],
-        a["exclusive"],
-        a["data_format"],
-        "avg",
-        False,
-        False,
-        algorithm,
-    )
+    x, data_format = a["x"], a["data_format"]
+    emit.image = (x, 3 if data_format == "NHWC" else 1)
+    args = (kernel, stride, padding, a["ceil_mode"], exclusive, data_format, pooling)
+    return emit("pool2d", x, *args, False, False, algorithm)
+
+
+def _max_pool2d(a: Dict[str, Any], emit: _Emit, sizes_static: bool) -> Optional[Node]:
+    keys = ("kernel_size", "stride", "padding", "return_mask", "ceil_mode", "data_format")
+    if not (_tensor(a["x"]) and _constant([a[k] for k in keys])):
+        return None
+    if a["return_mask"] is not False or a["data_format"] not in ("NCHW", "NHWC"):
+        return None
+    return _pool2d(a, emit, "max", True)
+
+
+def _avg_pool2d(a: Dict[str, Any], emit: _Emit, sizes_static: bool) -> Optional[Node]:
+    keys = ("kernel_size", "stride", "padding", "ceil_mode", "exclusive", "data_format")
+    if not (_tensor(a["x"]) and _constant([a[k] for k in keys])):
+        return None
+    if a["divisor_override"] is not None or a["data_format"] not in ("NCHW", "NHWC"):
+        return None
+    return _pool2d(a, emit, "avg", a["exclusive"])
 
 
 def _adaptive_avg_pool2d(a: Dict[str, Any], emit: _Emit, sizes_static: bool) -> Optional[Node]:

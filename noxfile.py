@@ -206,6 +206,7 @@ def wheels(session: nox.Session) -> None:
     for pkg in DISTRIBUTIONS:
         # the wheel is built from the sdist: a file missing from the sdist fails here
         session.run("python", "-m", "build", "-q", "--outdir", dist, pkg)
+    check_licences(session, dist)
     venv = os.path.join(session.create_tmp(), "user-venv")
     shutil.rmtree(venv, ignore_errors=True)
     session.run("python", "-m", "venv", venv)
@@ -218,6 +219,32 @@ def wheels(session: nox.Session) -> None:
     session.run(python, "-c", INSTALLED_CHECK, external=True, env=env)
     session.run(*pip, "--find-links", dist, "jit-backend-tensorrt==0.1.0", external=True)
     session.run(python, "-c", TENSORRT_INSTALLED_CHECK, external=True, env=env)
+
+
+def check_licences(session: nox.Session, dist: str) -> None:
+    """Every sdist and wheel ships the licence text its metadata declares (PEP 639:
+    ``License-File``, the text under ``.dist-info/licenses/``)."""
+    import tarfile
+    import zipfile
+
+    checked = 0
+    for name in sorted(os.listdir(dist)):
+        path = os.path.join(dist, name)
+        if name.endswith(".whl"):
+            with zipfile.ZipFile(path) as z:
+                names = z.namelist()
+                meta = next(n for n in names if n.endswith(".dist-info/METADATA"))
+                declared = "License-File: LICENSE" in z.read(meta).decode()
+                ok = declared and any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
+        elif name.endswith(".tar.gz"):
+            with tarfile.open(path) as t:
+                ok = any(n.count("/") == 1 and n.endswith("/LICENSE") for n in t.getnames())
+        else:
+            continue
+        if not ok:
+            session.error(f"{name} ships no LICENSE, or its metadata does not name it")
+        checked += 1
+    session.log(f"{checked} distributions ship their LICENSE")
 
 
 @nox.session(python="3.12")

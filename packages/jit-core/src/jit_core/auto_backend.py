@@ -226,15 +226,13 @@ def compile_auto(
         raise ValueError(f"max_calls must be a positive int, got {max_calls!r}")
     backends = _candidates(candidates)
     trials: Dict[str, Trial] = {name: Trial(name) for name in backends}
-    # the paddle backend's own build: its graph code with API calls lowered to kernels
-    on_paddle = _build(backends["paddle"], gm, example_inputs)
-    if isinstance(on_paddle, str):
-        on_paddle = gm.forward
     why_once = repeatable(gm)
     if why_once:
         for name, trial in trials.items():
             trial.refused = "not timed" if name == "paddle" else f"not tried: {why_once}"
-        return _chosen(Choice("paddle", list(trials.values())), on_paddle)
+        return _chosen(
+            Choice("paddle", list(trials.values())), _on_paddle(backends, gm, example_inputs)
+        )
 
     store = key = None
     if cache:
@@ -246,13 +244,11 @@ def compile_auto(
         if kept is not None:
             # built and checked again (the cache only spares the timing); a backend that
             # no longer builds here or agrees is chosen again from scratch
-            fn = (
-                on_paddle
-                if kept.backend == "paddle"
-                else _build(backends[kept.backend], gm, example_inputs)
-            )
+            fn = _build(backends[kept.backend], gm, example_inputs)
             if not isinstance(fn, str) and _agrees_now(fn, gm, example_inputs):
                 return _chosen(kept, fn)
+
+    on_paddle = _on_paddle(backends, gm, example_inputs)
 
     expected = gm.forward(*example_inputs)
     runs: Dict[str, Callable] = {}
@@ -289,6 +285,14 @@ def compile_auto(
     if store is not None:
         store.put(key, json.dumps(_encode(choice)).encode())
     return _chosen(choice, runs.get(best, on_paddle))
+
+
+def _on_paddle(backends, gm, example_inputs) -> Callable:
+    """The paddle backend's own build (its graph code with API calls lowered to their
+    kernels): what runs once paddle is chosen, so what is timed; the graph's forward
+    where that build fails."""
+    fn = _build(backends["paddle"], gm, example_inputs)
+    return gm.forward if isinstance(fn, str) else fn
 
 
 def _build(backend, gm, example_inputs) -> Any:

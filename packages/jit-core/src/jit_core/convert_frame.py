@@ -115,11 +115,7 @@ def _aliased_output(gm, traced: Traced) -> Optional[str]:
     outs = [t.example for t in traced.tensors]
     if not outs:
         return None
-    held = [
-        (traced.sources[i].name(), x)
-        for i, x in enumerate(traced.examples)
-        if isinstance(x, paddle.Tensor)
-    ]
+    held = [(traced.sources[i].name(), x) for i, x in enumerate(traced.examples)]
     held += [(f"parameter {n}", p) for n, p in gm.named_parameters()]
     held += [(f"buffer {n}", b) for n, b in gm.named_buffers()]
     for i, out in enumerate(outs):

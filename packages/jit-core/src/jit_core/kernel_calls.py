@@ -262,33 +262,36 @@ def _pool2d_config(a: Dict[str, Any], ceil_mode: bool):
     return kernel, stride, padding, algorithm
 
 
-def _pool2d(a: Dict[str, Any], emit: _Emit, pooling: str, exclusive: bool) -> Optional[Node]:
-    """The ``_C_ops.pool2d`` call both pooling wrappers make."""
+def _pool2d(
+    a: Dict[str, Any], emit: _Emit, options: Tuple[str, ...], pooling: str, exclusive: Any
+) -> Optional[Node]:
+    """The ``_C_ops.pool2d`` call both pooling wrappers make, when ``x`` is a tensor and
+    ``options`` (the wrapper's arguments besides) are constants."""
+    x, data_format = a["x"], a["data_format"]
+    if not (_tensor(x) and _constant([a[k] for k in options])):
+        return None
+    if data_format not in ("NCHW", "NHWC"):
+        return None
     kernel, stride, padding, algorithm = _pool2d_config(a, a["ceil_mode"])
     if min(kernel + stride) <= 0:
         return None  # eager raises
-    x, data_format = a["x"], a["data_format"]
     emit.image = (x, 3 if data_format == "NHWC" else 1)
     args = (kernel, stride, padding, a["ceil_mode"], exclusive, data_format, pooling)
     return emit("pool2d", x, *args, False, False, algorithm)
 
 
 def _max_pool2d(a: Dict[str, Any], emit: _Emit, sizes_static: bool) -> Optional[Node]:
-    keys = ("kernel_size", "stride", "padding", "return_mask", "ceil_mode", "data_format")
-    if not (_tensor(a["x"]) and _constant([a[k] for k in keys])):
+    if a["return_mask"] is not False:
         return None
-    if a["return_mask"] is not False or a["data_format"] not in ("NCHW", "NHWC"):
-        return None
-    return _pool2d(a, emit, "max", True)
+    options = ("kernel_size", "stride", "padding", "ceil_mode", "data_format")
+    return _pool2d(a, emit, options, "max", True)
 
 
 def _avg_pool2d(a: Dict[str, Any], emit: _Emit, sizes_static: bool) -> Optional[Node]:
-    keys = ("kernel_size", "stride", "padding", "ceil_mode", "exclusive", "data_format")
-    if not (_tensor(a["x"]) and _constant([a[k] for k in keys])):
+    if a["divisor_override"] is not None:
         return None
-    if a["divisor_override"] is not None or a["data_format"] not in ("NCHW", "NHWC"):
-        return None
-    return _pool2d(a, emit, "avg", a["exclusive"])
+    options = ("kernel_size", "stride", "padding", "ceil_mode", "exclusive", "data_format")
+    return _pool2d(a, emit, options, "avg", a["exclusive"])
 
 
 def _adaptive_avg_pool2d(a: Dict[str, Any], emit: _Emit, sizes_static: bool) -> Optional[Node]:
@@ -539,12 +542,14 @@ def _resolve(root: Any, path: str) -> Any:
     return root
 
 
-def _lower(gm, graph: Graph, sizes_static: bool) -> Tuple[Dict[str, int], Dict[str, str]]:
+def _lower(
+    gm, graph: Graph, sizes_static: bool
+) -> Tuple[Dict[str, int], Dict[str, Tuple[int, str]]]:
     """Lower, in place, every call a rule takes and whose kernels give the API's (or the
     layer's) values (``_agrees``); per API or layer name, how many were lowered, and why
     one was not."""
     lowered: Dict[str, int] = {}
-    refused: Dict[str, str] = {}
+    refused: Dict[str, Tuple[int, str]] = {}
     for node in list(graph.nodes):
         emit = _Emit(graph, node)
         if node.op == "call_function":
@@ -584,8 +589,7 @@ def _lower(gm, graph: Graph, sizes_static: bool) -> Tuple[Dict[str, int], Dict[s
         if new is not None:
             why = _agrees(gm, node, added, new, emit.image)
             if why:
-                count = int(refused.get(name, "0 ").split(" ", 1)[0]) + 1
-                refused[name] = f"{count} {why}"
+                refused[name] = (refused.get(name, (0, ""))[0] + 1, why)
                 new = None
         if new is None:
             for n in reversed(added):
@@ -648,29 +652,21 @@ def _check_cost(gm, node: Node, size: Optional[List[int]], image) -> float:
     """About how many multiply-adds the check of ``node`` costs: its input's elements
     times those of a weight over the size of the axis they share (a convolution's or a
     matrix product's), or its inputs' elements."""
-    tensors = [n for n in node.all_input_nodes if n.meta.get("shape") is not None]
+    shapes = [n.meta["shape"] for n in node.all_input_nodes if n.meta.get("shape") is not None]
     if node.op == "call_module":
         layer_weight = getattr(_resolve(gm, node.target), "weight", None)
         if isinstance(layer_weight, paddle.Tensor):
-            tensors.append(_Meta(list(layer_weight.shape)))
-    if not tensors:
+            shapes.append(list(layer_weight.shape))
+    if not shapes:
         return 0.0
-    x = size or tensors[0].meta["shape"]
+    x = size or shapes[0]
     count = float(np.prod(x)) if x else 1.0
-    weights = [t for t in tensors[1:] if len(t.meta["shape"]) >= 2]
+    weights = [shape for shape in shapes[1:] if len(shape) >= 2]
     if not weights:
-        return count * len(tensors)
-    w = weights[0].meta["shape"]
+        return count * len(shapes)
     axis = image[1] if image is not None and image[1] is not None else -1
     shared = x[axis] if x else 1
-    return count * float(np.prod(w)) / max(shared, 1)
-
-
-class _Meta:
-    """A stand-in with the ``meta`` of a tensor node."""
-
-    def __init__(self, shape: List[int]):
-        self.meta = {"shape": shape}
+    return count * float(np.prod(weights[0])) / max(shared, 1)
 
 
 def _small_image(shape: List[int], channel_axis: Optional[int]) -> Optional[List[int]]:
@@ -743,13 +739,13 @@ class Lowering:
         lowered: Dict[str, int],
         why_not: str = "",
         code: Optional[str] = None,
-        refused: Optional[Dict[str, str]] = None,
+        refused: Optional[Dict[str, Tuple[int, str]]] = None,
     ):
         self.lowered = lowered
         self.why_not = why_not
         #: the lowered graph's generated forward
         self.code = code
-        #: per API, "<how many> <why>" calls a rule took were left as captured after all
+        #: per API, how many calls a rule took were left as captured after all, and why
         self.refused = refused or {}
 
     def describe(self) -> str:
@@ -760,9 +756,8 @@ class Lowering:
             parts = [f"{name} x{n}" if n > 1 else name for name, n in sorted(self.lowered.items())]
             count = sum(self.lowered.values())
             said.append(f"{count} API calls run their kernels directly ({', '.join(parts)})")
-        for name, counted in sorted(self.refused.items()):
-            count, why = counted.split(" ", 1)
-            said.append(f"{name}{f' x{count}' if count != '1' else ''} as captured: {why}")
+        for name, (count, why) in sorted(self.refused.items()):
+            said.append(f"{name}{f' x{count}' if count > 1 else ''} as captured: {why}")
         return "; ".join(said)
 
 

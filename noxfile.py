@@ -18,7 +18,7 @@ PYTHONS = ["3.8", "3.9", "3.10", "3.11", "3.12", "3.13"]
 #: jit-core with its "onnx" extra: the ONNX export the onnxrt, tvm and tensorrt backends
 #: share; its paddle2onnx comes on 3.8 to 3.12 only (2.x has no 3.13 wheels), so on 3.13
 #: every ONNX-based backend installs and is listed as unavailable, saying why.
-#: jit-backend-tvm installs on every Python; TVM itself comes on 3.10+ only.
+#: jit-backend-tvm installs on every Python; TVM itself comes on 3.10 to 3.12 only.
 #: jit-backend-tensorrt installs without its "trt" extra: TensorRT's builder is not
 #: installable on CI's machines (no NVIDIA GPU), so its backend is listed as unavailable.
 PACKAGES = [

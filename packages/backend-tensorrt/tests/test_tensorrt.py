@@ -138,7 +138,9 @@ def test_ready_environment_has_no_reason():
 def test_tensorrt_missing_says_how_to_install_it():
     why = unavailable_reason(env(tensorrt_found=False, tensorrt_version=None))
     assert "TensorRT is not installed (no module 'tensorrt')" in why
-    assert "pip install 'jit-backend-tensorrt[trt]'" in why and "pip install tensorrt" in why
+    assert (
+        "pip install 'jit-backend-tensorrt[trt]'" in why and "pip install 'tensorrt>=10,<11'" in why
+    )
 
 
 def test_lean_or_dispatch_runtime_only_cannot_build():
@@ -157,9 +159,25 @@ def test_tensorrt_that_fails_to_import_is_named_with_its_error():
     assert "--force-reinstall tensorrt" in why
 
 
-def test_tensorrt_older_than_10():
-    assert "this backend needs TensorRT 10 or newer" in unavailable_reason(
-        env(tensorrt_version="8.6.1")
+@pytest.mark.parametrize("version", ["8.6.1", "11.0.0", "unknown"])
+def test_tensorrt_outside_the_supported_majors_is_refused(version):
+    why = unavailable_reason(env(tensorrt_version=version))
+    assert f"TensorRT {version} is installed; this backend supports TensorRT 10.x only" in why
+    assert "pip install 'tensorrt>=10,<11'" in why
+    assert unavailable_reason(env(tensorrt_version="10.13.3")) == ""
+
+
+def test_the_trt_extra_installs_the_supported_majors_only():
+    from importlib.metadata import requires
+
+    from jit_backend_tensorrt.environment import REQUIREMENT
+
+    extra = [r for r in requires("jit-backend-tensorrt") if "extra ==" in r]
+    assert len(extra) == 1
+    spec = extra[0].split(";")[0].replace(" ", "")
+    assert spec.startswith("tensorrt")
+    assert sorted(spec[len("tensorrt") :].split(",")) == sorted(
+        REQUIREMENT[len("tensorrt") :].split(",")
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -15,8 +16,10 @@ from jit_backend_tvm import plugin
 import jit_core
 from jit_core.errors import BackendCompileError, BackendUnavailableError
 
-HAS_TVM = sys.version_info >= (3, 10)
-needs_tvm = pytest.mark.skipif(not HAS_TVM, reason="apache-tvm 0.27 has wheels for 3.10+ only")
+#: the package installs TVM on Python 3.10 to 3.12 (no wheels before 3.10; on 3.13 the ONNX
+#: export it compiles from cannot run)
+HAS_TVM = importlib.util.find_spec("tvm") is not None
+needs_tvm = pytest.mark.skipif(not HAS_TVM, reason="apache-tvm is installed on Python 3.10-3.12")
 #: why the backend cannot run here: no TVM (3.8/3.9) or no ONNX export (3.13: no paddle2onnx
 #: 2.x wheels); the tests of TVM's own side run wherever TVM does
 WHY_NOT = plugin.unavailable_reason()
@@ -52,7 +55,9 @@ def _net():
     return net
 
 
-@pytest.mark.skipif(HAS_TVM, reason="checks the error on Pythons without TVM wheels")
+@pytest.mark.skipif(
+    sys.version_info >= plugin.MIN_PYTHON, reason="checks the error on Pythons without TVM wheels"
+)
 def test_unavailable_before_310_says_why():
     assert jit_core.backends()["tvm"].unavailable
     with pytest.raises(BackendUnavailableError, match=r"Python 3\.10\+"):
@@ -73,8 +78,16 @@ def test_unavailable_without_paddle2onnx_says_why():
     assert f"Python {sys.version_info[0]}.{sys.version_info[1]}" in str(e.value)
 
 
-def test_the_reasons_name_the_missing_package_and_the_python(paddle2onnx_at):
+def test_the_reasons_name_the_missing_package_and_the_python(paddle2onnx_at, monkeypatch):
+    from jit_core.onnx import export
+
     paddle2onnx_at(None)
+    with_paddle2onnx = export.installed_version
+    monkeypatch.setattr(
+        export,
+        "installed_version",
+        lambda d: "0.27.0" if d == "apache-tvm" else with_paddle2onnx(d),
+    )
     assert plugin.unavailable_reason((3, 13)) == (
         "paddle2onnx 2.x has no wheels for Python 3.13, and the ONNX export needs it "
         "(its wheels cover Python 3.8 to 3.12)"
@@ -87,11 +100,40 @@ def test_the_reasons_name_the_missing_package_and_the_python(paddle2onnx_at):
     )
     # a paddle2onnx 2.x built from source serves on 3.13; 0.9.2 (3.13's only wheel) does not
     paddle2onnx_at("2.1.0")
+    monkeypatch.setattr(
+        export, "installed_version", lambda d: "0.27.0" if d == "apache-tvm" else "2.1.0"
+    )
     assert plugin.unavailable_reason((3, 13)) == ""
     paddle2onnx_at("0.9.2")
     assert "the installed paddle2onnx 0.9.2 cannot read Paddle 3's programs" in (
         plugin.unavailable_reason((3, 13))
     )
+
+
+def test_without_apache_tvm_the_reason_says_what_to_install(monkeypatch):
+    from jit_core.onnx import export
+
+    real = export.installed_version
+    monkeypatch.setattr(
+        export, "installed_version", lambda d: None if d == "apache-tvm" else real(d)
+    )
+    why = plugin.unavailable_reason((3, 12))
+    assert why.startswith("apache-tvm is not installed (jit-backend-tvm brings it on Python 3.10")
+    assert "pip install 'apache-tvm==0.27.*'" in why
+
+
+def test_the_dependencies_leave_tvm_out_where_it_cannot_run():
+    import re
+    from importlib.metadata import requires
+
+    deps = {re.match(r"[A-Za-z0-9_.-]+", r).group(): r for r in requires("jit-backend-tvm")}
+    tvm = ("apache-tvm", "apache-tvm-ffi", "psutil", "cloudpickle", "xgboost-cpu")
+    for name in tvm:
+        marker = deps[name].split(";")[1].replace('"', "'")
+        assert marker.split() == "python_version >= '3.10' and python_version < '3.13'".split()
+        # what the message tells users to install is what the package would have installed
+        assert name in plugin.TVM_PACKAGES
+    assert set(deps) - set(tvm) == {"jit-core", "numpy"}
 
 
 def test_a_missing_paddle2onnx_is_listed_and_refused_with_the_reason(monkeypatch, paddle2onnx_at):

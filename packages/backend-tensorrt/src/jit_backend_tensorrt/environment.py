@@ -14,10 +14,19 @@ import importlib.util
 from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
-#: the TensorRT major version this backend is written against (``execute_async_v3``,
-#: ``set_tensor_address``, ``set_memory_pool_limit`` and explicit batch by default)
+#: the TensorRT major versions this backend is written against and has run on
+#: (``execute_async_v3``, ``set_tensor_address``, ``set_memory_pool_limit``, explicit batch
+#: by default); a new major version changes the API, so it is refused until it is tested.
+#: The ``trt`` extra in pyproject.toml pins the same range.
 MIN_TENSORRT = 10
-INSTALL = "pip install 'jit-backend-tensorrt[trt]' (or pip install tensorrt)"
+MAX_TENSORRT = 10
+SUPPORTED = (
+    f"TensorRT {MIN_TENSORRT}.x"
+    if MIN_TENSORRT == MAX_TENSORRT
+    else (f"TensorRT {MIN_TENSORRT}.x to {MAX_TENSORRT}.x")
+)
+REQUIREMENT = f"tensorrt>={MIN_TENSORRT},<{MAX_TENSORRT + 1}"
+INSTALL = f"pip install 'jit-backend-tensorrt[trt]' (or pip install '{REQUIREMENT}')"
 #: TensorRT's runtime-only Python modules: they deserialize and run engines, never build
 RUNTIME_ONLY_MODULES = ("tensorrt_lean", "tensorrt_dispatch")
 
@@ -75,10 +84,10 @@ def unavailable_reason(env: Environment) -> str:
         )
     elif env.tensorrt_version is not None:
         major = _major(env.tensorrt_version)
-        if major is None or major < MIN_TENSORRT:
+        if major is None or not MIN_TENSORRT <= major <= MAX_TENSORRT:
             reasons.append(
-                f"TensorRT {env.tensorrt_version} is installed; this backend needs "
-                f"TensorRT {MIN_TENSORRT} or newer: pip install -U 'tensorrt>={MIN_TENSORRT}'"
+                f"TensorRT {env.tensorrt_version} is installed; this backend supports "
+                f"{SUPPORTED} only: pip install '{REQUIREMENT}'"
             )
     if not env.paddle_cuda:
         reasons.append(

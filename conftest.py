@@ -25,17 +25,22 @@ REDIS_LIFETIME = 300
 
 class RedisServer:
     """A redis-server of one test: loopback only, no persistence, stopped at teardown and
-    in any case after ``REDIS_LIFETIME`` seconds (``timeout`` wraps it)."""
+    in any case after ``REDIS_LIFETIME`` seconds (``timeout`` wraps it). ``url`` carries
+    the password where the server asks for one."""
 
-    def __init__(self, port: int, proc: subprocess.Popen):
+    def __init__(self, port: int, proc: subprocess.Popen, password: str = ""):
         self.port = port
-        self.url = f"redis://127.0.0.1:{port}/0"
+        self.password = password
+        self.address = f"127.0.0.1:{port}/0"
+        self.url = f"redis://:{password}@{self.address}" if password else f"redis://{self.address}"
         self.proc = proc
 
     def client(self):
         import redis
 
-        return redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=5)
+        return redis.Redis(
+            host="127.0.0.1", port=self.port, password=self.password or None, socket_timeout=5
+        )
 
     def stop(self) -> None:
         # SIGTERM: ``timeout`` passes it on to the server (a SIGKILL would orphan it)
@@ -50,8 +55,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture
-def redis_server():
+def _serve_redis(password: str = ""):
     exe = shutil.which("redis-server")
     if exe is None:
         why = (
@@ -68,15 +72,17 @@ def redis_server():
         if os.environ.get(REQUIRE_REDIS_ENV):
             pytest.fail(why)
         pytest.skip(why)
+    auth = ["--requirepass", password] if password else []
     for _ in range(5):  # another process may take the port between probe and bind
         port = _free_port()
         proc = subprocess.Popen(
             ["timeout", str(REDIS_LIFETIME), exe, "--port", str(port), "--bind", "127.0.0.1"]
-            + ["--save", "", "--appendonly", "no", "--protected-mode", "yes"],
+            + ["--save", "", "--appendonly", "no", "--protected-mode", "yes"]
+            + auth,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        server = RedisServer(port, proc)
+        server = RedisServer(port, proc, password)
         deadline = time.monotonic() + 10
         while proc.poll() is None and time.monotonic() < deadline:
             try:
@@ -91,6 +97,17 @@ def redis_server():
                 server.stop()
             return
     pytest.fail("redis-server did not start on a free loopback port")
+
+
+@pytest.fixture
+def redis_server():
+    yield from _serve_redis()
+
+
+@pytest.fixture
+def redis_server_with_password():
+    """A redis-server that asks for the password ``s3cret`` (its ``url`` gives it)."""
+    yield from _serve_redis("s3cret")
 
 
 # --------------------------------------------------- the ONNX export's view of paddle2onnx

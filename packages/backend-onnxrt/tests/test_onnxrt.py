@@ -539,6 +539,64 @@ def test_a_corrupt_entry_is_rebuilt_with_a_warning(cache_dir):
 
 
 @needs_export
+def test_a_forged_model_in_a_keyless_remote_cache_is_not_used(redis_server, monkeypatch, cache_dir):
+    """Anyone who can write to a shared store can replace a model and fix its checksum;
+    without a signing key it must not decide what the graph computes, nor reach the disk."""
+    import hashlib
+    import shutil
+    import time
+
+    from jit_core import compile_cache, redis_store, remote_cache
+    from jit_core.remote_cache import KEY_ENV, TRUST_ENV, set_remote_cache
+
+    def f(t):
+        return paddle.tanh(t) * 2
+
+    def g(t):
+        return paddle.tanh(t) * 3
+
+    def wipe():
+        compile_cache.wait_for_writes()
+        shutil.rmtree(cache_dir, ignore_errors=True)
+
+    x = paddle.linspace(-1, 1, 6).reshape([2, 3])
+    db = redis_server.client()
+    pattern = redis_store.PREFIX + "onnxrt/*"
+    monkeypatch.delenv(TRUST_ENV, raising=False)
+    monkeypatch.setenv(KEY_ENV, "team key")
+    try:
+        set_remote_cache(redis_server.url)
+        with paddle.no_grad():
+            jit_core.optimize(f, backend="onnxrt")(x)
+            (name_f,) = db.keys(pattern)
+            jit_core.optimize(g, backend="onnxrt")(x)
+        (name_g,) = set(db.keys(pattern)) - {name_f}
+        forged = b"".join(db.lrange(name_g, 1, -1))  # g's model under f's name
+        digest = hashlib.sha256(forged).hexdigest()
+        head = remote_cache.Head(len(forged), digest, time.time(), False)
+        db.delete(name_f)
+        db.rpush(name_f, head.to_bytes(), forged)
+        wipe()
+
+        monkeypatch.delenv(KEY_ENV)
+        set_remote_cache(redis_server.url)
+        exports = stats["exports"]
+        with paddle.no_grad():
+            close(jit_core.optimize(f, backend="onnxrt")(x), f(x))
+        assert stats["exports"] == exports + 1  # exported here, not read
+        wipe()
+
+        # the opt-in trusts the store: then what is in it is computed, and kept nowhere
+        set_remote_cache(redis_server.url, trust_unsigned=True)
+        with paddle.no_grad(), pytest.warns(RuntimeWarning, match="read without a signing key"):
+            close(jit_core.optimize(f, backend="onnxrt")(x), g(x))
+        compile_cache.wait_for_writes()
+        assert not [p for p in cache_dir.rglob("*") if p.is_file() and "onnxrt" in p.parts]
+    finally:
+        remote_cache.reset()
+
+
+@needs_export
 def test_the_environment_variable_moves_the_cache(tmp_path, monkeypatch):
     elsewhere = tmp_path / "elsewhere"
     monkeypatch.setenv(ENV_VAR, str(elsewhere))

@@ -12,21 +12,21 @@ import pytest
 
 from jit_core import compile_cache, plugins, redis_store, remote_cache
 from jit_core.compile_cache import DiskCache
-from jit_core.remote_cache import KEY_ENV, KEY_FILE_ENV, URL_ENV, set_remote_cache
+from jit_core.remote_cache import KEY_ENV, KEY_FILE_ENV, TRUST_ENV, URL_ENV, set_remote_cache
 
 
 @pytest.fixture(autouse=True)
 def isolated(tmp_path, monkeypatch):
     monkeypatch.setenv(compile_cache.ENV_VAR, str(tmp_path / "local"))
-    for name in (URL_ENV, KEY_ENV, KEY_FILE_ENV):
+    for name in (URL_ENV, KEY_ENV, KEY_FILE_ENV, TRUST_ENV):
         monkeypatch.delenv(name, raising=False)
     remote_cache.reset()
     yield
     remote_cache.reset()
 
 
-def local(namespace="onnxrt", executable=False):
-    return DiskCache(namespace, executable=executable)
+def local(namespace="onnxrt", executable=False, kind=None):
+    return DiskCache(namespace, executable=executable, kind=kind)
 
 
 def wipe_local(tmp_path):
@@ -91,23 +91,178 @@ def test_a_key_file_signs_like_the_variable(redis_server, monkeypatch, tmp_path)
     assert local().get("a") == b"A"
 
 
-def test_without_a_key_the_store_is_read_only_and_shares_no_native_code(
+def test_a_refusal_names_where_the_key_came_from(redis_server, monkeypatch, tmp_path):
+    monkeypatch.setenv(KEY_ENV, "one")
+    set_remote_cache(redis_server.url)
+    local().put("a", b"A")
+    wipe_local(tmp_path)
+    monkeypatch.delenv(KEY_ENV)
+    key_file = tmp_path / "other key"
+    key_file.write_text("two")
+    monkeypatch.setenv(KEY_FILE_ENV, str(key_file))
+    set_remote_cache(redis_server.url)
+    value, said = caught(lambda: local().get("a"))
+    assert value is None
+    assert f"not signed with this machine's key (from {KEY_FILE_ENV}={key_file})" in said[0]
+    assert f"({KEY_ENV})" not in said[0]
+
+
+@pytest.mark.parametrize("password", ["", "wrong"])
+def test_a_missing_or_wrong_password_is_one_clear_line(
+    redis_server_with_password, monkeypatch, password
+):
+    server = redis_server_with_password
+    url = f"redis://:{password}@{server.address}" if password else f"redis://{server.address}"
+    monkeypatch.setenv(KEY_ENV, "k")
+    monkeypatch.setenv(URL_ENV, url)
+    value, said = caught(lambda: local().get("a"))
+    assert value is None and compile_cache.last_origin() == "miss"
+    assert len(said) == 1
+    if password:
+        assert f"remote cache redis://***@{server.address} refused the user name or " in said[0]
+        assert "wrong" not in said[0]  # the password is not shown
+    else:
+        assert f"remote cache {url} needs a password, and its URL gives none: " in said[0]
+        assert "redis://:PASSWORD@host:port/db" in said[0]
+    assert f"(the URL comes from {URL_ENV})" in said[0]
+    assert "HELLO" not in said[0] and "AuthenticationError" not in said[0]
+    assert local().put("a", b"A") is not None  # the local disk goes on
+    # the right password works
+    monkeypatch.setenv(URL_ENV, server.url)
+    remote_cache.reset()
+    local().put("b", b"B")
+    assert server.client().exists(redis_store.PREFIX + "onnxrt/b") == 1
+
+
+def test_the_cache_log_channel_shows_hits_misses_refusals_and_stores(
     redis_server, monkeypatch, tmp_path, caplog
 ):
+    from jit_core import logs
+
+    assert "cache" in logs.CHANNELS
+    monkeypatch.setenv(KEY_ENV, "k")
+    set_remote_cache(redis_server.url)
+    with caplog.at_level("DEBUG", logger="jit_core.cache"):
+        assert local().get("m") is None
+        local().put("m", b"M")
+        local().get("m")
+        wipe_local(tmp_path)
+        local().get("m")
+        _forge(redis_server, "onnxrt/m", b"forged")
+        wipe_local(tmp_path)
+        caught(lambda: local().get("m"))
+    said = [r.getMessage() for r in caplog.records if r.name == "jit_core.cache"]
+    assert said[:2] == ["remote miss onnxrt/m", "miss onnxrt/m"]
+    assert "disk store onnxrt/m (1 bytes)" in said and "remote store onnxrt/m (1 bytes)" in said
+    assert "disk hit onnxrt/m" in said and "remote hit onnxrt/m" in said
+    assert "refused onnxrt/m: not signed with the key of JIT_CORE_CACHE_KEY" in said
+
+
+def test_jit_logs_cache_turns_the_channel_on(tmp_path):
+    import subprocess
+    import sys
+
+    code = (
+        "from jit_core.compile_cache import DiskCache\n"
+        "DiskCache('demo').get('k'); DiskCache('demo').put('k', b'v'); DiskCache('demo').get('k')\n"
+    )
+    env = dict(os.environ, JIT_LOGS="cache", JIT_CORE_CACHE_DIR=str(tmp_path))
+    env.pop(URL_ENV, None)
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    # (formatted by Paddle's handler on the root logger where it installed one first)
+    said = [line for line in out.stderr.splitlines() if " demo/k" in line]
+    assert len(said) == 3
+    for line, message in zip(
+        said, ["miss demo/k", "disk store demo/k (1 bytes)", "disk hit demo/k"]
+    ):
+        assert line.endswith(message)
+
+
+def _signed_entries(redis_server, monkeypatch, tmp_path):
+    """A model, a native library and a tuning hint, written with a key; then the key goes
+    and the local disk is wiped."""
     monkeypatch.setenv(KEY_ENV, "k")
     set_remote_cache(redis_server.url)
     local("onnxrt").put("model", b"onnx")
     local("tvm", executable=True).put("lib", b"\x7fELF")
+    local("tvm-tuning", kind="hint").put("records", b"json")
     wipe_local(tmp_path)
     monkeypatch.delenv(KEY_ENV)
+
+
+def on_disk(namespace, key):
+    compile_cache.wait_for_writes()
+    return DiskCache(namespace).get_local(key)
+
+
+def test_without_a_key_the_store_is_read_only_for_hints_and_keeps_nothing_on_disk(
+    redis_server, monkeypatch, tmp_path, caplog
+):
+    _signed_entries(redis_server, monkeypatch, tmp_path)
     with caplog.at_level("WARNING", logger="jit_core.cache"):
         set_remote_cache(redis_server.url)
-    assert "read-only" in caplog.text and "native libraries" in caplog.text
-    assert local("onnxrt").get("model") == b"onnx"
+    assert "read-only, for tuning records and backend choices" in caplog.text
+    assert f"ONNX models are not read from it unsigned ({TRUST_ENV}=1 would)" in caplog.text
+    assert "native libraries are neither loaded from it nor shared" in caplog.text
+    # a hint is read (and used), a model and native code are not
+    assert local("tvm-tuning", kind="hint").get("records") == b"json"
+    assert local("onnxrt").get("model") is None
+    assert compile_cache.last_origin() == "miss"
     assert local("tvm", executable=True).get("lib") is None
+    # what came unsigned is not kept: off the store, it is gone
+    assert on_disk("tvm-tuning", "records") is None
+    # nothing is written without a key
     local("onnxrt").put("new", b"unsigned")
     assert redis_server.client().exists(redis_store.PREFIX + "onnxrt/new") == 0
     assert redis_server.client().exists(redis_store.PREFIX + "onnxrt/model") == 1
+
+
+def _forge(redis_server, name: str, payload: bytes) -> None:
+    """What anyone who can write to the store can do: a new payload, its head made to match."""
+    import hashlib
+    import time
+
+    head = remote_cache.Head(len(payload), hashlib.sha256(payload).hexdigest(), time.time(), False)
+    db = redis_server.client()
+    db.delete(redis_store.PREFIX + name)
+    db.rpush(redis_store.PREFIX + name, head.to_bytes(), payload)
+
+
+def test_a_forged_model_is_used_only_with_the_opt_in_and_never_reaches_the_disk(
+    redis_server, monkeypatch, tmp_path
+):
+    _signed_entries(redis_server, monkeypatch, tmp_path)
+    _forge(redis_server, "onnxrt/model", b"forged onnx")
+    set_remote_cache(redis_server.url)
+    assert local("onnxrt").get("model") is None  # rebuilt here instead
+    assert on_disk("onnxrt", "model") is None
+
+    monkeypatch.setenv(TRUST_ENV, "1")
+    value, said = caught(lambda: set_remote_cache(redis_server.url))
+    value, said = caught(lambda: (local("onnxrt").get("model"), local("onnxrt").get("model")))
+    assert value == (b"forged onnx", b"forged onnx")  # what the user asked for
+    assert len(said) == 1 and f"read without a signing key ({TRUST_ENV}=1)" in said[0]
+    assert "it is not kept on the local disk" in said[0]
+    assert on_disk("onnxrt", "model") is None
+    set_remote_cache(None)
+    assert local("onnxrt").get("model") is None  # turning the store off turns it off
+    # the opt-in never reaches native code
+    set_remote_cache(redis_server.url, trust_unsigned=True)
+    assert local("tvm", executable=True).get("lib") is None
+    # and a key makes it moot: the forgery is refused again
+    monkeypatch.setenv(KEY_ENV, "k")
+    set_remote_cache(redis_server.url)
+    value, said = caught(lambda: local("onnxrt").get("model"))
+    assert value is None and "not signed with this machine's key" in said[0]
+
+
+def test_the_opt_in_is_a_yes_or_no(redis_server, monkeypatch):
+    monkeypatch.setenv(TRUST_ENV, "maybe")
+    with pytest.raises(ValueError, match=f"{TRUST_ENV}='maybe': set it to 1"):
+        set_remote_cache(redis_server.url)
 
 
 def test_data_is_not_loaded_as_an_executable_entry(redis_server, monkeypatch, tmp_path):
@@ -335,6 +490,13 @@ def test_the_cli_shows_prunes_and_clears_both_tiers(redis_server, monkeypatch, t
     assert not redis_server.client().keys(redis_store.PREFIX + "*")
     code, text = cli("clear")
     assert code == 0 and not os.listdir(tmp_path / "local")
+
+
+def test_the_cli_says_a_password_is_missing(redis_server_with_password, capsys):
+    assert cli("info", "--remote", "--url", f"redis://{redis_server_with_password.address}")[0] == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("jit_core.cache: the remote store needs a password, and its URL gives")
+    assert len(err.splitlines()) == 1
 
 
 def test_the_cli_says_what_is_missing(monkeypatch, capsys):

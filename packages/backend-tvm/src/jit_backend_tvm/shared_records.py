@@ -18,6 +18,10 @@ import os
 import threading
 from typing import Dict, List, Optional, Tuple
 
+# a pool only steers which schedules are tried first; each one compiles to the same result
+# (TVM's schedule primitives keep what a kernel computes), so it is read without a key too
+from jit_core.remote_cache import HINT
+
 log = logging.getLogger("jit_core.tuning")
 
 NAMESPACE = "tvm-tuning"
@@ -111,7 +115,7 @@ def pull(folder: str) -> int:
         if tier is None or folder in _pulled:
             return 0
         _pulled.add(folder)
-    payload = tier.fetch(NAMESPACE, os.path.basename(folder), executable=False)
+    payload = tier.fetch(NAMESPACE, os.path.basename(folder), kind=HINT)
     if payload is None:
         return 0
     pooled = _parse_pool(payload)
@@ -149,13 +153,13 @@ def push(folder: str) -> None:
     if tier is None or not tier.writable:
         return
     name = os.path.basename(folder)
-    payload = tier.fetch(NAMESPACE, name, executable=False)
+    payload = tier.fetch(NAMESPACE, name, kind=HINT)
     best = _parse_pool(payload) if payload is not None else {}
     changed = False
     for _, (_, w, r) in local_best(folder).items():
         changed |= _better(best, w, r)
     if changed:
-        tier.store_entry(NAMESPACE, name, _pool_bytes(best), executable=False)
+        tier.store_entry(NAMESPACE, name, _pool_bytes(best), kind=HINT)
 
 
 def forget() -> None:

@@ -238,7 +238,8 @@ def compile_auto(
     if cache:
         from .compile_cache import DiskCache
 
-        store = DiskCache(CACHE_NAMESPACE)
+        # a choice is a hint: what it names is built and checked against the graph again
+        store = DiskCache(CACHE_NAMESPACE, kind="hint")
         key = _cache_key(gm, example_inputs, sorted(backends))
         kept = _read(store, key, backends)
         if kept is not None:

@@ -14,7 +14,9 @@ none, and two processes writing the same key do not clobber each other.
 
 With a remote store configured (``JIT_CORE_REMOTE_CACHE``, ``jit_core.set_remote_cache``,
 see ``remote_cache``) the disk is the first tier: a read that misses it asks the store
-(and keeps what it gets on disk), and a write goes to both. ``stats`` counts per namespace
+(and keeps what it gets on disk where it was signed), and a write goes to both. What a
+namespace holds (its ``kind``: ``"model"`` by default, ``"native"`` code, or ``"hint"``)
+decides what may be read from the store without a signing key. ``stats`` counts per namespace
 where the entries this process asked for came from, and ``last_origin()`` says it for the
 latest one of this thread (``explain()`` shows it per graph).
 """
@@ -119,13 +121,28 @@ def wait_for_writes() -> None:
 
 
 class DiskCache:
-    """The cache of one namespace. ``executable`` entries are native code that is loaded
-    (TVM's shared libraries): the remote tier shares them only when signed."""
+    """The cache of one namespace. ``kind`` says what its entries are, for the remote tier's
+    trust rules (``remote_cache``): ``"model"`` (the default: they decide what a graph
+    computes, e.g. ONNX models), ``"native"`` (code that is loaded: TVM's libraries;
+    ``executable=True`` says the same) or ``"hint"`` (they only change speed, and what they
+    lead to is checked where they are used)."""
 
-    def __init__(self, namespace: str, root: Optional[str] = None, executable: bool = False):
+    def __init__(
+        self,
+        namespace: str,
+        root: Optional[str] = None,
+        executable: bool = False,
+        kind: Optional[str] = None,
+    ):
+        from .remote_cache import KINDS, MODEL, NATIVE
+
+        kind = kind or (NATIVE if executable else MODEL)
+        if kind not in KINDS:
+            raise ValueError(f"unknown cache entry kind {kind!r}; known: {', '.join(KINDS)}")
         self.namespace = namespace
         self._root = root
-        self.executable = executable
+        self.kind = kind
+        self.executable = kind == NATIVE
 
     @property
     def directory(self) -> str:
@@ -146,15 +163,19 @@ class DiskCache:
             _count(self.namespace, "disk", self.directory)
             _origin.value = "disk"
             return payload
-        payload = self._fetch_remote(key)
+        tier = _remote()
+        payload = None if tier is None else tier.fetch(self.namespace, key, self.kind)
         if payload is not None:
             _count(self.namespace, "remote", self.directory)
             _origin.value = "remote"
-            log.debug("remote cache hit %s/%s", self.namespace, key)
-            self._put_local_later(key, payload)
+            if tier.signed:
+                # unsigned, it is used this once and asked for again next time: a copy on
+                # disk would outlive turning the store off
+                self._put_local_later(key, payload)
             return payload
         _count(self.namespace, "misses", self.directory)
         _origin.value = "miss"
+        log.debug("miss %s/%s", self.namespace, key)
         return None
 
     def put(self, key: str, data: bytes) -> Optional[str]:
@@ -164,7 +185,7 @@ class DiskCache:
         if getattr(_origin, "value", None) == "miss":
             _origin.value = "built"
         tier = _remote()
-        if tier is not None and tier.store_entry(self.namespace, key, data, self.executable):
+        if tier is not None and tier.store_entry(self.namespace, key, data, self.kind):
             _count(self.namespace, "remote_stores", self.directory)
         return path
 
@@ -188,12 +209,6 @@ class DiskCache:
             _writers.append(thread)
         thread.start()
 
-    def _fetch_remote(self, key: str) -> Optional[bytes]:
-        tier = _remote()
-        if tier is None:
-            return None
-        return tier.fetch(self.namespace, key, self.executable)
-
     def get_local(self, key: str) -> Optional[bytes]:
         """The bytes stored under ``key`` on this disk (the remote tier is not asked)."""
         path = self.path(key)
@@ -209,6 +224,7 @@ class DiskCache:
             return None
         payload = _unpack(blob)
         if payload is None:
+            log.info("refused %s/%s on disk: corrupt or truncated", self.namespace, key)
             warnings.warn(
                 f"jit_core: cache entry {path} is corrupt or truncated; it is rebuilt",
                 RuntimeWarning,
@@ -219,7 +235,7 @@ class DiskCache:
             except OSError:
                 pass
             return None
-        log.debug("cache hit %s/%s", self.namespace, key)
+        log.debug("disk hit %s/%s", self.namespace, key)
         try:
             # the time of last use, which ``python -m jit_core.cache prune`` goes by
             os.utime(path)
@@ -254,7 +270,7 @@ class DiskCache:
             )
             return None
         _count(self.namespace, "stores", self.directory)
-        log.debug("cache store %s/%s (%d bytes)", self.namespace, key, len(data))
+        log.debug("disk store %s/%s (%d bytes)", self.namespace, key, len(data))
         return path
 
 

@@ -21,6 +21,8 @@ CHANNELS = {
     "recompiles": "cache misses that trigger a new capture, and the guard that failed",
     "bytecode": "the original and transformed bytecode of every compiled frame",
     "tuning": "progress of backends that tune kernels (tvm's MetaSchedule), task by task",
+    "cache": "the compile cache: hits, misses and stores on disk and in the remote store, "
+    "and the entries it refuses",
 }
 
 _ROOT = logging.getLogger("jit_core")

@@ -11,10 +11,12 @@ writers of one name leave one whole entry and a reader never sees a mix.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Iterator, Optional, Tuple
+from urllib.parse import urlparse
 
 from .hookspecs import hookimpl
-from .remote_cache import CacheStore, StoreFull
+from .remote_cache import CacheStore, StoreFull, StoreRefused
 
 #: bytes per list element
 CHUNK = 4 * 1024 * 1024
@@ -36,6 +38,11 @@ class RedisStore(CacheStore):
         redis = _client_module()
         self._errors = redis.exceptions
         try:
+            parsed = urlparse(url)
+            self._has_password = bool(parsed.password)
+        except ValueError:
+            self._has_password = False
+        try:
             self._db = redis.Redis.from_url(
                 url,
                 socket_timeout=timeout,
@@ -47,8 +54,31 @@ class RedisStore(CacheStore):
         except ValueError as e:
             raise ValueError(f"not a Redis URL: {e}") from None
 
+    @contextlib.contextmanager
+    def _authenticated(self):
+        """Redis's refusals of a missing or wrong password, as one line that says what to
+        change (its own reads "HELLO must be called with the client already
+        authenticated...")."""
+        try:
+            yield
+        except self._errors.AuthenticationError as e:
+            raise StoreRefused(self._refusal(e)) from None
+        except self._errors.ResponseError as e:
+            if str(e).startswith(("NOAUTH", "WRONGPASS")):
+                raise StoreRefused(self._refusal(e)) from None
+            raise
+
+    def _refusal(self, e: Exception) -> str:
+        if not self._has_password:
+            return (
+                "needs a password, and its URL gives none: "
+                "redis://:PASSWORD@host:port/db (or redis://USER:PASSWORD@...)"
+            )
+        return f"refused the user name or password in its URL (Redis says: {str(e)[:120]})"
+
     def get(self, name: str) -> Optional[Tuple[bytes, bytes]]:
-        parts = self._db.lrange(PREFIX + name, 0, -1)
+        with self._authenticated():
+            parts = self._db.lrange(PREFIX + name, 0, -1)
         if not parts:
             return None
         return parts[0], b"".join(parts[1:])
@@ -56,7 +86,7 @@ class RedisStore(CacheStore):
     def put(self, name: str, head: bytes, payload: bytes) -> None:
         chunks = [payload[i : i + CHUNK] for i in range(0, len(payload), CHUNK)] or [b""]
         try:
-            with self._db.pipeline(transaction=True) as pipe:
+            with self._authenticated(), self._db.pipeline(transaction=True) as pipe:
                 pipe.delete(PREFIX + name)
                 pipe.rpush(PREFIX + name, head)
                 for chunk in chunks:
@@ -71,13 +101,15 @@ class RedisStore(CacheStore):
             raise
 
     def heads(self, prefix: str = "") -> Iterator[Tuple[str, bytes]]:
-        for key in self._db.scan_iter(match=_glob(PREFIX + prefix) + "*", count=500):
-            head = self._db.lindex(key, 0)
-            if head is not None:
-                yield key.decode()[len(PREFIX) :], head
+        with self._authenticated():
+            for key in self._db.scan_iter(match=_glob(PREFIX + prefix) + "*", count=500):
+                head = self._db.lindex(key, 0)
+                if head is not None:
+                    yield key.decode()[len(PREFIX) :], head
 
     def delete(self, name: str) -> None:
-        self._db.delete(PREFIX + name)
+        with self._authenticated():
+            self._db.delete(PREFIX + name)
 
     def close(self) -> None:
         self._db.close()

@@ -9,10 +9,18 @@ What this module adds to a store is trust and fault handling:
 - every entry travels with a head (size, SHA-256 of the payload, when it was made, whether
   it is executable) and, when ``JIT_CORE_CACHE_KEY`` (or the file named by
   ``JIT_CORE_CACHE_KEY_FILE``) holds a key, an HMAC-SHA256 over its name and checksum. With
-  a key, an entry without a valid signature is refused (one warning) and rebuilt. Without
-  one, nothing is written, entries that are not executable (ONNX models, tuning records)
-  are read, and executable ones (native libraries we would ``dlopen``) are neither read nor
-  written: anyone who can write to the store could otherwise run code here;
+  a key, an entry without a valid signature is refused (one warning) and rebuilt;
+- without a key nothing is written, and what is read depends on what an entry is (its
+  namespace's ``kind``), since anyone who can write to the store could have written it:
+
+  - ``HINT`` entries only make a build faster or slower, and what they lead to is checked
+    where they are used (tuning records, ``auto``'s choice of backend): read;
+  - ``MODEL`` entries decide what a graph computes (ONNX models): a forged one would give
+    wrong results, so they are read only with the opt-in ``JIT_CORE_CACHE_TRUST_UNSIGNED=1``;
+  - ``NATIVE`` entries are code we load (TVM libraries, TensorRT engines): never read;
+
+  and nothing read without a key is copied to the local disk, so turning the remote tier
+  off also turns off whatever it brought;
 - a payload whose length or checksum does not match its head is refused and not written
   to the local disk, so corruption does not spread;
 - a store that fails (down, slower than the timeout, refusing writes because it is full)
@@ -38,7 +46,15 @@ log = logging.getLogger("jit_core.cache")
 URL_ENV = "JIT_CORE_REMOTE_CACHE"
 KEY_ENV = "JIT_CORE_CACHE_KEY"
 KEY_FILE_ENV = "JIT_CORE_CACHE_KEY_FILE"
+#: "1": without a key, read MODEL entries anyway (each use is warned about once)
+TRUST_ENV = "JIT_CORE_CACHE_TRUST_UNSIGNED"
 TIMEOUT_ENV = "JIT_CORE_REMOTE_TIMEOUT"
+
+#: what an entry is: what a reader without a signing key may do with it (see above)
+HINT = "hint"
+MODEL = "model"
+NATIVE = "native"
+KINDS = (HINT, MODEL, NATIVE)
 #: seconds one call to the store may take before the store counts as down
 DEFAULT_TIMEOUT = 0.5
 _HEAD_VERSION = 1
@@ -49,11 +65,17 @@ class StoreFull(Exception):
     """A store refused a write for lack of space (stores raise it; reads go on)."""
 
 
+class StoreRefused(Exception):
+    """A store refused this client (no password, a wrong one): the message says so in words,
+    naming what to change; it is shown as it is, without the client's own error."""
+
+
 class CacheStore:
     """What a store plugin provides: entries by name, each a small head and a payload.
 
     Any exception a method raises makes jit-core stop using the store for the rest of the
-    process (``StoreFull`` from ``put`` stops writes only). Writing a name must replace its
+    process (``StoreFull`` from ``put`` stops writes only; the message of ``StoreRefused`` is
+    shown to users as it is, for refusals they can fix). Writing a name must replace its
     entry atomically: a reader sees the old entry or the new one, never a mix."""
 
     def get(self, name: str) -> Optional[Tuple[bytes, bytes]]:
@@ -119,9 +141,14 @@ class Head:
 def signing_key() -> Optional[bytes]:
     """The key entries are signed with: ``JIT_CORE_CACHE_KEY``, else the contents of the
     file ``JIT_CORE_CACHE_KEY_FILE`` names; None when neither is set."""
+    return _signing_key()[0]
+
+
+def _signing_key() -> Tuple[Optional[bytes], str]:
+    """The key and where it came from, in words for messages ("" without a key)."""
     key = os.environ.get(KEY_ENV)
     if key:
-        return key.encode()
+        return key.encode(), KEY_ENV
     path = os.environ.get(KEY_FILE_ENV)
     if path:
         try:
@@ -131,8 +158,17 @@ def signing_key() -> Optional[bytes]:
             raise ValueError(f"{KEY_FILE_ENV}={path!r} cannot be read: {e}") from e
         if not data:
             raise ValueError(f"{KEY_FILE_ENV}={path!r} is empty")
-        return data
-    return None
+        return data, f"{KEY_FILE_ENV}={path}"
+    return None, ""
+
+
+def _trust_unsigned() -> bool:
+    text = os.environ.get(TRUST_ENV, "").strip().lower()
+    if text in ("", "0", "no", "false", "off"):
+        return False
+    if text in ("1", "yes", "true", "on"):
+        return True
+    raise ValueError(f"{TRUST_ENV}={text!r}: set it to 1 to read unsigned models, or unset it")
 
 
 def sign(key: bytes, name: str, sha256_hex: str) -> str:
@@ -184,22 +220,47 @@ def _redact(url: str) -> str:
 class RemoteTier:
     """One process's use of one store, with the trust and fault rules above."""
 
-    def __init__(self, url: str, store: CacheStore, key: Optional[bytes]):
+    def __init__(
+        self,
+        url: str,
+        store: CacheStore,
+        key: Optional[bytes],
+        key_source: str = KEY_ENV,
+        trust_unsigned: bool = False,
+        url_source: str = URL_ENV,
+    ):
         self.url = url
         self.store = store
         self.key = key
+        #: where the key came from (``JIT_CORE_CACHE_KEY``, ``JIT_CORE_CACHE_KEY_FILE=path``)
+        self.key_source = key_source if key is not None else ""
+        self.trust_unsigned = trust_unsigned and key is None
+        #: where the URL came from, for messages that ask to change it
+        self.url_source = url_source
         self.readable = True
         self.writable = key is not None
         self._lock = threading.Lock()
         self._said = set()
         if key is None:
+            models = (
+                f"ONNX models are read unsigned ({TRUST_ENV}=1) but not kept on disk"
+                if self.trust_unsigned
+                else f"ONNX models are not read from it unsigned ({TRUST_ENV}=1 would)"
+            )
             self._say_once(
                 "no-key",
                 f"jit_core: remote cache {_redact(url)} without a signing key "
-                f"({KEY_ENV} or {KEY_FILE_ENV}): it is read-only, for ONNX models and tuning "
-                "records only; native libraries are neither loaded from it nor shared",
+                f"({KEY_ENV} or {KEY_FILE_ENV}): it is read-only, for tuning records and "
+                f"backend choices; {models}; native libraries are neither loaded from it "
+                "nor shared",
                 logging.WARNING,
             )
+
+    @property
+    def signed(self) -> bool:
+        """Whether what ``fetch`` returns was checked against a key (only then is it kept
+        on the local disk)."""
+        return self.key is not None
 
     def _say_once(self, what: str, message: str, level: Optional[int] = None) -> None:
         with self._lock:
@@ -218,24 +279,40 @@ class RemoteTier:
             else:
                 self.readable = self.writable = False
         what = "writes to it" if writes_only else "it"
+        if isinstance(e, StoreRefused):
+            why = f"{e} (the URL comes from {self.url_source})"
+        else:
+            why = f"failed while {doing} ({type(e).__name__}: {str(e)[:200]})"
         self._say_once(
             "failed",
-            f"jit_core: remote cache {_redact(self.url)} failed while {doing} "
-            f"({type(e).__name__}: {str(e)[:200]}); the rest of this process leaves {what} "
-            "and uses the local disk",
+            f"jit_core: remote cache {_redact(self.url)} {why}; the rest of this process "
+            f"leaves {what} and uses the local disk",
         )
+        log.info("store off: %s", why)
 
-    def fetch(self, namespace: str, key: str, executable: bool) -> Optional[bytes]:
+    def _readable(self, name: str, kind: str) -> bool:
+        """Whether this tier may read an entry of ``kind`` (the keyless rules above)."""
+        if not self.readable:
+            return False
+        if self.key is not None or kind == HINT or (kind == MODEL and self.trust_unsigned):
+            return True
+        log.debug("not read unsigned: %s (%s)", name, kind)
+        return False
+
+    def fetch(self, namespace: str, key: str, kind: str = MODEL) -> Optional[bytes]:
         """The payload of a valid entry, or None (absent, refused, corrupt, store down)."""
-        if not self.readable or (executable and self.key is None):
-            return None
+        if kind not in KINDS:
+            raise ValueError(f"unknown entry kind {kind!r}; known: {', '.join(KINDS)}")
         name = f"{namespace}/{key}"
+        if not self._readable(name, kind):
+            return None
         try:
             found = self.store.get(name)
         except Exception as e:  # noqa: BLE001 - any store failure means: go local
             self._failed(f"reading {name}", e)
             return None
         if found is None:
+            log.debug("remote miss %s", name)
             return None
         head_bytes, payload = found
         head = Head.parse(head_bytes)
@@ -249,31 +326,42 @@ class RemoteTier:
         if self.key is not None and not hmac.compare_digest(
             head.signature, sign(self.key, name, digest)
         ):
+            log.info("refused %s: not signed with the key of %s", name, self.key_source)
             self._say_once(
                 "signature",
                 f"jit_core: remote cache entry {name} is not signed with this machine's key "
-                f"({KEY_ENV}); it is refused and rebuilt here",
+                f"(from {self.key_source}); it is refused and rebuilt here",
             )
             return None
-        if executable and not head.executable:
+        if kind == NATIVE and not head.executable:
             # a payload shared as data must not become code we load
+            log.info("refused %s: shared as data, asked for as native code", name)
             return None
+        if self.key is None and kind == MODEL:
+            self._say_once(
+                "unsigned-model",
+                f"jit_core: remote cache entry {name} is an ONNX model read without a signing "
+                f"key ({TRUST_ENV}=1): whoever can write to {_redact(self.url)} decides what "
+                "it computes; it is not kept on the local disk",
+            )
+        log.debug("remote hit %s%s", name, "" if self.signed else " (unsigned)")
         return payload
 
     def _corrupt(self, name: str) -> None:
+        log.info("refused %s: corrupt or truncated", name)
         self._say_once(
             "corrupt",
             f"jit_core: remote cache entry {name} is corrupt or truncated; it is rebuilt here "
             "(and replaced in the store)",
         )
 
-    def store_entry(self, namespace: str, key: str, payload: bytes, executable: bool) -> bool:
+    def store_entry(self, namespace: str, key: str, payload: bytes, kind: str = MODEL) -> bool:
         """Write an entry (signed); False when the store is not written (no key, failed)."""
         if not self.writable:
             return False
         name = f"{namespace}/{key}"
         digest = hashlib.sha256(payload).hexdigest()
-        head = Head(len(payload), digest, time.time(), executable)
+        head = Head(len(payload), digest, time.time(), kind == NATIVE)
         head.signature = sign(self.key, name, digest) if self.key is not None else ""
         try:
             self.store.put(name, head.to_bytes(), payload)
@@ -283,6 +371,7 @@ class RemoteTier:
         except Exception as e:  # noqa: BLE001 - any store failure means: go local
             self._failed(f"writing {name}", e)
             return False
+        log.debug("remote store %s (%d bytes)", name, len(payload))
         return True
 
 
@@ -292,16 +381,20 @@ _UNSET = object()
 _tier = _UNSET
 
 
-def set_remote_cache(url: Optional[str], timeout: Optional[float] = None) -> None:
+def set_remote_cache(
+    url: Optional[str], timeout: Optional[float] = None, trust_unsigned: Optional[bool] = None
+) -> None:
     """Share the compile cache through the store ``url`` names (``redis://host:6379/0``);
     None turns the remote tier off. Overrides ``JIT_CORE_REMOTE_CACHE``.
 
-    The store is opened now, so a bad URL or a missing client fails here; a store that is
-    down is noticed at the first read and only warned about."""
+    Without a signing key, ``trust_unsigned=True`` reads ONNX models from the store anyway
+    (default: ``JIT_CORE_CACHE_TRUST_UNSIGNED``). The store is opened now, so a bad URL or a
+    missing client fails here; a store that is down is noticed at the first read and only
+    warned about."""
     global _tier
     tier = None
     if url:
-        tier = RemoteTier(url, open_store(url, timeout), signing_key())
+        tier = _open_tier(url, timeout, trust_unsigned, "set_remote_cache()")
     with _lock:
         old, _tier = _tier, tier
     if isinstance(old, RemoteTier):
@@ -318,7 +411,7 @@ def remote_tier() -> Optional[RemoteTier]:
     tier = None
     if url:
         try:
-            tier = RemoteTier(url, open_store(url), signing_key())
+            tier = _open_tier(url, None, None, URL_ENV)
         except Exception as e:  # noqa: BLE001 - a bad setting must not stop compiles
             warnings.warn(
                 f"jit_core: {URL_ENV}={_redact(url)!r} is not used: {e}",
@@ -329,6 +422,15 @@ def remote_tier() -> Optional[RemoteTier]:
         if _tier is _UNSET:
             _tier = tier
         return _tier  # type: ignore[return-value]
+
+
+def _open_tier(
+    url: str, timeout: Optional[float], trust_unsigned: Optional[bool], url_source: str
+) -> RemoteTier:
+    key, key_source = _signing_key()
+    trust = _trust_unsigned() if trust_unsigned is None else bool(trust_unsigned)
+    store = open_store(url, timeout)
+    return RemoteTier(url, store, key, key_source, trust, url_source)
 
 
 def reset() -> None:
@@ -342,9 +444,13 @@ def reset() -> None:
 
 __all__ = [
     "CacheStore",
+    "HINT",
     "Head",
+    "MODEL",
+    "NATIVE",
     "RemoteTier",
     "StoreFull",
+    "StoreRefused",
     "open_store",
     "remote_tier",
     "reset",

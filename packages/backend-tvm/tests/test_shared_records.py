@@ -81,7 +81,9 @@ def test_a_slower_record_does_not_replace_the_pooled_one(tmp_path):
     assert best_of(fresh) == {"hash1": 1e-3}
 
 
-def test_records_are_read_without_a_key_but_not_written(tmp_path, monkeypatch, redis_server):
+def test_without_a_key_records_are_neither_pooled_nor_merged(tmp_path, monkeypatch, redis_server):
+    """A pool merged into the database stays on this disk, so an unsigned one is not taken:
+    the database is this machine's own (nothing unsigned reaches the disk)."""
     a = database(str(tmp_path / "a" / NAME), [(1, [1e-3])])
     shared_records.push(a)
     monkeypatch.delenv(KEY_ENV)
@@ -89,5 +91,11 @@ def test_records_are_read_without_a_key_but_not_written(tmp_path, monkeypatch, r
     b = database(str(tmp_path / "b" / NAME), [(2, [1e-3])])
     shared_records.push(b)  # read-only: nothing written
     fresh = str(tmp_path / "fresh" / NAME)
+    assert shared_records.pull(fresh) == 0
+    assert not os.path.exists(fresh)
+    # with the key again, the pool holds a's record only
+    monkeypatch.setenv(KEY_ENV, "k")
+    set_remote_cache(redis_server.url)
+    shared_records.forget()
     assert shared_records.pull(fresh) == 1
     assert best_of(fresh) == {"hash1": 1e-3}

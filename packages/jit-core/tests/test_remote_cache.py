@@ -204,7 +204,7 @@ def test_without_a_key_the_store_is_read_only_for_hints_and_keeps_nothing_on_dis
     _signed_entries(redis_server, monkeypatch, tmp_path)
     with caplog.at_level("WARNING", logger="jit_core.cache"):
         set_remote_cache(redis_server.url)
-    assert "read-only, for tuning records and backend choices" in caplog.text
+    assert "read-only, for backend choices" in caplog.text
     assert f"ONNX models are not read from it unsigned ({TRUST_ENV}=1 would)" in caplog.text
     assert "native libraries are neither loaded from it nor shared" in caplog.text
     # a hint is read (and used), a model and native code are not

@@ -2,8 +2,9 @@
 
 Each tuning database (one per target, TVM version and way of measuring: ``tuning.
 database_dir``) has one remote entry: the best record of every kernel any machine tuned,
-as JSON (data, not code: read even without a signing key). A process merges it into its
-database before it first looks for records, and after it tunes it merges its own best
+as JSON. A process merges it into its database before it first looks for records (only
+where the tier has a signing key: the merged records stay on this disk, and nothing
+unsigned is kept there), and after it tunes it merges its own best
 records into the pooled entry and writes it back: the better measured time wins.
 
 Two machines that push at the same moment may each write a pool without the other's new
@@ -18,8 +19,8 @@ import os
 import threading
 from typing import Dict, List, Optional, Tuple
 
-# a pool only steers which schedules are tried first; each one compiles to the same result
-# (TVM's schedule primitives keep what a kernel computes), so it is read without a key too
+# a pool only steers which schedules are tried (a library built from them is checked
+# against Paddle like any other)
 from jit_core.remote_cache import HINT
 
 log = logging.getLogger("jit_core.tuning")
@@ -115,6 +116,9 @@ def pull(folder: str) -> int:
         if tier is None or folder in _pulled:
             return 0
         _pulled.add(folder)
+    if not tier.signed:
+        log.info("tuning records of the remote cache not merged: it has no signing key")
+        return 0
     payload = tier.fetch(NAMESPACE, os.path.basename(folder), kind=HINT)
     if payload is None:
         return 0

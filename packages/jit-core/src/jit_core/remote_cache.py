@@ -14,7 +14,8 @@ What this module adds to a store is trust and fault handling:
   namespace's ``kind``), since anyone who can write to the store could have written it:
 
   - ``HINT`` entries only make a build faster or slower, and what they lead to is checked
-    where they are used (tuning records, ``auto``'s choice of backend): read;
+    where they are used (``auto``'s choice of backend; TVM's tuning records, which its
+    backend reads only when ``signed``, as it keeps them on disk): read;
   - ``MODEL`` entries decide what a graph computes (ONNX models): a forged one would give
     wrong results, so they are read only with the opt-in ``JIT_CORE_CACHE_TRUST_UNSIGNED=1``;
   - ``NATIVE`` entries are code we load (TVM libraries, TensorRT engines): never read;
@@ -250,8 +251,8 @@ class RemoteTier:
             self._say_once(
                 "no-key",
                 f"jit_core: remote cache {_redact(url)} without a signing key "
-                f"({KEY_ENV} or {KEY_FILE_ENV}): it is read-only, for tuning records and "
-                f"backend choices; {models}; native libraries are neither loaded from it "
+                f"({KEY_ENV} or {KEY_FILE_ENV}): it is read-only, for backend choices; "
+                f"{models}; native libraries are neither loaded from it "
                 "nor shared",
                 logging.WARNING,
             )

@@ -163,7 +163,7 @@ def load_method(tx, inst):
 @handler("DELETE_ATTR", breaks=_ATTR_STORE, break_as=RunsInPython(pops=1))
 def store_attr(tx, inst):
     obj = tx.peek()
-    if inst.opname == "STORE_ATTR" and obj.stores_unchanged(tx, inst.argval, tx.peek(2)):
+    if inst.opname == "STORE_ATTR" and obj.store_attr(tx, inst.argval, tx.peek(2)):
         tx.pop()
         tx.pop()
         return

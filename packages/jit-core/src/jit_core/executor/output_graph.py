@@ -223,6 +223,8 @@ class OutputGraph:
         #: ``no_grad``-style blocks open at this point of the capture (innermost last)
         self.entry_grad_mode = paddle.is_grad_enabled()
         self._grad_modes: List[bool] = []
+        #: how many captured ``auto_cast`` blocks the code is inside
+        self.amp_blocks = 0
 
     def _refuse_one_instance(self, guard: guards.Guard) -> None:
         """In a capture shared between layer instances, an identity guard through a shared
@@ -588,6 +590,7 @@ class OutputGraph:
         self._set_meta(node, result)
         # trackers are shared objects: every local, cell and container holding y sees it
         y.node = node
+        y.stop_gradient_set = None  # eager's flag after an update depends on its inputs
         return y
 
     def _inplace_refusal(self, y: TensorVariable, args, kwargs) -> Optional[str]:

@@ -52,10 +52,11 @@ class VariableTracker:
     ) -> VariableTracker:
         raise Unsupported(f"calling {self.describe()}", category=UNTRACED_CALL)
 
-    def stores_unchanged(self, tx: Translator, name: str, value: VariableTracker) -> bool:
-        """Whether ``obj.<name> = value`` on this object changes nothing, with what makes
-        it so guarded: the capture then goes on past the store. By default a store is a
-        side effect (the graph breaks there)."""
+    def store_attr(self, tx: Translator, name: str, value: VariableTracker) -> bool:
+        """Take ``obj.<name> = value`` into the capture, which then goes on past the store:
+        True where the store changes nothing (with what makes it so guarded) or where the
+        tracker now stands for what it leaves. By default a store is a side effect, and
+        False makes the graph break there."""
         return False
 
     def call_method(

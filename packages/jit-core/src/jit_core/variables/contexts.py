@@ -1,6 +1,6 @@
 """Context managers inside captured code: ``with paddle.no_grad():``,
-``paddle.set_grad_enabled(...)``, ``paddle.enable_grad()``, ``paddle.amp.auto_cast(...)``
-and user objects whose ``__enter__``/``__exit__`` are plain Python.
+``paddle.set_grad_enabled(...)``, ``paddle.enable_grad()``, ``paddle.amp.auto_cast(...)``,
+``contextlib.nullcontext()`` and user objects whose ``__enter__``/``__exit__`` are plain Python.
 
 Gradient mode is part of what the graph computes: inside a ``no_grad`` block that runs
 while gradients are on, every tensor an operation makes is detached in the graph, which
@@ -138,10 +138,46 @@ class AmpContextVariable(VariableTracker):
                 category=CONTEXT_MANAGER,
             )
         tx.output.guards.add(CallSource(amp_state), guards.CONSTANT_MATCH, before)
+        tx.output.amp_blocks += 1
         return ConstantVariable(None)
 
     def exit(self, tx) -> VariableTracker:
+        tx.output.amp_blocks -= 1
         return ConstantVariable(None)
+
+
+class NullContextVariable(VariableTracker):
+    """``contextlib.nullcontext(value)``, made in the frame: what library code puts where a
+    context manager is optional (``ctx = rng_tracker() if parallel else nullcontext()``).
+    Entering gives ``value``, and neither end does anything."""
+
+    def __init__(self, enter_result: VariableTracker):
+        super().__init__(None)
+        self.enter_result = enter_result
+
+    def describe(self) -> str:
+        return "contextlib.nullcontext()"
+
+    def reconstruct(self, cg) -> None:
+        # a break with it alive (before or inside its block): a new one is the same
+        import contextlib
+
+        cg.extend(_compat.load_callable_const(contextlib.nullcontext))
+        self.enter_result.reconstruct(cg)
+        cg.extend(_compat.call(1))
+
+    def enter(self, tx) -> VariableTracker:
+        return self.enter_result
+
+    def exit(self, tx) -> VariableTracker:
+        return ConstantVariable(None)
+
+
+def make_null_context(args, kwargs) -> NullContextVariable:
+    if len(args) + len(kwargs) > 1 or (kwargs and "enter_result" not in kwargs):
+        raise Unsupported("nullcontext() takes one argument, enter_result", category=RAISES)
+    value = args[0] if args else kwargs.get("enter_result", ConstantVariable(None))
+    return NullContextVariable(value)
 
 
 class ContextExitVariable(VariableTracker):
@@ -186,7 +222,7 @@ def enter_context(tx, mgr: VariableTracker) -> Tuple[VariableTracker, VariableTr
     from .functions import UserMethodVariable
     from .objects import UserObjectVariable
 
-    if isinstance(mgr, (GradModeVariable, AmpContextVariable)):
+    if isinstance(mgr, (GradModeVariable, AmpContextVariable, NullContextVariable)):
         entered = mgr.enter(tx)
         return ContextExitVariable(mgr), entered
     if type(getattr(mgr, "value", None)) in _GRAD_CLASSES:

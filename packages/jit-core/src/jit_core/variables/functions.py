@@ -12,6 +12,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 from .. import _compat
 from ..errors import (
+    CONTEXT_MANAGER,
     DATA_LEAVES_GRAPH,
     DYNAMIC_VALUE,
     INPLACE_OUTSIDE,
@@ -564,6 +565,20 @@ def _updated_arguments(fn: Any, args, kwargs) -> List[TensorVariable]:
     return [t for t in found if isinstance(t, TensorVariable)]
 
 
+def _is_layer_method_call(fn: Any, args) -> bool:
+    """Whether ``fn(*args)`` calls a method of Paddle's layer classes, unbound, on a layer
+    of that class (its first argument)."""
+    from .layers import LayerVariable
+
+    if not args or not isinstance(args[0], LayerVariable) or not isinstance(fn, types.FunctionType):
+        return False
+    name = fn.__name__
+    return any(
+        fn in (attr, getattr(attr, "__wrapped__", None))
+        for attr in (vars(k).get(name) for k in type(args[0].value).__mro__)
+    )
+
+
 class PaddleFunctionVariable(KnownValueVariable):
     def describe(self) -> str:
         mod = getattr(self.fn, "__module__", "") or ""
@@ -583,6 +598,13 @@ class PaddleFunctionVariable(KnownValueVariable):
         from .values import constant_arguments, is_build_query, is_state_query, is_type_info
 
         name = getattr(self.fn, "__name__", "")
+        if _is_layer_method_call(self.fn, args):
+            # ``nn.Embedding.forward(self, ids)``, unbound, in a subclass that overrides
+            # forward (BART's positional embedding): that function's body, on that layer
+            from .layers import unaliased
+
+            fn = unaliased(self.fn, bool(kwargs))
+            return tx.inline_function(fn, list(args), kwargs, fn_source=None)
         if is_auto_cast(self.fn):
             return make_auto_cast(self.fn, args, kwargs)
         if name == "is_grad_enabled" and not args and not kwargs:
@@ -602,6 +624,12 @@ class PaddleFunctionVariable(KnownValueVariable):
                     f"{self.describe()} raises {type(e).__name__}: {e}", category=RAISES
                 ) from e
         if is_build_query(self.fn) or is_state_query(self.fn):
+            if name == "amp_state" and tx.output.amp_blocks:
+                # the capture does not stay inside the auto_cast it captured: the state
+                # read now is the one outside
+                raise Unsupported(
+                    "amp_state() inside a captured auto_cast block", category=CONTEXT_MANAGER
+                )
             consts = constant_arguments(args, kwargs)
             if consts is None or consts[1]:
                 raise Unsupported(

@@ -47,6 +47,15 @@ def _alias_wrappers() -> frozenset:
 
 _ALIAS_WRAPPERS = _alias_wrappers()
 
+
+def unaliased(fn, has_kwargs: bool):
+    """``fn`` without Paddle's alias wrapper, where the call passes no keyword arguments
+    (the wrapper only renames them; it would reach the function as an opaque call)."""
+    if inspect.isfunction(fn) and fn.__code__ in _ALIAS_WRAPPERS and not has_kwargs:
+        return fn.__wrapped__
+    return fn
+
+
 _HOOK_DICTS = ("_forward_pre_hooks", "_forward_post_hooks")
 
 
@@ -103,7 +112,7 @@ class LayerVariable(VariableTracker):
             return wrap(tx, getattr(layer, name), src)
         raise Unsupported(f"{type(layer).__name__} has no attribute {name!r}", category=RAISES)
 
-    def stores_unchanged(self, tx, name: str, value: VariableTracker) -> bool:
+    def store_attr(self, tx, name: str, value: VariableTracker) -> bool:
         """A Paddle layer writing back a setting it holds already: BatchNorm2D's forward
         normalizes its ``_data_format`` by storing it again (``'NCHW'``). With the value
         guarded (the read below), the store changes nothing, in every call the entry
@@ -174,6 +183,12 @@ class LayerVariable(VariableTracker):
             if key < 0:
                 key += len(items)
             return wrap(tx, items[key], ItemSource(self.source, key) if self.source else None)
+        if isinstance(key, slice) and isinstance(
+            layer, (paddle.nn.LayerList, paddle.nn.Sequential)
+        ):
+            # which layers a slice holds depends on how many there are
+            self.guard_members(tx)
+            return LayerSliceVariable(self, list(range(len(self._items())))[key])
         raise Unsupported(f"indexing {self.describe()} with {key!r}", category=DYNAMIC_VALUE)
 
     def call_method(self, tx, name: str, args, kwargs):
@@ -230,10 +245,7 @@ class LayerVariable(VariableTracker):
         be, the frame captured again bound to its instances."""
         forward = inspect.getattr_static(type(self.value), "forward", None)
         what = f"{type(self.value).__name__}.forward"
-        if inspect.isfunction(forward) and forward.__code__ in _ALIAS_WRAPPERS and not kwargs:
-            # the wrapper renames keyword arguments only: a call without them goes straight
-            # to the forward it wraps (a Paddle function: it would be an opaque call)
-            forward = forward.__wrapped__
+        forward = unaliased(forward, bool(kwargs))
         if not inspect.isfunction(forward):
             raise SpecializeLayers(f"{what} is not a Python function")
         try:
@@ -266,3 +278,63 @@ class LayerVariable(VariableTracker):
                 f"{self.describe()}.forward is not a Python function", category=UNTRACED_CALL
             )
         return tx.inline_function(forward, [self] + list(args), kwargs, fn_source=None)
+
+
+class LayerSliceVariable(VariableTracker):
+    """``layers[1:]`` of a ``LayerList`` or ``Sequential``: eager makes a new container of
+    the same layers; the capture keeps which of the container's layers it holds (their
+    sources stay the container's items, pinned by its member guard) and makes nothing,
+    so Paddle's layer-name counters move as they would not. Iterated, indexed, sliced
+    again, measured with ``len`` or, for a ``Sequential``, called; anything else breaks."""
+
+    def __init__(self, container: LayerVariable, indices: List[int]):
+        super().__init__(None)
+        self.container = container
+        self.indices = indices
+
+    def python_type(self) -> type:
+        return type(self.container.value)
+
+    def describe(self) -> str:
+        return f"a slice of {self.container.describe()}"
+
+    def _item(self, tx, position: int) -> VariableTracker:
+        from .builder import wrap
+
+        i = self.indices[position]
+        src = self.container.source
+        return wrap(tx, self.container._items()[i], ItemSource(src, i) if src else None)
+
+    def unpack_var_sequence(self, tx) -> List[VariableTracker]:
+        return [self._item(tx, p) for p in range(len(self.indices))]
+
+    def truthy(self, tx) -> bool:
+        return bool(self.indices)
+
+    def call_method(self, tx, name: str, args, kwargs):
+        if name == "__len__" and not args and not kwargs:
+            return ConstantVariable(len(self.indices))
+        if name == "__getitem__" and len(args) == 1 and args[0].is_python_constant():
+            key = args[0].as_python_constant()
+            if isinstance(key, slice):
+                return LayerSliceVariable(self.container, self.indices[key])
+            if isinstance(key, int) and not isinstance(key, bool):
+                if not -len(self.indices) <= key < len(self.indices):
+                    raise Unsupported(
+                        f"{self.describe()}[{key}] raises IndexError", category=RAISES
+                    )
+                return self._item(tx, key % len(self.indices))
+        return super().call_method(tx, name, args, kwargs)
+
+    def call_function(self, tx, args, kwargs):
+        seq = self.container.value
+        if not isinstance(seq, paddle.nn.Sequential) or type(seq).forward is not (
+            paddle.nn.Sequential.forward
+        ):
+            raise Unsupported(f"calling {self.describe()}", category=UNTRACED_CALL)
+        if kwargs or len(args) != 1:
+            raise Unsupported("Sequential called with more than one input", category=RAISES)
+        out = args[0]
+        for sub in self.unpack_var_sequence(tx):
+            out = sub.call_function(tx, [out], {})
+        return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import types
 from typing import Any
@@ -136,6 +137,10 @@ class ClassVariable(KnownValueVariable):
         cls = self.value
         if is_grad_mode_class(cls):
             return GradModeVariable.create(tx, cls, args, kwargs)
+        if cls is contextlib.nullcontext:
+            from .contexts import make_null_context
+
+            return make_null_context(args, kwargs)
         if is_place_class(cls) or is_numpy_scalar_type(cls):
             # value objects: made now, from constants, they are constants of the graph
             consts = constant_arguments(args, kwargs)

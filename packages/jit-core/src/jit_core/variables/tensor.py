@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import operator
 import weakref
-from typing import List
+from typing import List, Optional
 
 from ..errors import (
     DATA_LEAVES_GRAPH,
@@ -91,6 +91,9 @@ def live_tensor_trackers() -> List[TensorVariable]:
 class TensorVariable(VariableTracker):
     #: dimensions whose size the guards do not pin (a dynamic input's, ``jit_core.shapes``)
     dynamic_dims: frozenset = frozenset()
+    #: ``stop_gradient`` as the captured code set it (``t.stop_gradient = True``), for a
+    #: tensor the graph made; None where nothing set it since its value was made
+    stop_gradient_set: Optional[bool] = None
 
     def __init__(self, node, example, source=None):
         super().__init__(source)
@@ -122,6 +125,8 @@ class TensorVariable(VariableTracker):
             # Paddle 3.1+ returns paddle.Size, a list subclass: rebuilt values keep it
             shape.container_type = type(ex.shape)
             return shape
+        if name == "stop_gradient" and self.stop_gradient_set is not None:
+            return ConstantVariable(self.stop_gradient_set)
         if name in ("stop_gradient", "is_leaf") and self.source is None:
             # example values are computed without gradients: their flags say what eager
             # gives only when nothing in the graph could be tracked by autograd
@@ -152,6 +157,25 @@ class TensorVariable(VariableTracker):
 
             return BoundMethodVariable(self, name)
         raise Unsupported(f"tensor attribute {name!r} is not captured", category=DYNAMIC_VALUE)
+
+    def store_attr(self, tx, name: str, value: VariableTracker) -> bool:
+        """``t.stop_gradient = True`` on a tensor the graph made (library code marks masks
+        and position ids so): from here on the code sees it detached, as eager's autograd
+        does (what used it before keeps its gradient path). Where nothing could be tracked
+        by autograd the flag is all it changes. ``= False``, and stores on graph inputs,
+        stay side effects."""
+        if name != "stop_gradient" or self.source is not None or not value.is_python_constant():
+            return False
+        flag = value.as_python_constant()
+        if flag is not True:
+            # turning gradients on makes a leaf that later operations track: not captured
+            # unless the tensor is already in that state
+            return flag is False and self.stop_gradient_set is False
+        if tx.output.may_track_gradients():
+            detached = tx.output.call_method(tx, "detach", [self], {})
+            self.node, self.example = detached.node, detached.example
+        self.stop_gradient_set = True
+        return True
 
     def _guarded_attribute(self, tx, name: str) -> VariableTracker:
         from .. import guards

@@ -168,6 +168,14 @@ _STATE_QUERIES = {
     # samples hand it to ``_C_ops.full``, ``full_like`` and ``arange``
     "_current_expected_place",
     "_current_expected_place_",
+    # the mixed-precision state library code reads to pick dtypes (T5 reads it in every
+    # layer): None outside auto_cast
+    "amp_state",
+    # whether paddle.jit.to_static (or SOT) is tracing: False wherever captured code runs,
+    # unless a user traces the optimized function itself, which the guard sees
+    "in_declarative_mode",
+    "in_to_static_mode",
+    "in_sot_simulation_mode",
 }
 
 

@@ -1,0 +1,276 @@
+"""Idioms of PaddleNLP, PaddleSeg and PaddleClas code, written with plain Paddle: each one
+used to break the graph (or crash the capture) in library models. Each test pins the
+exact graph, break and eager-frame counts, and compares values (and gradients where the
+idiom is about them) with eager Paddle."""
+
+from __future__ import annotations
+
+import contextlib
+
+import paddle
+import paddle.nn.functional as F
+import pytest
+
+import jit_core
+
+from .helpers import assert_same
+
+
+def counts(fast, *args):
+    """(graphs, breaks, eager frames) of a fresh explain() of ``fast(*args)``."""
+    report = jit_core.explain(fast, *args)
+    return report, (report.graph_count, report.break_count, len(fast.jit_stats.eager_frames))
+
+
+# ----------------------------------------------------- t.stop_gradient = True on a new tensor
+
+
+class MaskedEncoder(paddle.nn.Layer):
+    """BERT's and LLaMA's way: a mask made from the ids, marked as needing no gradient."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = paddle.nn.Embedding(20, 8)
+        self.fc = paddle.nn.Linear(8, 8)
+
+    def forward(self, ids):
+        mask = (ids > 0).astype("float32").unsqueeze(-1)
+        mask.stop_gradient = True
+        h = self.fc(self.emb(ids)) * mask
+        return h.sum(1), mask.stop_gradient
+
+
+def ids_input():
+    return (paddle.arange(12).reshape([2, 6]) * 7) % 20
+
+
+@pytest.mark.parametrize(
+    "grad", [pytest.param(True, marks=pytest.mark.autograd, id="training"), False], ids=str
+)
+def test_stop_gradient_set_on_a_new_tensor_stays_in_the_graph(grad, backend):
+    paddle.seed(3)
+    net = MaskedEncoder()
+    ids = ids_input()
+    fast = jit_core.optimize(net, backend=backend)
+    with paddle.set_grad_enabled(grad):
+        report, seen = counts(fast, ids)
+        assert seen == (1, 0, 0), str(report)
+        out, flag = fast(ids)
+        expected, expected_flag = net(ids)
+    assert_same(out, expected)
+    assert flag is expected_flag is True
+    if grad:
+        out.sum().backward()
+        got = [p.grad.clone() for p in net.parameters()]
+        net.clear_gradients()
+        expected.sum().backward()
+        for g, e in zip(got, [p.grad for p in net.parameters()]):
+            assert_same(g, e)
+
+
+def detached_midway(x, w):
+    t = x * w
+    before = t * 2  # used before the store: its gradient still reaches w
+    t.stop_gradient = True
+    after = t * 5  # after: t is detached
+    return before + after, t.stop_gradient
+
+
+@pytest.mark.autograd
+def test_stop_gradient_cuts_only_what_comes_after_as_eager_does(backend):
+    x = paddle.linspace(-1, 1, 6)
+    w = paddle.full([6], 3.0)
+    w.stop_gradient = False
+    fast = jit_core.optimize(detached_midway, backend=backend)
+    report, seen = counts(fast, x, w)
+    assert seen == (1, 0, 0), str(report)
+    out, flag = fast(x, w)
+    out.sum().backward()
+    got = w.grad.clone()
+    w.clear_gradient()
+    expected, expected_flag = detached_midway(x, w)
+    expected.sum().backward()
+    assert_same(out, expected)
+    assert flag == expected_flag
+    assert_same(got, w.grad)  # 2 * x: only the use before the store
+
+
+def flag_turned_back_on(x):
+    t = x * 2
+    t.stop_gradient = False
+    return t + 1, t.stop_gradient
+
+
+def test_stop_gradient_false_on_a_new_tensor_is_still_a_side_effect(backend):
+    x = paddle.linspace(-1, 1, 4)
+    fast = jit_core.optimize(flag_turned_back_on, backend=backend)
+    with paddle.no_grad():
+        report, seen = counts(fast, x)
+        assert seen == (2, 1, 0), str(report)
+        assert "stop_gradient" in str(report)
+        out, flag = fast(x)
+        expected, expected_flag = flag_turned_back_on(x)
+    assert_same(out, expected)
+    assert flag is expected_flag is False
+
+
+# ------------------------------------------------------ mode and mixed-precision queries
+
+
+def reads_modes(x):
+    from paddle.amp.auto_cast import amp_state
+    from paddle.base.dygraph.base import in_declarative_mode, in_to_static_mode
+
+    state = amp_state()
+    if state is None and not in_declarative_mode() and not in_to_static_mode():
+        x = x * 2
+    if paddle.in_dynamic_mode():
+        x = x + 1
+    return x
+
+
+def test_mode_and_amp_queries_are_guarded_constants(backend):
+    x = paddle.linspace(-1, 1, 4)
+    fast = jit_core.optimize(reads_modes, backend=backend)
+    with paddle.no_grad():
+        report, seen = counts(fast, x)
+        assert seen == (1, 0, 0), str(report)
+        assert_same(fast(x), reads_modes(x))
+        assert "amp_state" in str(report)  # the guard asks again on every call
+
+
+def amp_state_inside_auto_cast(x):
+    from paddle.amp.auto_cast import amp_state
+
+    with paddle.amp.auto_cast(enable=False):
+        state = amp_state()
+    return x * 2 if state is None else x * 3
+
+
+def test_amp_state_inside_a_captured_auto_cast_is_not_taken_from_outside(backend):
+    x = paddle.linspace(-1, 1, 4)
+    fast = jit_core.optimize(amp_state_inside_auto_cast, backend=backend)
+    with paddle.no_grad():
+        assert_same(fast(x), amp_state_inside_auto_cast(x))  # x * 3: eager sees the block's
+        report, _ = counts(fast, x)
+    assert "amp_state() inside a captured auto_cast block" in str(report)
+
+
+# ------------------------------------------------------- a layer's forward called unbound
+
+
+class PositionalEmbedding(paddle.nn.Embedding):
+    """BART's learned positions: a subclass whose forward calls its base's, unbound."""
+
+    def forward(self, ids):
+        positions = paddle.arange(ids.shape[1]).unsqueeze(0).expand_as(ids)
+        return paddle.nn.Embedding.forward(self, positions + 2)
+
+
+class UnboundCalls(paddle.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.pos = PositionalEmbedding(10, 4)
+        self.fc = paddle.nn.Linear(4, 4)
+
+    def forward(self, ids):
+        return paddle.nn.Linear.forward(self.fc, self.pos(ids)).sum(-1)
+
+
+def test_a_layer_forward_called_unbound_is_inlined(backend):
+    paddle.seed(4)
+    net = UnboundCalls()
+    ids = paddle.zeros([2, 5], dtype="int64")
+    fast = jit_core.optimize(net, backend=backend)
+    with paddle.no_grad():
+        report, seen = counts(fast, ids)
+        assert seen == (1, 0, 0), str(report)
+        assert_same(fast(ids), net(ids))
+
+
+# ---------------------------------------------------------- slices of layer containers
+
+
+class Stages(paddle.nn.Layer):
+    """PP-LiteSeg's way: the first stage, then the others from a slice."""
+
+    def __init__(self):
+        super().__init__()
+        self.stages = paddle.nn.LayerList([paddle.nn.Linear(4, 4) for _ in range(4)])
+        self.head = paddle.nn.Sequential(paddle.nn.ReLU(), paddle.nn.Linear(4, 3), paddle.nn.Tanh())
+
+    def forward(self, x):
+        x = self.stages[0](x)
+        for stage in self.stages[1:]:
+            x = stage(x)
+        rest = self.stages[1:]
+        x = x + rest[-1](x) * len(rest) + self.stages[::-2][0](x)
+        return self.head[:2](x)
+
+
+def test_slices_of_layer_lists_and_sequentials_stay_in_the_graph(backend):
+    paddle.seed(6)
+    net = Stages()
+    x = paddle.linspace(-1, 1, 8).reshape([2, 4])
+    fast = jit_core.optimize(net, backend=backend)
+    with paddle.no_grad():
+        report, seen = counts(fast, x)
+        assert seen == (1, 0, 0), str(report)
+        assert_same(fast(x), net(x))
+        # the slice holds the layers the list holds now: a new one is a new capture
+        net.stages.append(paddle.nn.Linear(4, 4))
+        assert_same(fast(x), net(x))
+
+
+# ------------------------------------------------------------ contextlib.nullcontext
+
+
+class OptionalContext(paddle.nn.Layer):
+    """GPT's way: a context manager where one is needed, nullcontext where not."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = paddle.nn.Linear(4, 4)
+
+    def forward(self, x):
+        ctx = contextlib.nullcontext()
+        with ctx:
+            h = F.dropout(self.fc(x), 0.5, training=self.training)
+        with contextlib.nullcontext(h) as same:
+            out = same * 2
+        return out
+
+
+@pytest.mark.parametrize("training", [False, True], ids=["eval", "train"])
+def test_nullcontext_is_a_context_of_the_graph(training, backend):
+    paddle.seed(7)
+    net = OptionalContext()
+    net.train() if training else net.eval()
+    x = paddle.linspace(-1, 1, 8).reshape([2, 4])
+    fast = jit_core.optimize(net, backend=backend)
+    with paddle.no_grad():
+        report, seen = counts(fast, x)
+        assert seen == (1, 0, 0), str(report)
+        paddle.seed(11)
+        out = fast(x)
+        paddle.seed(11)  # dropout draws as eager does
+        assert_same(out, net(x))
+
+
+def nullcontext_across_a_break(x):
+    ctx = contextlib.nullcontext(x + 1)
+    if (x > 0).any():  # a tensor decides: the graph breaks with ctx alive
+        x = x * 2
+    with ctx as y:
+        out = x + y
+    return out
+
+
+def test_a_nullcontext_alive_at_a_break_is_made_again(backend):
+    x = paddle.linspace(-1, 1, 4)
+    fast = jit_core.optimize(nullcontext_across_a_break, backend=backend)
+    with paddle.no_grad():
+        report, seen = counts(fast, x)
+        assert seen == (2, 1, 0), str(report)
+        assert_same(fast(x), nullcontext_across_a_break(x))
+        assert_same(fast(-x), nullcontext_across_a_break(-x))

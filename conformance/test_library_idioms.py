@@ -274,3 +274,43 @@ def test_a_nullcontext_alive_at_a_break_is_made_again(backend):
         assert seen == (2, 1, 0), str(report)
         assert_same(fast(x), nullcontext_across_a_break(x))
         assert_same(fast(-x), nullcontext_across_a_break(-x))
+
+
+# --------------------------------------------------- code that reads its own frame
+
+
+def formats_with_locals(x, name="scores"):
+    y = x * 2
+    if (x > 0).any():  # a tensor decides: a graph break before locals() is read
+        y = y + 1
+    return y, "{name}: {n} values".format(n=y.shape[0], **locals())
+
+
+def optional_import(x):
+    try:
+        import a_module_that_is_not_installed  # noqa: F401
+
+        scale = 3
+    except ImportError:  # the import system's hooks run inside the optimized call
+        scale = 2
+    return x * scale
+
+
+@pytest.mark.parametrize("fn", [formats_with_locals, optional_import])
+def test_a_frame_that_reads_its_locals_is_never_split(fn, backend):
+    # formats_with_locals: its resume function, a frame without `name`, raised KeyError;
+    # optional_import: so did a frame of the import system (setuptools' _distutils_hack
+    # formats a name with **locals() after a call that breaks)
+    x = paddle.linspace(-1, 1, 4)
+    fast = jit_core.optimize(fn, backend=backend)
+    with paddle.no_grad():
+        for _ in range(2):
+            out, expected = fast(x), fn(x)
+            if fn is formats_with_locals:
+                assert out[1] == expected[1]
+                out, expected = out[0], expected[0]
+            assert_same(out, expected)
+    if fn is formats_with_locals:
+        report, seen = counts(fast, x)
+        assert seen == (0, 1, 1), str(report)
+        assert "the frame reads its own variables" in str(report)

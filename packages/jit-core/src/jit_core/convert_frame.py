@@ -43,6 +43,15 @@ def _identifier(name: str) -> str:
     return "".join(c if c.isalnum() or c == "_" else "_" for c in name).strip("_") or "code"
 
 
+#: names whose use reads the variables of the running frame: code that names one is never
+#: split by a graph break (the resume function would be another frame, with other locals)
+_FRAME_READERS = frozenset({"locals", "_getframe", "currentframe"})
+
+
+def _reads_own_frame(code: types.CodeType) -> bool:
+    return not _FRAME_READERS.isdisjoint(code.co_names)
+
+
 @dataclass
 class Traced:
     """The result of the symbolic executor on one frame, before the backend sees it."""
@@ -581,6 +590,12 @@ class FrameCompiler:
         why not ("" when there is nothing to add to the reason)."""
         if self.options.full_graph or e.root_instruction is None:
             return ""
+        if e.reads_frame or _reads_own_frame(code):
+            return (
+                "the frame reads its own variables (locals(), sys._getframe()), which the "
+                "code after a graph break, a function of its own, would not have: the frame "
+                "runs as it is"
+            )
         # (a resumed frame that starts at the loop captures nothing before it, and so
         # runs eagerly rather than break before the loop again: see capture)
         return graph_breaks.where_to_break(code, e.root_instruction)

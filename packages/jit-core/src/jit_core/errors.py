@@ -118,6 +118,11 @@ class Unsupported(Exception):
         self.root_instruction = None
         self.root_location: Optional[str] = None
         self.root_step: Optional[int] = None
+        #: the code reads the frame it runs in (``locals()``, ``sys._getframe()``): a
+        #: resume function, a frame of its own, would give it other answers, so the graph
+        #: cannot break there. Cleared where it is raised in an inlined call, whose call
+        #: site can break (the callee then runs as its own frame).
+        self.reads_frame = False
 
     def move_to_root(self) -> None:
         """Report the break where the captured frame itself stopped (the call site, when

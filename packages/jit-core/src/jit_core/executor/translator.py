@@ -182,6 +182,8 @@ class Translator:
                 if e.location is None:
                     e.location = self.location()
                     e.instruction = self.describe_instruction(inst)
+                if self.parent is not None:
+                    e.reads_frame = False  # the frame it reads is the callee's own
                 if self.parent is None and e.root_step is None:
                     e.root_step = self.steps
                     e.root_instruction = inst

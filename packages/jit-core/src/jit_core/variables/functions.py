@@ -6,6 +6,7 @@ import builtins
 import functools
 import math
 import operator
+import sys
 import types
 import weakref
 from typing import Any, Callable, Dict, List, Optional
@@ -112,6 +113,18 @@ _IO_BUILTINS = {
 }
 
 
+def _reads_frame(fn: Callable, args, kwargs) -> bool:
+    """Whether calling builtin ``fn`` so reads the variables of the frame that calls it
+    (``'{name}'.format(**locals())``, ``eval(text)``, ``sys._getframe()``)."""
+    if fn is locals or fn is sys._getframe:
+        return True
+    if fn in (vars, dir):
+        return not args and not kwargs
+    if fn in (eval, exec):
+        return len(args) < 2 and "globals" not in kwargs
+    return False
+
+
 class BuiltinVariable(KnownValueVariable):
     def __init__(self, fn: Callable, source=None, pure: bool = False):
         super().__init__(fn, source)
@@ -129,6 +142,13 @@ class BuiltinVariable(KnownValueVariable):
         fn = self.fn
         if fn in _IO_BUILTINS:
             raise Unsupported(_IO_BUILTINS[fn], category=IO_CALL)
+        if _reads_frame(fn, args, kwargs):
+            e = Unsupported(
+                f"{getattr(fn, '__name__', fn)}() reads the frame's own variables",
+                category=UNTRACED_CALL,
+            )
+            e.reads_frame = True
+            raise e
         special = _SPECIAL.get(fn)
         if special is not None:
             out = special(tx, args, kwargs)

@@ -314,3 +314,53 @@ def test_a_frame_that_reads_its_locals_is_never_split(fn, backend):
         report, seen = counts(fast, x)
         assert seen == (0, 1, 1), str(report)
         assert "the frame reads its own variables" in str(report)
+
+
+# ------------------------------------------------------ plain values stored on a layer
+
+
+class RemembersShapes(paddle.nn.Layer):
+    """Library layers keep what they saw (a cache length, a mode) in plain attributes."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = paddle.nn.Linear(4, 4)
+        self.seen = 0
+
+    def forward(self, x):
+        self.seen = x.shape[0]
+        self.fc.last = ("batch", self.seen)  # on a sublayer: a new attribute
+        y = self.fc(x)
+        if self.fc.last[1] == 2:  # read back in the capture: the stored value
+            y = y * 2
+        return y
+
+
+class StoresAcrossABreak(RemembersShapes):
+    def forward(self, x):
+        self.seen = 7
+        if (x > 0).any():  # the graph breaks: the store is made before the code goes on
+            x = x + self.seen
+        return self.fc(x), self.seen
+
+
+@pytest.mark.parametrize("cls", [RemembersShapes, StoresAcrossABreak])
+def test_plain_values_stored_on_layers_are_set_after_the_graph(cls, backend):
+    paddle.seed(8)
+    net, twin = cls(), cls()
+    twin.set_state_dict(net.state_dict())
+    fast = jit_core.optimize(net, backend=backend)
+    with paddle.no_grad():
+        report, seen = counts(fast, paddle.rand([2, 4]))
+        expected_counts = (1, 0, 0) if cls is RemembersShapes else (2, 1, 0)
+        assert seen == expected_counts, str(report)
+        assert "set after the graph" in str(report)
+        for rows in (2, 3, 2):
+            x = paddle.linspace(-1, 1, rows * 4).reshape([rows, 4])
+            out, expected = fast(x), twin(x)
+            if cls is StoresAcrossABreak:
+                assert out[1] == expected[1] == 7
+                out, expected = out[0], expected[0]
+            assert_same(out, expected)
+            assert net.seen == twin.seen
+            assert getattr(net.fc, "last", None) == getattr(twin.fc, "last", None)

@@ -1,4 +1,4 @@
-"""Lists and dicts from outside the frame that the captured code mutates.
+"""Lists, dicts and layer attributes from outside the frame that the captured code changes.
 
 Eager Python mutates such a container where the code says so; the capture instead keeps
 the new contents in the container's tracker and the generated code gives the real object
@@ -16,7 +16,7 @@ capture read as a different one.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..sources import Source
 from ..variables.base import VariableTracker
@@ -44,8 +44,49 @@ def replace_dict(target: dict, contents: dict) -> None:
         target.update(contents)
 
 
+class AttributeWriteBack(VariableTracker):
+    """``layer.<name> = value`` of the captured code, written back as a container's new
+    contents are: the same point in the generated code, ``setattr`` on the real object."""
+
+    def __init__(self, obj: VariableTracker, name: str, value: VariableTracker):
+        super().__init__(obj.source)
+        self.obj = obj
+        self.name = name
+        self.value = value
+
+    def python_type(self) -> type:
+        return AttributeWriteBack  # never taken for one of the containers
+
+    def describe(self) -> str:
+        return f"{self.source.name()}.{self.name} = {self.value.describe()}"
+
+    def build_new(self, cg) -> None:
+        cg(self.value)
+
+    def written_back_by(self) -> Callable[[Any, Any], None]:
+        return attribute_setter(self.name)
+
+
+_SETTERS: Dict[str, Callable[[Any, Any], None]] = {}
+
+
+def attribute_setter(name: str) -> Callable[[Any, Any], None]:
+    """``set_<name>(obj, value)``: one function per attribute name, named so in dumps."""
+    fn = _SETTERS.get(name)
+    if fn is None:
+
+        def fn(obj: Any, value: Any) -> None:
+            setattr(obj, name, value)
+
+        fn.__name__ = fn.__qualname__ = f"set_{name}"
+        _SETTERS[name] = fn
+    return fn
+
+
 def describe(tracker: VariableTracker) -> str:
     """How an outside container is written back, in words (``explain()``)."""
+    if isinstance(tracker, AttributeWriteBack):
+        return f"{tracker.describe()}: set after the graph, as the code stored it"
     fn = tracker.written_back_by()
     if fn is extend_list:
         how = "what the code appended is appended (its items and length were not read)"
@@ -63,6 +104,8 @@ class SideEffects:
         #: id(object) -> (object, tracker): the object is held so that its id stays its own
         self._outside: Dict[int, Tuple[Any, VariableTracker]] = {}
         self.mutated: List[VariableTracker] = []
+        #: (id of the object, attribute name) -> its write-back, holding the value stored
+        self._attributes: Dict[Tuple[int, str], AttributeWriteBack] = {}
 
     def known(self, value: Any, source: Optional[Source]) -> Optional[VariableTracker]:
         """The tracker already made for ``value`` (read again, maybe by another path), or
@@ -91,6 +134,22 @@ class SideEffects:
             if other is not tracker:
                 self._keep_apart(tracker, other)
 
+    def store_attribute(self, obj: VariableTracker, value: Any, name: str, new: VariableTracker):
+        """``obj.<name> = new`` (``value`` is the real object): later reads in the capture
+        see ``new``, and the generated code sets it after the graph."""
+        key = (id(value), name)
+        held = self._attributes.get(key)
+        if held is not None:
+            held.value = new
+            return
+        held = self._attributes[key] = AttributeWriteBack(obj, name, new)
+        self.mutated.append(held)
+
+    def stored_attribute(self, value: Any, name: str) -> Optional[VariableTracker]:
+        """What the captured code stored in ``value.<name>``, or None."""
+        held = self._attributes.get((id(value), name))
+        return None if held is None else held.value
+
     def _keep_apart(self, mutated: VariableTracker, other: VariableTracker) -> None:
         # the capture treated them as two objects: a later call that passes one object
         # twice would see the mutation through the other, which the graph did not model
@@ -100,4 +159,12 @@ class SideEffects:
             self._guards.add_identity(mutated.source, other.source, same=False)
 
 
-__all__ = ["SideEffects", "describe", "extend_list", "replace_dict", "replace_list"]
+__all__ = [
+    "AttributeWriteBack",
+    "SideEffects",
+    "attribute_setter",
+    "describe",
+    "extend_list",
+    "replace_dict",
+    "replace_list",
+]

@@ -17,7 +17,6 @@ from .constant import ConstantVariable
 from .containers import ListIteratorVariable, TupleVariable
 
 _CONTAINERS = (paddle.nn.Sequential, paddle.nn.LayerList, paddle.nn.LayerDict)
-_MISSING = object()
 
 
 def is_leaf_layer(layer: paddle.nn.Layer) -> bool:
@@ -46,6 +45,12 @@ def _alias_wrappers() -> frozenset:
 
 
 _ALIAS_WRAPPERS = _alias_wrappers()
+
+
+def _plain(value) -> bool:
+    if isinstance(value, tuple):
+        return all(_plain(v) for v in value)
+    return type(value) in (int, float, str, bool, type(None))
 
 
 def unaliased(fn, has_kwargs: bool):
@@ -87,6 +92,9 @@ class LayerVariable(VariableTracker):
         from .builder import wrap
 
         layer = self.value
+        stored = tx.output.side_effects.stored_attribute(layer, name)
+        if stored is not None:
+            return stored
         cls_attr = inspect.getattr_static(type(layer), name, None)
         if isinstance(cls_attr, property):
             if cls_attr.fget is None:
@@ -113,24 +121,38 @@ class LayerVariable(VariableTracker):
         raise Unsupported(f"{type(layer).__name__} has no attribute {name!r}", category=RAISES)
 
     def store_attr(self, tx, name: str, value: VariableTracker) -> bool:
-        """A Paddle layer writing back a setting it holds already: BatchNorm2D's forward
-        normalizes its ``_data_format`` by storing it again (``'NCHW'``). With the value
-        guarded (the read below), the store changes nothing, in every call the entry
-        serves. Only plain attributes holding a str, int, bool or None, on a layer whose
-        ``__setattr__`` is ``Layer``'s."""
+        """A plain value stored on a layer (``self.cache_len = n``, ``self._data_format =
+        'NCHW'``): later reads in the capture see it, and the generated code sets it on the
+        layer after the graph, where a container's new contents are written back. Only
+        Python constants (numbers, strings, None, tuples of them), on a layer whose
+        ``__setattr__`` is ``Layer``'s, under a name that is no parameter, sublayer,
+        buffer or class attribute (those go through Paddle's bookkeeping)."""
         layer = self.value
         if type(layer).__setattr__ is not paddle.nn.Layer.__setattr__:
             return False
         if not value.is_python_constant() or self.source is None:
             return False
+        if not _plain(value.as_python_constant()):
+            return False
+        if inspect.getattr_static(type(layer), name, None) is not None:
+            return False
+        d = layer.__dict__
+        if any(
+            name in (d.get(table) or {}) for table in ("_parameters", "_sub_layers", "_buffers")
+        ):
+            return False
         new = value.as_python_constant()
-        old = layer.__dict__.get(name, _MISSING)
-        if type(new) not in (str, int, bool, type(None)) or type(old) is not type(new):
-            return False
-        if old != new or inspect.getattr_static(type(layer), name, None) is not None:
-            return False
-        held = self.var_getattr(tx, name)  # guards the value the store writes back
-        return held.is_python_constant() and held.as_python_constant() == new
+        if tx.output.side_effects.stored_attribute(layer, name) is None and name in d:
+            old = d[name]
+            if not _plain(old):
+                return False  # a tensor or an object replaced: what held it may see it
+            if type(old) is type(new) and old == new:
+                # the value it holds already (BatchNorm2D's forward stores its
+                # _data_format again): with that guarded, nothing to write back
+                held = self.var_getattr(tx, name)
+                return held.is_python_constant() and held.as_python_constant() == new
+        tx.output.side_effects.store_attribute(self, layer, name, value)
+        return True
 
     # -- containers
     def guard_members(self, tx) -> None:

@@ -364,3 +364,78 @@ def test_plain_values_stored_on_layers_are_set_after_the_graph(cls, backend):
             assert_same(out, expected)
             assert net.seen == twin.seen
             assert getattr(net.fc, "last", None) == getattr(twin.fc, "last", None)
+
+
+class WrappedSetattr(paddle.nn.Layer):
+    """PaddleNLP wraps the __setattr__ of Paddle's transformer layers around Layer's."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = paddle.nn.Linear(4, 4)
+
+    def __setattr__(self, name, value):
+        value = value if name != "forward" else value  # (PaddleNLP adapts patched forwards)
+        return super().__setattr__(name, value)
+
+
+class UsesWrappedLayer(paddle.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.inner = WrappedSetattr()
+
+    def forward(self, x):
+        self.inner._use_cache = False  # BERT: "to be consistent with HF"
+        return self.inner.fc(x) * (1 if self.inner._use_cache else 2)
+
+
+def test_a_store_through_a_wrapped_setattr_is_set_after_the_graph(backend):
+    paddle.seed(9)
+    net = UsesWrappedLayer()
+    x = paddle.linspace(-1, 1, 8).reshape([2, 4])
+    fast = jit_core.optimize(net, backend=backend)
+    with paddle.no_grad():
+        report, seen = counts(fast, x)
+        assert seen == (1, 0, 0), str(report)
+        assert_same(fast(x), net(x))
+    assert net.inner._use_cache is False
+
+
+# ------------------------------------------------------- the model-parallel RNG tracker
+
+
+def dropout_under_the_rng_tracker(x):
+    # GPT's seed_guard_context: the tracker's state where one is registered, else none
+    from paddle.distributed.fleet.meta_parallel import get_rng_state_tracker
+
+    tracker = get_rng_state_tracker()
+    if "local_seed" in tracker.states_:
+        ctx = tracker.rng_state("local_seed")
+    else:
+        ctx = contextlib.nullcontext()
+    with ctx:
+        y = F.dropout(x, 0.5, training=True)
+    return y * 2
+
+
+def test_the_rng_state_tracker_is_read_and_guarded(backend):
+    from paddle.distributed.fleet.meta_parallel import get_rng_state_tracker
+
+    tracker = get_rng_state_tracker()
+    assert not tracker.states_, "another test left a state registered"
+    x = paddle.ones([4, 8])
+    fast = jit_core.optimize(dropout_under_the_rng_tracker, backend=backend)
+    report, seen = counts(fast, x)
+    assert seen == (1, 0, 0), str(report)
+    paddle.seed(5)
+    out = fast(x)
+    paddle.seed(5)  # dropout draws as eager does
+    assert_same(out, dropout_under_the_rng_tracker(x))
+    try:
+        tracker.add("local_seed", 77)  # the guard sees the new state: a new capture
+        saved = tracker.get_states_tracker()
+        out = fast(x)
+        tracker.set_states_tracker(saved)
+        assert_same(out, dropout_under_the_rng_tracker(x))
+        assert fast.jit_stats.captures >= 2
+    finally:
+        tracker.reset()

@@ -585,6 +585,12 @@ def _updated_arguments(fn: Any, args, kwargs) -> List[TensorVariable]:
     return [t for t in found if isinstance(t, TensorVariable)]
 
 
+def _is_rng_state_tracker(fn: Any) -> bool:
+    return getattr(fn, "__name__", "") == "get_rng_state_tracker" and (
+        getattr(fn, "__module__", "") or ""
+    ).startswith("paddle.distributed")
+
+
 def _is_layer_method_call(fn: Any, args) -> bool:
     """Whether ``fn(*args)`` calls a method of Paddle's layer classes, unbound, on a layer
     of that class (its first argument)."""
@@ -627,6 +633,14 @@ class PaddleFunctionVariable(KnownValueVariable):
             return tx.inline_function(fn, list(args), kwargs, fn_source=None)
         if is_auto_cast(self.fn):
             return make_auto_cast(self.fn, args, kwargs)
+        if _is_rng_state_tracker(self.fn) and not args and not kwargs:
+            # the process-wide tracker of model-parallel RNG states (PaddleNLP asks it
+            # whether a state is registered before each dropout): an object read through
+            # the call, which the guards make again
+            from ..sources import CallSource
+            from .builder import wrap
+
+            return wrap(tx, self.fn(), CallSource(self.fn, ()))
         if name == "is_grad_enabled" and not args and not kwargs:
             # the mode at this point of the captured code (a no_grad block changes it)
             tx.output.guards.grad_enabled = tx.output.entry_grad_mode

@@ -9,7 +9,7 @@ from typing import List
 import paddle
 
 from .. import guards
-from ..errors import DYNAMIC_VALUE, RAISES, UNTRACED_CALL, Unsupported
+from ..errors import DYNAMIC_VALUE, RAISES, SIDE_EFFECT, UNTRACED_CALL, Unsupported
 from ..shapes import SpecializeLayers
 from ..sources import AttrSource, ItemSource
 from .base import VariableTracker
@@ -121,6 +121,20 @@ class LayerVariable(VariableTracker):
         raise Unsupported(f"{type(layer).__name__} has no attribute {name!r}", category=RAISES)
 
     def store_attr(self, tx, name: str, value: VariableTracker) -> bool:
+        layer = self.value
+        setattr_fn = inspect.getattr_static(type(layer), "__setattr__", None)
+        if setattr_fn is paddle.nn.Layer.__setattr__:
+            return self.store_plain(tx, name, value)
+        if inspect.isfunction(setattr_fn) and self.source is not None:
+            # a library's own __setattr__ around Layer's (PaddleNLP wraps the one of
+            # Paddle's transformer layers): followed, down to Layer's (LayerSetattr)
+            tx.inline_function(
+                setattr_fn, [self, ConstantVariable(name), value], {}, fn_source=None
+            )
+            return True
+        return False
+
+    def store_plain(self, tx, name: str, value: VariableTracker) -> bool:
         """A plain value stored on a layer (``self.cache_len = n``, ``self._data_format =
         'NCHW'``): later reads in the capture see it, and the generated code sets it on the
         layer after the graph, where a container's new contents are written back. Only
@@ -128,8 +142,6 @@ class LayerVariable(VariableTracker):
         ``__setattr__`` is ``Layer``'s, under a name that is no parameter, sublayer,
         buffer or class attribute (those go through Paddle's bookkeeping)."""
         layer = self.value
-        if type(layer).__setattr__ is not paddle.nn.Layer.__setattr__:
-            return False
         if not value.is_python_constant() or self.source is None:
             return False
         if not _plain(value.as_python_constant()):
@@ -360,3 +372,26 @@ class LayerSliceVariable(VariableTracker):
         for sub in self.unpack_var_sequence(tx):
             out = sub.call_function(tx, [out], {})
         return out
+
+
+class LayerSetattr(VariableTracker):
+    """``Layer.__setattr__`` reached through ``super()`` from a library's own
+    ``__setattr__``: the store of a plain value, as ``LayerVariable.store_plain`` takes it."""
+
+    def __init__(self, layer: LayerVariable):
+        super().__init__(None)
+        self.layer = layer
+
+    def describe(self) -> str:
+        return f"Layer.__setattr__ of {self.layer.describe()}"
+
+    def call_function(self, tx, args, kwargs):
+        if kwargs or len(args) != 2 or not args[0].is_python_constant():
+            raise Unsupported(f"{self.describe()} with these arguments", category=SIDE_EFFECT)
+        name = args[0].as_python_constant()
+        if not self.layer.store_plain(tx, name, args[1]):
+            raise Unsupported(
+                f"storing {self.layer.describe()}.{name}: a side effect, run between two graphs",
+                category=SIDE_EFFECT,
+            )
+        return ConstantVariable(None)

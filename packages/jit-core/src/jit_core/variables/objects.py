@@ -7,6 +7,8 @@ import inspect
 import types
 from typing import Any
 
+import paddle
+
 from ..errors import DYNAMIC_VALUE, RAISES, UNTRACED_CALL, Unsupported
 from ..sources import AttrSource
 from .base import KnownValueVariable, VariableTracker
@@ -184,6 +186,11 @@ class SuperVariable(VariableTracker):
                 break
         else:
             raise Unsupported(f"{self.describe()} has no attribute {name!r}", category=RAISES)
+        if name == "__setattr__" and attr is paddle.nn.Layer.__setattr__:
+            from .layers import LayerSetattr, LayerVariable
+
+            if isinstance(self.obj, LayerVariable):
+                return LayerSetattr(self.obj)
         if isinstance(attr, types.FunctionType):
             return UserMethodVariable(attr, self.obj)
         raise Unsupported(

@@ -439,3 +439,38 @@ def test_the_rng_state_tracker_is_read_and_guarded(backend):
         assert fast.jit_stats.captures >= 2
     finally:
         tracker.reset()
+
+
+# ----------------------------------------------------------- a dropout that is not on
+
+
+class EvalDropouts(paddle.nn.Layer):
+    """GPT's and T5's way: the functional dropouts, told whether the layer trains."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = paddle.nn.Linear(4, 4)
+
+    def forward(self, x):
+        h = F.dropout(self.fc(x), 0.1, training=self.training)
+        h = F.dropout(h, p=0.0)  # p = 0: the input itself
+        return F.dropout2d(h.reshape([1, 2, 2, 2]), 0.5, self.training).flatten()
+
+
+def test_a_dropout_in_eval_keeps_the_graph_on_the_backend_asked_for(backend):
+    # was: "runs on the paddle backend: dropout draws random numbers" for a model in eval
+    paddle.seed(10)
+    net = EvalDropouts()
+    net.eval()
+    x = paddle.linspace(-1, 1, 8).reshape([2, 4])
+    fast = jit_core.optimize(net, backend=backend)
+    with paddle.no_grad():
+        report, seen = counts(fast, x)
+        assert seen == (1, 0, 0), str(report)
+        assert report.graphs[0].backend.split(";")[0] == backend, str(report)
+        assert_same(fast(x), net(x))
+    net.train()  # training: random numbers, which an inference backend leaves to paddle
+    with paddle.no_grad():
+        report, _ = counts(fast, x)
+    if jit_core.backends()[backend].inference_only:
+        assert "runs on the paddle backend" in report.graphs[0].backend, str(report)

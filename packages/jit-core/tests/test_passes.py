@@ -515,5 +515,20 @@ def test_random_operations_are_told_apart_by_whole_words():
     assert all(is_random(g.call_function(fn, (x,))) for fn in random)
     assert not any(is_random(g.call_function(fn, (x,))) for fn in deterministic)
     assert is_random(g.call_method("uniform_", (x,)))
+    # a dropout that is not on draws nothing: training=False (by keyword or position), p=0
+    off = [
+        g.call_function(F.dropout, (x, 0.1), {"training": False}),
+        g.call_function(F.dropout, (x, 0.1, None, False)),
+        g.call_function(F.dropout, (x,), {"p": 0.0}),
+        g.call_function(F.dropout2d, (x, 0.5, False)),
+        g.call_function(F.alpha_dropout, (x,), {"p": 0.2, "training": False}),
+    ]
+    assert not any(is_random(n) for n in off)
+    on = [
+        g.call_function(F.dropout, (x, 0.1), {"training": True}),
+        g.call_function(F.dropout2d, (x, 0.5, x)),  # a training flag the graph computes
+        g.call_function(F.dropout, (x,), {"bogus": 1}),  # arguments it does not take
+    ]
+    assert all(is_random(n) for n in on)
     assert not is_pure(g.call_method("add_", (x, 1)))  # in place
     assert is_pure(g.call_method("add", (x, 1)))

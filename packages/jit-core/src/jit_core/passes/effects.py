@@ -54,15 +54,42 @@ def target_name(node: Node) -> str:
     return getattr(node.target, "__name__", "") or type(node.target).__name__
 
 
+#: the dropouts of ``paddle.nn.functional``: with ``training=False`` or ``p=0`` they draw no
+#: random numbers (a scale, or the input itself)
+_FUNCTIONAL_DROPOUTS = frozenset(
+    {"dropout", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout"}
+)
+
+
 def _inference_dropout(node: Node) -> bool:
-    """``_C_ops.dropout(x, seed, p, is_test=True, ...)``, as Paddle's program dumps and
-    GraphNet samples write an inference dropout: a scale (or nothing), no random numbers."""
+    """A dropout that draws no random numbers: ``F.dropout(x, p, training=False)`` (GPT's
+    ``training=self.training`` in eval), ``p=0``, or ``_C_ops.dropout(x, seed, p,
+    is_test=True, ...)`` as Paddle's program dumps and GraphNet samples write one."""
     import paddle
 
-    if node.target is not getattr(paddle._C_ops, "dropout", None):
+    if node.target is getattr(paddle._C_ops, "dropout", None):
+        is_test = node.kwargs.get("is_test", node.args[3] if len(node.args) > 3 else None)
+        return is_test is True
+    target = node.target
+    if (
+        node.op != "call_function"
+        or getattr(target, "__name__", "") not in _FUNCTIONAL_DROPOUTS
+        or getattr(paddle.nn.functional, target.__name__, None) is not target
+    ):
         return False
-    is_test = node.kwargs.get("is_test", node.args[3] if len(node.args) > 3 else None)
-    return is_test is True
+    try:
+        bound = _signature(target).bind(*node.args, **node.kwargs)
+    except TypeError:
+        return False
+    bound.apply_defaults()
+    training, p = bound.arguments.get("training"), bound.arguments.get("p")
+    return training is False or (type(p) in (int, float) and p == 0)
+
+
+def _signature(fn):
+    import inspect
+
+    return inspect.signature(fn)
 
 
 def is_random(node: Node) -> bool:

@@ -280,16 +280,37 @@ def demo(session: nox.Session) -> None:
     session.run("python", "demo.py", *session.posargs, env={"GLOG_minloglevel": "2"})
 
 
+#: benchmarks with sessions of their own (they install what they measure)
+OWN_SESSION_BENCHES = {"libraries.py"}
+#: what bench/libraries.py measures: PaddleNLP 2.8.1, and the versions of its dependencies
+#: that it still imports with
+LIBRARIES = [
+    "paddlenlp==2.8.1",
+    "huggingface_hub<0.25",
+    "aistudio-sdk==0.2.6",
+    "datasets<3",
+    "pyarrow<16",
+]
+
+
 @nox.session(python=PYTHONS)
 def bench(session: nox.Session) -> None:
-    """Every script under bench/, each printing its table."""
+    """Every script under bench/, each printing its table (bench-libs: the library models)."""
     install_project(session)
     ensure_redis_server(session)
     for script in sorted(os.listdir("bench")):
-        if script.endswith(".py"):
+        if script.endswith(".py") and script not in OWN_SESSION_BENCHES:
             session.run(
                 "python",
                 os.path.join("bench", script),
                 *session.posargs,
                 env={"GLOG_minloglevel": "2"},
             )
+
+
+@nox.session(name="bench-libs", python="3.12")
+def bench_libs(session: nox.Session) -> None:
+    """bench/libraries.py: PaddleNLP's models, in a venv of their own."""
+    install_project(session)
+    session.install(*LIBRARIES)
+    session.run("python", "bench/libraries.py", *session.posargs, env={"GLOG_minloglevel": "2"})

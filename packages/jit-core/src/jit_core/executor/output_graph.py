@@ -26,9 +26,10 @@ from ..errors import (
     INPLACE_OUTSIDE,
     RAISES,
     SIDE_EFFECT,
+    UNTRACED_CALL,
     Unsupported,
 )
-from ..fx import Graph
+from ..fx import Graph, Node
 from ..shapes import ShapePolicy
 from ..sources import Source, attr_path
 from ..variables.base import VariableTracker
@@ -679,8 +680,8 @@ class OutputGraph:
         except Exception as e:
             what = target if isinstance(target, str) else getattr(target, "__name__", repr(target))
             raise Unsupported(
-                f"{what}(...) raised {type(e).__name__} during capture ({str(e).strip()[:200]}); "
-                "the frame runs eagerly so the error comes from Paddle itself",
+                f"{what}(...) raised {type(e).__name__} during capture ({str(e).strip()[:200]}): "
+                "the call runs in Python, where Paddle raises it itself",
                 category=RAISES,
             ) from e
 
@@ -718,14 +719,21 @@ class OutputGraph:
                 item_node = self.graph.call_function(operator.getitem, (node, i))
                 items.append(self._wrap_result(item_node, r))
             return (TupleVariable if isinstance(result, tuple) else ListVariable)(items)
+        what = _operation_name(node)
         if result is None:
             raise Unsupported(
-                f"{node.format_node() if hasattr(node, 'format_node') else node} returned None: "
-                "it works by side effect, which is not captured yet",
+                f"{what} returned None: it works by side effect, which is not captured yet",
                 category=SIDE_EFFECT,
             )
+        if not any(isinstance(a, Node) for a in _flat_args(node)):
+            # no tensor went in: a Python object of Paddle's (a tracker, a config)
+            raise Unsupported(
+                f"{what} returned a Python {type(result).__name__}, which the capture does "
+                "not follow",
+                category=UNTRACED_CALL,
+            )
         raise Unsupported(
-            f"a Paddle operation returned a Python {type(result).__name__}, a value computed "
+            f"{what} returned a Python {type(result).__name__}, a value computed "
             "from tensor data that would leave the graph",
             category=DATA_LEAVES_GRAPH,
         )
@@ -733,6 +741,38 @@ class OutputGraph:
     # ------------------------------------------------------------ results
     def set_outputs(self, tensors: List[TensorVariable]) -> None:
         self.graph.output(tuple(t.node for t in tensors))
+
+
+def _operation_name(node) -> str:
+    """A node's operation in words, for break reasons (never the raw node)."""
+    target = node.target
+    if node.op == "call_method":
+        return f"tensor method .{target}()"
+    if node.op == "call_module":
+        return f"layer {target}"
+    mod = getattr(target, "__module__", None) or ""
+    name = getattr(target, "__qualname__", None) or getattr(target, "__name__", None)
+    if name is None:
+        return f"a call of {type(target).__name__}"
+    return f"{mod}.{name}()" if mod else f"{name}()"
+
+
+def _flat_args(node) -> list:
+    out = []
+
+    def walk(a):
+        if isinstance(a, (list, tuple)):
+            for i in a:
+                walk(i)
+        elif isinstance(a, dict):
+            for i in a.values():
+                walk(i)
+        else:
+            out.append(a)
+
+    walk(node.args)
+    walk(node.kwargs)
+    return out
 
 
 def _run_leaf_layer(layer: paddle.nn.Layer, args, kwargs):

@@ -1,0 +1,238 @@
+"""Library models (PaddleNLP) per call, in one run: eager Paddle, Paddle's SOT
+(`paddle.jit.to_static(net, full_graph=False)`) and jit_core's `optimize(net)` on the
+paddle and onnxrt backends; then greedy decoding with a KV cache.
+
+    ./dev bench-libs                     # sets up its own venv with the libraries
+    python bench/libraries.py [--repeat N] [--backends paddle,onnxrt] [--tokens 12,48]
+
+Small configurations with random weights (2 layers, hidden size 64), `eval()` under
+`paddle.no_grad()`, input ids of shape [2, 16]. The first table counts the graphs,
+breaks and frames run eagerly on the paddle backend, times the first call (capture and
+build) and every call after it. The second runs a decode loop of N tokens (one token per
+step, the KV cache growing) and counts the captures: a loop that captures per token
+makes more captures for more tokens. Every output is compared with eager Paddle first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import logging
+import os
+import sys
+import time
+import warnings
+
+warnings.filterwarnings("ignore")
+logging.disable(logging.WARNING)  # PaddleNLP logs its configs at INFO
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import paddle  # noqa: E402
+from _timing import per_call_us  # noqa: E402
+
+import jit_core  # noqa: E402
+
+SMALL = dict(vocab_size=1000, num_hidden_layers=2, num_attention_heads=4)
+
+
+def _models():
+    """(name, make the layer); each takes input ids."""
+    import paddlenlp.transformers as t
+
+    def hf(config, model, **extra):
+        return lambda: getattr(t, model)(
+            getattr(t, config)(
+                hidden_size=64, intermediate_size=128, max_position_embeddings=256, **SMALL, **extra
+            )
+        )
+
+    t5 = dict(vocab_size=1000, d_model=64, num_layers=2, num_heads=4, d_ff=128, d_kv=16)
+    bart = dict(
+        vocab_size=1000,
+        d_model=64,
+        encoder_layers=2,
+        decoder_layers=2,
+        encoder_attention_heads=4,
+        decoder_attention_heads=4,
+        encoder_ffn_dim=128,
+        decoder_ffn_dim=128,
+        max_position_embeddings=256,
+    )
+    return [
+        ("BERT", hf("BertConfig", "BertModel")),
+        ("ERNIE", hf("ErnieConfig", "ErnieModel")),
+        ("GPT", hf("GPTConfig", "GPTModel")),
+        ("LLaMA", hf("LlamaConfig", "LlamaModel")),
+        ("T5 encoder", lambda: t.T5EncoderModel(t.T5Config(**t5))),
+        ("BART", lambda: t.BartModel(t.BartConfig(**bart))),
+    ]
+
+
+def _decoders():
+    import paddlenlp.transformers as t
+
+    def causal(config, model):
+        return lambda: getattr(t, model)(
+            getattr(t, config)(
+                hidden_size=64, intermediate_size=128, max_position_embeddings=256, **SMALL
+            )
+        )
+
+    return [
+        ("GPT", causal("GPTConfig", "GPTForCausalLM")),
+        ("LLaMA", causal("LlamaConfig", "LlamaForCausalLM")),
+    ]
+
+
+def _tensors(out) -> list:
+    if isinstance(out, paddle.Tensor):
+        return [out]
+    if hasattr(out, "to_tuple"):  # PaddleNLP's ModelOutput
+        out = out.to_tuple()
+    if isinstance(out, dict):
+        out = list(out.values())
+    if isinstance(out, (list, tuple)):
+        return [t for o in out for t in _tensors(o)]
+    return []
+
+
+def _same(got, expected) -> bool:
+    got, expected = _tensors(got), _tensors(expected)
+    return len(got) == len(expected) and all(
+        bool(paddle.allclose(g.astype("float64"), e.astype("float64"), 1e-4, 1e-4))
+        for g, e in zip(got, expected)
+    )
+
+
+def _optimize(net, backend: str):
+    """``optimize`` with ``fallback=True`` where the backend takes it: a graph it cannot
+    export runs on paddle (and the table says so) instead of failing the row."""
+    try:
+        return jit_core.optimize(net, backend=backend, fallback=True)
+    except TypeError:  # a backend without the option (paddle runs everything)
+        return jit_core.optimize(net, backend=backend)
+
+
+def _first_call_ms(fn, ids) -> float:
+    start = time.perf_counter()
+    fn(ids)
+    return (time.perf_counter() - start) * 1e3
+
+
+def forwards(backends, repeat: int) -> None:
+    ids = (paddle.arange(32, dtype="int64").reshape([2, 16]) * 37) % 1000
+    head = " | ".join(f"jit_core {b}" for b in backends)
+    firsts = " | ".join(f"first call, {b}" for b in backends)
+    print(f"| model | graphs / breaks / eager frames | {firsts} | eager | Paddle SOT | {head} |")
+    print("|---|---|" + "---|" * len(backends) + "---|---|" + "---|" * len(backends))
+    for name, make in _models():
+        paddle.seed(0)
+        net = make()
+        net.eval()
+        expected = net(ids)
+        probe = jit_core.optimize(net)
+        report = jit_core.explain(probe, ids)
+        eager_frames = len(probe.jit_stats.eager_frames)
+        counts = f"{report.graph_count} / {report.break_count} / {eager_frames}"
+        fast, firsts = [], []
+        for b in backends:
+            fn = _optimize(net, b)
+            with warnings.catch_warnings(record=True) as fell_back:
+                warnings.simplefilter("always")
+                firsts.append(f"{_first_call_ms(fn, ids):.0f} ms")
+            if any("runs on the paddle backend" in str(w.message) for w in fell_back):
+                firsts[-1] += " (some graphs on paddle)"
+            if not _same(fn(ids), expected):
+                raise SystemExit(f"{name} on {b}: a result differs from eager Paddle")
+            fast.append(fn)
+        try:
+            sot = paddle.jit.to_static(net, full_graph=False)
+            with contextlib.redirect_stdout(io.StringIO()):
+                sot_ok = _same(sot(ids), expected)
+        except Exception as e:  # noqa: BLE001 - the peer's failure is a cell of the table
+            sot, sot_ok = None, f"fails ({type(e).__name__})"
+        fns = [net] + ([sot] if sot is not None and sot_ok is True else []) + fast
+        times = per_call_us(fns, (ids,), repeat, rounds=7, warmup=5, quiet=True)
+        eager_us = times[0]
+        sot_cell = f"{times[1]:.0f} us" if len(fns) > 1 + len(fast) else (sot_ok or "differs")
+        cells = " | ".join(f"{t:.0f} us ({eager_us / t:.2f}x)" for t in times[-len(fast) :])
+        print(
+            f"| {name} | {counts} | {' | '.join(firsts)} | {eager_us:.0f} us | {sot_cell} "
+            f"| {cells} |"
+        )
+
+
+def _decode(model, prompt, tokens: int) -> list:
+    past, x, out = None, prompt, []
+    for _ in range(tokens):
+        o = model(x, past_key_values=past, use_cache=True, return_dict=True)
+        past = o.past_key_values
+        x = o.logits[:, -1:].argmax(-1)
+        out.append(int(x))
+    return out
+
+
+def decode_loops(backends, token_counts) -> None:
+    prompt = paddle.to_tensor([[5, 6, 7, 8]], dtype="int64")
+    print()
+    print("greedy decoding with a KV cache, one token per step: ms per token, and the")
+    print("captures the whole loop made (the same for every length: no capture per token)")
+    print()
+    head = " | ".join(f"jit_core {b}" for b in backends)
+    print(f"| model | tokens | eager | {head} | captures ({', '.join(backends)}) |")
+    print("|---|---|---|" + "---|" * len(backends) + "---|")
+    for name, make in _decoders():
+        for tokens in token_counts:
+            paddle.seed(0)
+            net = make()
+            net.eval()
+            expected = _decode(net, prompt, tokens)
+            cells, captures = [], []
+            for b in backends:
+                fn = _optimize(net, b)
+                if _decode(fn, prompt, tokens) != expected:
+                    raise SystemExit(f"{name} on {b}: the decoded tokens differ from eager")
+                captures.append(str(fn.jit_stats.captures))
+                cells.append(fn)
+            per_token = []
+            for fn in [net, *cells]:
+                start = time.perf_counter()
+                for _ in range(3):
+                    _decode(fn, prompt, tokens)
+                per_token.append((time.perf_counter() - start) / 3 / tokens * 1e3)
+            eager_ms = per_token[0]
+            jit = " | ".join(f"{t:.2f} ms ({eager_ms / t:.2f}x)" for t in per_token[1:])
+            print(f"| {name} | {tokens} | {eager_ms:.2f} ms | {jit} | {', '.join(captures)} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--backends", default="paddle,onnxrt")
+    parser.add_argument("--tokens", default="12,48")
+    args = parser.parse_args()
+    try:
+        import paddlenlp
+    except ImportError:
+        raise SystemExit(
+            "bench/libraries.py needs PaddleNLP: `./dev bench-libs` runs it in a venv of its "
+            "own with the versions it was written for"
+        ) from None
+    installed = jit_core.backends()
+    backends = [
+        b for b in args.backends.split(",") if b in installed and not installed[b].unavailable
+    ]
+    py = "{}.{}".format(*sys.version_info[:2])
+    print(
+        f"Python {py}, paddle {paddle.__version__}, paddlenlp {paddlenlp.__version__}; "
+        "eval(), no_grad; per call after the first (speedups against eager)"
+    )
+    print()
+    with paddle.no_grad():
+        forwards(backends, args.repeat)
+        decode_loops(backends, [int(n) for n in args.tokens.split(",")])
+
+
+if __name__ == "__main__":
+    main()

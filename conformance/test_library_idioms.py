@@ -6,6 +6,10 @@ idiom is about them) with eager Paddle."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import io
+from collections import OrderedDict
+from typing import Optional
 
 import paddle
 import paddle.nn.functional as F
@@ -474,3 +478,110 @@ def test_a_dropout_in_eval_keeps_the_graph_on_the_backend_asked_for(backend):
         report, _ = counts(fast, x)
     if jit_core.backends()[backend].inference_only:
         assert "runs on the paddle backend" in report.graphs[0].backend, str(report)
+
+
+# ------------------------------------------- output objects made in the captured code
+
+
+class Output(OrderedDict):
+    """PaddleNLP's ModelOutput, in short: a dataclass over an OrderedDict whose fields
+    that are not None are also its items, indexed by position or by name."""
+
+    def __post_init__(self):
+        class_fields = dataclasses.fields(self)
+        if not all(f.default is None for f in class_fields[1:]):
+            raise ValueError("one required field at most")
+        for f in class_fields:
+            v = getattr(self, f.name)
+            if v is not None:
+                self[f.name] = v
+
+    def __getitem__(self, k):
+        if isinstance(k, str):
+            return {key: v for (key, v) in self.items()}[k]
+        return self.to_tuple()[k]
+
+    def __setattr__(self, name, value):
+        if name in self.keys() and value is not None:
+            super().__setitem__(name, value)
+        super().__setattr__(name, value)
+
+    def __setitem__(self, key, value):
+        super().__setitem__(key, value)
+        super().__setattr__(key, value)
+
+    def to_tuple(self):
+        return tuple(self[k] for k in self.keys())
+
+
+@dataclasses.dataclass
+class LMOutput(Output):
+    logits: Optional[paddle.Tensor] = None
+    past: Optional[tuple] = None
+    hidden: Optional[paddle.Tensor] = None
+
+
+class Record:
+    def __init__(self, value, scale=2):
+        super().__init__()
+        self.value = value
+        self.scale = scale
+
+    def scaled(self):
+        return self.value * self.scale
+
+
+class TinyLM(paddle.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.fc = paddle.nn.Linear(4, 4)
+
+    def body(self, x, past):
+        h = self.fc(x)
+        return LMOutput(logits=h * 2, past=(h, past))
+
+    def forward(self, x, past=None):
+        out = self.body(x, past)
+        record = Record(out["logits"])
+        if isinstance(out, Output) and out.hidden is None:
+            out.hidden = record.scaled() + out[0]  # through __setattr__: an item too
+        return out
+
+
+def test_output_objects_made_in_the_graph_are_built_after_it(backend):
+    paddle.seed(12)
+    net = TinyLM()
+    x = paddle.linspace(-1, 1, 8).reshape([2, 4])
+    fast = jit_core.optimize(net, backend=backend)
+    with paddle.no_grad():
+        report, seen = counts(fast, x)
+        assert seen == (1, 0, 0), str(report)
+        got, expected = fast(x), net(x)
+    assert type(got) is LMOutput and list(got.keys()) == list(expected.keys())
+    assert list(vars(got)) == list(vars(expected))
+    assert_same(got.to_tuple()[0], expected.to_tuple()[0])
+    assert_same(got["logits"], expected["logits"])
+    assert_same(got.hidden, expected.hidden)  # an attribute only: it was None at first
+    assert got.past[1] is None and got[0] is got.logits
+
+
+def made_then_printed(x):
+    rec = Record(x + 1, scale=3)
+    alias = rec
+    print(type(rec).__name__, file=SINK)  # a break with the object alive
+    rec.scale = 4  # on the object the break handed on: set after the next graph
+    return alias.scaled(), rec
+
+
+SINK = io.StringIO()
+
+
+def test_an_object_alive_at_a_break_is_one_object_after_it(backend):
+    x = paddle.linspace(-1, 1, 4)
+    fast = jit_core.optimize(made_then_printed, backend=backend)
+    with paddle.no_grad():
+        report, seen = counts(fast, x)
+        assert seen == (2, 1, 0), str(report)
+        (got, rec), (expected, _) = fast(x), made_then_printed(x)
+    assert_same(got, expected)
+    assert type(rec) is Record and rec.scale == 4

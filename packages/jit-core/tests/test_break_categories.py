@@ -17,7 +17,9 @@ COUNTER = 0
 
 
 class Box:
-    pass
+    # no __dict__: a store on it is a side effect the capture leaves to Python (one on a
+    # plain object is written back after the graph instead)
+    __slots__ = ("value",)
 
 
 class Computed:

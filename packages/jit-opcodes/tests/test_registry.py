@@ -376,7 +376,9 @@ class StoreAttrOverride:
 
 
 class Box:
-    pass
+    # no __dict__: a store on it is a side effect the capture leaves to Python (one on a
+    # plain object is written back after the graph instead)
+    __slots__ = ("value",)
 
 
 def stores_an_attribute(x, box):

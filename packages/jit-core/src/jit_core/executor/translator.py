@@ -305,6 +305,11 @@ class Translator:
         if isinstance(obj, (ListVariable, DictVariable)):
             obj.setitem(self, key, value)
             return
+        from ..variables.new_objects import NewObjectVariable
+
+        if isinstance(obj, NewObjectVariable):
+            obj.call_method(self, "__setitem__", [key, value], {})
+            return
         raise Unsupported(f"item assignment on {obj.describe()}", category=SIDE_EFFECT)
 
     def _tensor_setitem(

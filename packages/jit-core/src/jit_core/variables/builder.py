@@ -4,6 +4,7 @@ make it safe to reuse the capture."""
 from __future__ import annotations
 
 import collections
+import dataclasses
 import enum
 import inspect
 import types
@@ -285,6 +286,12 @@ class _LibraryFunctionVariable(KnownValueVariable):
             folded = numpy_call(self.fn, args, kwargs)
             if folded is not None:
                 return folded
+        if self.fn is dataclasses.fields and len(args) == 1 and not kwargs:
+            from .new_objects import dataclass_fields
+
+            found = dataclass_fields(args[0])
+            if found is not None:
+                return found
         raise Unsupported(f"call to {self.describe()}, which is not traced", category=UNTRACED_CALL)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import operator
 from typing import Any, Dict, List
@@ -44,6 +45,10 @@ _PURE_METHODS = {
     "values",
     "items",
 }
+
+
+#: what a dataclass field tells (``dataclasses.fields(obj)`` in captured code): constants
+_FIELD_ATTRIBUTES = frozenset({"name", "default", "init", "repr", "compare", "kw_only"})
 
 
 class ConstantVariable(KnownValueVariable):
@@ -112,6 +117,8 @@ class ConstantVariable(KnownValueVariable):
             place_method,
         )
 
+        if isinstance(self.value, dataclasses.Field) and name in _FIELD_ATTRIBUTES:
+            return ConstantVariable(getattr(self.value, name))
         if is_numpy_value(self.value) and numpy_attribute_allowed(name):
             return self._numpy_attribute(name)
         if is_type_info_value(self.value) and name in TYPE_INFO_ATTRIBUTES:

@@ -358,6 +358,10 @@ def _getattr(tx, args, kwargs):
 
 
 def _hasattr_value(tx, obj, name) -> Optional[bool]:
+    from .new_objects import NewObjectVariable
+
+    if isinstance(obj, NewObjectVariable):
+        return obj.has_attribute(name)
     real = getattr(obj, "value", None)
     if real is not None and not isinstance(obj, (ConstantVariable, TensorVariable)):
         found = hasattr(real, name)

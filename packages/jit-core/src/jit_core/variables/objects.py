@@ -66,6 +66,9 @@ class UserObjectVariable(VariableTracker):
         from .functions import UserMethodVariable
 
         obj = self.value
+        stored = tx.output.side_effects.stored_attribute(obj, name)
+        if stored is not None:
+            return stored
         src = AttrSource(self.source, name) if self.source is not None else None
         cls_attr = inspect.getattr_static(type(obj), name, None)
         if isinstance(cls_attr, property):
@@ -100,6 +103,25 @@ class UserObjectVariable(VariableTracker):
             )
         raise Unsupported(f"{self.describe()} has no attribute {name!r}", category=RAISES)
 
+    def store_attr(self, tx, name: str, value: VariableTracker) -> bool:
+        """``obj.<name> = value`` on a plain Python object from outside the frame (one a
+        break handed on, a config): later reads in the capture see ``value``, and the code
+        after the graph sets it, where outside containers get their new contents. Only
+        where ``object.__setattr__`` does the store and the class has no descriptor of
+        that name."""
+        obj = self.value
+        cls = type(obj)
+        if self.source is None or inspect.getattr_static(cls, "__setattr__") is not (
+            object.__setattr__
+        ):
+            return False
+        if not hasattr(obj, "__dict__") or hasattr(
+            inspect.getattr_static(cls, name, None), "__set__"
+        ):
+            return False
+        tx.output.side_effects.store_attribute(self, obj, name, value)
+        return True
+
     def call_function(self, tx, args, kwargs):
         call = inspect.getattr_static(type(self.value), "__call__", None)
         if inspect.isfunction(call):
@@ -119,6 +141,9 @@ class ClassVariable(KnownValueVariable):
     def var_getattr(self, tx, name: str) -> VariableTracker:
         from .builder import wrap
 
+        if name in ("__name__", "__qualname__", "__module__"):
+            # on a class they come from type's descriptors: the class's own values
+            return ConstantVariable(getattr(self.value, name))
         attr = inspect.getattr_static(self.value, name, None)
         if attr is None:
             raise Unsupported(f"{self.describe()} has no attribute {name!r}", category=RAISES)
@@ -154,6 +179,10 @@ class ClassVariable(KnownValueVariable):
                         f"{cls.__qualname__}(...) raises {type(e).__name__}: {e}", category=RAISES
                     ) from e
                 return ConstantVariable(check_numpy_result(value, cls.__qualname__))
+        from .new_objects import NewObjectVariable, can_make
+
+        if can_make(cls):
+            return NewObjectVariable.create(tx, cls, args, kwargs)
         raise Unsupported(
             f"creating an instance of {self.describe()} during capture", category=UNTRACED_CALL
         )
@@ -191,6 +220,15 @@ class SuperVariable(VariableTracker):
 
             if isinstance(self.obj, LayerVariable):
                 return LayerSetattr(self.obj)
+        from .new_objects import NewObjectVariable, base_init
+
+        if isinstance(self.obj, NewObjectVariable) and not isinstance(attr, types.FunctionType):
+            method = self.obj.base_method(name, attr)
+            if method is not None:
+                return method
+        if name == "__init__" and attr is object.__init__:
+            # object's __init__ takes no arguments and does nothing
+            return base_init(self.obj)
         if isinstance(attr, types.FunctionType):
             return UserMethodVariable(attr, self.obj)
         raise Unsupported(

@@ -8,7 +8,8 @@ paddle and onnxrt backends; then greedy decoding with a KV cache.
 Small configurations with random weights (2 layers, hidden size 64), `eval()` under
 `paddle.no_grad()`, input ids of shape [2, 16]. The first table counts the graphs,
 breaks and frames run eagerly on the paddle backend, times the first call (capture and
-build) and every call after it. The second runs a decode loop of N tokens (one token per
+build, with an empty compile cache unless JIT_CORE_CACHE_DIR names one) and every call
+after it. The second runs a decode loop of N tokens (one token per
 step, the KV cache growing) and counts the captures: a loop that captures per token
 makes more captures for more tokens. Every output is compared with eager Paddle first.
 """
@@ -219,6 +220,11 @@ def main() -> None:
             "bench/libraries.py needs PaddleNLP: `./dev bench-libs` runs it in a venv of its "
             "own with the versions it was written for"
         ) from None
+    if not os.environ.get("JIT_CORE_CACHE_DIR"):
+        # first calls as on a new machine: no compile cache from an earlier run
+        import tempfile
+
+        os.environ["JIT_CORE_CACHE_DIR"] = tempfile.mkdtemp(prefix="jit_bench_libs_")
     installed = jit_core.backends()
     backends = [
         b for b in args.backends.split(",") if b in installed and not installed[b].unavailable

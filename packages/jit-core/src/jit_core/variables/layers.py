@@ -47,6 +47,16 @@ def _alias_wrappers() -> frozenset:
 _ALIAS_WRAPPERS = _alias_wrappers()
 
 
+def chain(tx, layers: List[VariableTracker], args, kwargs) -> VariableTracker:
+    """What ``Sequential.forward`` does: each layer's output is the next one's input."""
+    if kwargs or len(args) != 1:
+        raise Unsupported("Sequential called with more than one input", category=RAISES)
+    out = args[0]
+    for sub in layers:
+        out = sub.call_function(tx, [out], {})
+    return out
+
+
 def _plain(value) -> bool:
     if isinstance(value, tuple):
         return all(_plain(v) for v in value)
@@ -300,12 +310,7 @@ class LayerVariable(VariableTracker):
             isinstance(layer, paddle.nn.Sequential)
             and type(layer).forward is paddle.nn.Sequential.forward
         ):
-            if kwargs or len(args) != 1:
-                raise Unsupported("Sequential called with more than one input", category=RAISES)
-            out = args[0]
-            for sub in self.unpack_var_sequence(tx):
-                out = sub.call_function(tx, [out], {})
-            return out
+            return chain(tx, self.unpack_var_sequence(tx), args, kwargs)
         forward = inspect.getattr_static(type(layer), "forward", None)
         if not inspect.isfunction(forward):
             raise Unsupported(
@@ -366,12 +371,7 @@ class LayerSliceVariable(VariableTracker):
             paddle.nn.Sequential.forward
         ):
             raise Unsupported(f"calling {self.describe()}", category=UNTRACED_CALL)
-        if kwargs or len(args) != 1:
-            raise Unsupported("Sequential called with more than one input", category=RAISES)
-        out = args[0]
-        for sub in self.unpack_var_sequence(tx):
-            out = sub.call_function(tx, [out], {})
-        return out
+        return chain(tx, self.unpack_var_sequence(tx), args, kwargs)
 
 
 class LayerSetattr(VariableTracker):

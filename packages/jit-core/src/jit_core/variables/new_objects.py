@@ -29,6 +29,9 @@ from .constant import ConstantVariable
 from .containers import ListVariable, TupleVariable
 
 _PLAIN_BASES = (object, dict, OrderedDict)
+_DEFAULT_GETATTRIBUTE = tuple(
+    {id(k.__getattribute__): k.__getattribute__ for k in _PLAIN_BASES}.values()
+)
 _SIMPLE = (int, float, str, bool, type(None))
 
 
@@ -41,6 +44,9 @@ def can_make(cls: type) -> bool:
     if issubclass(cls, (paddle.nn.Layer, paddle.Tensor, BaseException)):
         return False
     if cls.__new__ not in (object.__new__, dict.__new__, OrderedDict.__new__):
+        return False
+    # attribute reads go the default way (a __getattribute__ of its own would be skipped)
+    if inspect.getattr_static(cls, "__getattribute__") not in _DEFAULT_GETATTRIBUTE:
         return False
     for klass in cls.__mro__:
         if klass in _PLAIN_BASES:
@@ -111,13 +117,21 @@ class NewObjectVariable(VariableTracker):
         from .builder import wrap
         from .functions import UserMethodVariable
 
+        attr = inspect.getattr_static(self.cls, name, _MISSING)
+        if isinstance(attr, property):
+            # a data descriptor comes before the instance's own attributes
+            if not inspect.isfunction(attr.fget):
+                raise Unsupported(f"property {name!r} of {self.describe()}", category=RAISES)
+            return tx.inline_function(attr.fget, [self], {}, fn_source=None)
+        if hasattr(attr, "__set__"):
+            raise Unsupported(
+                f"descriptor {name!r} of {self.describe()} ({type(attr).__name__})",
+                category=DYNAMIC_VALUE,
+            )
         if name in self.attrs:
             return self.attrs[name]
         if name == "__class__":
             return wrap(tx, self.cls, None)
-        attr = inspect.getattr_static(self.cls, name, _MISSING)
-        if isinstance(attr, property) and inspect.isfunction(attr.fget):
-            return tx.inline_function(attr.fget, [self], {}, fn_source=None)
         if inspect.isfunction(attr):
             return UserMethodVariable(attr, self)
         if isinstance(attr, staticmethod):
@@ -162,12 +176,28 @@ class NewObjectVariable(VariableTracker):
     def store_attr(self, tx, name: str, value: VariableTracker) -> bool:
         setattr_fn = inspect.getattr_static(self.cls, "__setattr__")
         if setattr_fn is object.__setattr__:
-            self.attrs[name] = value
+            self.set_attribute(tx, name, value)
             return True
         if inspect.isfunction(setattr_fn):
             tx.inline_function(setattr_fn, [self, ConstantVariable(name), value], {}, None)
             return True
         return False
+
+    def set_attribute(self, tx, name: str, value: VariableTracker) -> None:
+        """What ``object.__setattr__`` does: a property's setter, else the instance's own
+        attribute."""
+        attr = inspect.getattr_static(self.cls, name, _MISSING)
+        if isinstance(attr, property):
+            if not inspect.isfunction(attr.fset):
+                raise Unsupported(f"property {name!r} of {self.describe()}", category=RAISES)
+            tx.inline_function(attr.fset, [self, value], {}, fn_source=None)
+        elif hasattr(attr, "__set__"):
+            raise Unsupported(
+                f"storing through descriptor {name!r} of {self.describe()}",
+                category=DYNAMIC_VALUE,
+            )
+        else:
+            self.attrs[name] = value
 
     def base_method(self, name: str, attr: Any) -> Optional[VariableTracker]:
         """``super().<name>`` that resolved to ``object``'s or the dict base's ``attr``."""
@@ -230,7 +260,7 @@ class _ObjectSetattr(VariableTracker):
     def call_function(self, tx, args, kwargs):
         if kwargs or len(args) != 2 or not args[0].is_python_constant():
             raise Unsupported(f"{self.describe()} with these arguments", category=RAISES)
-        self.obj.attrs[args[0].as_python_constant()] = args[1]
+        self.obj.set_attribute(tx, args[0].as_python_constant(), args[1])
         return ConstantVariable(None)
 
 

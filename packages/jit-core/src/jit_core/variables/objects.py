@@ -66,6 +66,8 @@ class UserObjectVariable(VariableTracker):
         from .functions import UserMethodVariable
 
         obj = self.value
+        if inspect.isfunction(inspect.getattr_static(type(obj), "__getattribute__", None)):
+            return self._computed_attribute(tx, name)
         stored = tx.output.side_effects.stored_attribute(obj, name)
         if stored is not None:
             return stored
@@ -103,6 +105,26 @@ class UserObjectVariable(VariableTracker):
             )
         raise Unsupported(f"{self.describe()} has no attribute {name!r}", category=RAISES)
 
+    def _computed_attribute(self, tx, name: str) -> VariableTracker:
+        """An attribute of an object whose class has a ``__getattribute__`` of its own
+        (PaddleNLP's ``PretrainedConfig`` maps aliases): read for real, through it, and
+        guarded the same way, so the guard compares what the code saw."""
+        from .builder import wrap
+
+        if self.source is None or tx.output.side_effects.stored_attribute(self.value, name):
+            raise Unsupported(
+                f"{self.describe()} computes its attributes in __getattribute__",
+                category=DYNAMIC_VALUE,
+            )
+        try:
+            value = getattr(self.value, name)
+        except Exception as e:  # noqa: BLE001 - eager raises it too, at this line
+            raise Unsupported(
+                f"reading {name!r} of {self.describe()} raises {type(e).__name__}",
+                category=RAISES,
+            ) from e
+        return wrap(tx, value, AttrSource(self.source, name))
+
     def store_attr(self, tx, name: str, value: VariableTracker) -> bool:
         """``obj.<name> = value`` on a plain Python object from outside the frame (one a
         break handed on, a config): later reads in the capture see ``value``, and the code
@@ -115,6 +137,8 @@ class UserObjectVariable(VariableTracker):
             object.__setattr__
         ):
             return False
+        if inspect.isfunction(inspect.getattr_static(cls, "__getattribute__", None)):
+            return False  # reads after the store would go through it
         if not hasattr(obj, "__dict__") or hasattr(
             inspect.getattr_static(cls, name, None), "__set__"
         ):
@@ -229,6 +253,7 @@ class SuperVariable(VariableTracker):
         if name == "__init__" and attr is object.__init__:
             # object's __init__ takes no arguments and does nothing
             return base_init(self.obj)
+
         if isinstance(attr, types.FunctionType):
             return UserMethodVariable(attr, self.obj)
         raise Unsupported(

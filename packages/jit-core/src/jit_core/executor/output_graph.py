@@ -29,7 +29,7 @@ from ..errors import (
     UNTRACED_CALL,
     Unsupported,
 )
-from ..fx import Graph, Node
+from ..fx import Graph
 from ..shapes import ShapePolicy
 from ..sources import Source, attr_path
 from ..variables.base import VariableTracker
@@ -725,7 +725,7 @@ class OutputGraph:
                 f"{what} returned None: it works by side effect, which is not captured yet",
                 category=SIDE_EFFECT,
             )
-        if not any(isinstance(a, Node) for a in _flat_args(node)):
+        if not node.all_input_nodes:
             # no tensor went in: a Python object of Paddle's (a tracker, a config)
             raise Unsupported(
                 f"{what} returned a Python {type(result).__name__}, which the capture does "
@@ -755,24 +755,6 @@ def _operation_name(node) -> str:
     if name is None:
         return f"a call of {type(target).__name__}"
     return f"{mod}.{name}()" if mod else f"{name}()"
-
-
-def _flat_args(node) -> list:
-    out = []
-
-    def walk(a):
-        if isinstance(a, (list, tuple)):
-            for i in a:
-                walk(i)
-        elif isinstance(a, dict):
-            for i in a.values():
-                walk(i)
-        else:
-            out.append(a)
-
-    walk(node.args)
-    walk(node.kwargs)
-    return out
 
 
 def _run_leaf_layer(layer: paddle.nn.Layer, args, kwargs):

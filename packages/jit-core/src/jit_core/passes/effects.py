@@ -17,6 +17,7 @@ folded into a constant that every call would hand out again.
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, Set
 
 from ..fx import Node
@@ -78,18 +79,12 @@ def _inference_dropout(node: Node) -> bool:
     ):
         return False
     try:
-        bound = _signature(target).bind(*node.args, **node.kwargs)
+        bound = inspect.signature(target).bind(*node.args, **node.kwargs)
     except TypeError:
         return False
     bound.apply_defaults()
     training, p = bound.arguments.get("training"), bound.arguments.get("p")
     return training is False or (type(p) in (int, float) and p == 0)
-
-
-def _signature(fn):
-    import inspect
-
-    return inspect.signature(fn)
 
 
 def is_random(node: Node) -> bool:

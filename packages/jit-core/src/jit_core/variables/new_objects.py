@@ -204,7 +204,7 @@ class NewObjectVariable(VariableTracker):
         if name == "__setattr__" and attr is object.__setattr__:
             return _ObjectSetattr(self)
         if name == "__init__" and attr in (object.__init__, dict.__init__, OrderedDict.__init__):
-            return base_init(self)
+            return BaseInit(self)
         if self.items is not None and _is_dict_method(attr):
             return DictMethodVariable(self, name)
         return None
@@ -264,11 +264,7 @@ class _ObjectSetattr(VariableTracker):
         return ConstantVariable(None)
 
 
-def base_init(obj: VariableTracker) -> VariableTracker:
-    return _BaseInit(obj)
-
-
-class _BaseInit(VariableTracker):
+class BaseInit(VariableTracker):
     """``super().__init__()`` reaching ``object``'s or the dict base's: with no arguments
     it does nothing (the instance is made empty)."""
 
@@ -334,4 +330,4 @@ def dataclass_fields(obj: VariableTracker) -> Optional[VariableTracker]:
     return None
 
 
-__all__ = ["NewObjectVariable", "base_init", "can_make", "dataclass_fields", "rebuild_object"]
+__all__ = ["BaseInit", "NewObjectVariable", "can_make", "dataclass_fields", "rebuild_object"]

@@ -111,7 +111,7 @@ class UserObjectVariable(VariableTracker):
         guarded the same way, so the guard compares what the code saw."""
         from .builder import wrap
 
-        if self.source is None or tx.output.side_effects.stored_attribute(self.value, name):
+        if self.source is None:
             raise Unsupported(
                 f"{self.describe()} computes its attributes in __getattribute__",
                 category=DYNAMIC_VALUE,
@@ -244,7 +244,7 @@ class SuperVariable(VariableTracker):
 
             if isinstance(self.obj, LayerVariable):
                 return LayerSetattr(self.obj)
-        from .new_objects import NewObjectVariable, base_init
+        from .new_objects import BaseInit, NewObjectVariable
 
         if isinstance(self.obj, NewObjectVariable) and not isinstance(attr, types.FunctionType):
             method = self.obj.base_method(name, attr)
@@ -252,7 +252,7 @@ class SuperVariable(VariableTracker):
                 return method
         if name == "__init__" and attr is object.__init__:
             # object's __init__ takes no arguments and does nothing
-            return base_init(self.obj)
+            return BaseInit(self.obj)
 
         if isinstance(attr, types.FunctionType):
             return UserMethodVariable(attr, self.obj)

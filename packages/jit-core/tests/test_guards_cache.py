@@ -94,6 +94,34 @@ def test_new_dtype_recompiles():
     assert of.jit_stats.captures == 2
 
 
+def test_shape_guard_sees_every_shape_change_of_the_same_tensor():
+    # the shape is compared against a one-element probe of the captured shape
+    # (Tensor.is_same_shape): an in-place reshape of the very tensor that was checked
+    # last, an empty tensor and a 0-d one must each miss and give eager's result
+    def f(x):
+        return x.sum(axis=-1) if x.ndim else x * 2
+
+    of = jit_core.optimize(f, dynamic=False)
+    x = paddle.arange(12, dtype="float32").reshape([3, 4])
+    close(of(x), f(x))
+    x.reshape_([4, 3])
+    close(of(x), f(x))
+    assert of.jit_stats.captures == 2
+    for t in (paddle.zeros([0, 4]), paddle.to_tensor(3.0), paddle.ones([1, 1])):
+        close(of(t), f(t))
+    assert of.jit_stats.captures == 5
+    x.reshape_([3, 4])
+    close(of(x), f(x))  # back to the first entry
+    assert of.jit_stats.captures == 5
+
+
+def test_guard_names_the_shape_probe():
+    out = jit_core.explain(scaled, paddle.ones([4, 4]))
+    guard = out.guards[0]
+    assert ".is_same_shape(___shape_" in guard  # Paddle 3.0 to 3.3 all make the probe
+    assert "a tensor of shape [4, 4] (only its shape is compared)" in guard
+
+
 def test_stop_gradient_change_recompiles():
     def f(x):
         return x * x

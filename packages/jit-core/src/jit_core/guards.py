@@ -111,6 +111,37 @@ def _needs_place_guard() -> bool:
 PLACE_GUARD = _needs_place_guard()
 
 
+#: shape -> a tensor of that shape that holds one element (every stride 0)
+_SHAPE_PROBES: Dict[Tuple[int, ...], Any] = {}
+
+
+def shape_probe(shape: Tuple[int, ...]) -> Optional[Any]:
+    """A tensor of ``shape`` for ``Tensor.is_same_shape``, or None where Paddle cannot
+    make one.
+
+    ``t.shape`` builds a new list on every read; ``t.is_same_shape(probe)`` compares the
+    dimensions in C, 0.08 against 0.18 us a tensor on Paddle 3.3 (0.08 against 0.11 on
+    3.0), and a guard reads it for every tensor argument of every call. The probe is a
+    zero-stride view of one element, so it costs no memory whatever the shape.
+    """
+    probe = _SHAPE_PROBES.get(shape)
+    if probe is None and shape not in _SHAPE_PROBES:
+        try:
+            with paddle.no_grad():
+                probe = paddle.zeros([1]).as_strided(list(shape), [0] * len(shape))
+            if tuple(probe.shape) != tuple(shape):
+                probe = None
+        except Exception:  # noqa: BLE001 - any Paddle without it keeps ``.shape ==``
+            probe = None
+        if len(_SHAPE_PROBES) < 4096:
+            _SHAPE_PROBES[shape] = probe
+    return probe
+
+
+def _is_shape_probe(value: Any) -> bool:
+    return isinstance(value, paddle.Tensor) and any(p is value for p in _SHAPE_PROBES.values())
+
+
 @dataclass(frozen=True)
 class TensorSpec:
     type: type
@@ -130,6 +161,9 @@ class TensorSpec:
     def shape_checks(self, v: str, namer: _Namer) -> List[str]:
         """The checks of the shape of the tensor ``v`` names."""
         if not self.dynamic:
+            probe = shape_probe(self.shape)
+            if probe is not None:
+                return [f"{v}.is_same_shape({namer.obj(probe, 'shape_')})"]
             return [f"{v}.shape == {list(self.shape)!r}"]
         s = namer.local()
         checks = [f"len({s} := {v}.shape) == {len(self.shape)}"]
@@ -675,6 +709,8 @@ class CompiledGuard:
             r = repr(value)
             if isinstance(value, weakref.ref):
                 r = f"weak reference to {value()!r}"
+            elif _is_shape_probe(value):
+                r = f"a tensor of shape {list(value.shape)} (only its shape is compared)"
             if len(r) > 80:
                 r = r[:77] + "..."
             out.append(f"#   {name} = {r}")

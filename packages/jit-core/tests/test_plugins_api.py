@@ -72,9 +72,9 @@ def test_list_plugins_names_distributions_and_versions():
 
     assert versions["jit-core"] == jit_core.__version__
     assert versions["jit-opcodes"] == jit_opcodes.__version__
-    # the embedded backends, the built-in passes and the Redis cache store register like
-    # outside plugins
-    assert names["jit-core"] == ["auto", "paddle", "passes", "redis_store"]
+    # the embedded backends, the built-in passes, the ONNX lowerings and the Redis cache
+    # store register like outside plugins
+    assert names["jit-core"] == ["auto", "onnx_lowerings", "paddle", "passes", "redis_store"]
     assert names["jit-opcodes"] == ["opcodes"]
 
 

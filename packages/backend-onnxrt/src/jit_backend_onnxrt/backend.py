@@ -18,10 +18,10 @@ from jit_core.compile_cache import DiskCache, graph_key, machine_fingerprint
 from jit_core.errors import JitError, StaticShapesOnly
 from jit_core.onnx import (
     DEFAULT_OPSET,
-    EXPORT_REVISION,
     OnnxExportError,
     check_against_paddle,
     export_onnx,
+    exporter_fingerprint,
     lift_parameters,
     live_tensors,
     require,
@@ -196,7 +196,7 @@ def _model_bytes(gm, example_inputs, opset: int, ort, use_cache: bool, setup: tu
             "onnxrt",
             setup,
             opset,
-            EXPORT_REVISION,
+            exporter_fingerprint(),
             _version("paddle2onnx"),
             _version("onnx"),
             ort.__version__,
@@ -370,6 +370,9 @@ class OrtGraph:
         self._threads = threading.local()
         #: sessions of fixed shapes for the sizes called most (models with dynamic dims)
         self.specializer: Optional[_Specializer] = None
+        #: how the model was exported (direct lowering or paddle2onnx, and why), when it
+        #: was exported here rather than read from the compile cache
+        self.exporter: Optional[str] = gm.meta.get("onnx_exporter")
 
     def __call__(self, *tensors):
         inputs = [(name, read(tensors[i])) for name, i, read in self._feeds]
@@ -413,14 +416,15 @@ class OrtGraph:
         return copy
 
     def describe(self) -> Optional[str]:
+        said = [self.exporter] if self.exporter else []
         special = self.specializer
-        if special is None:
-            return None
-        return (
-            f"one ONNX Runtime session serves every size; an input shape called "
-            f"{SPECIALIZE_AFTER} times also gets a session of fixed shapes (up to "
-            f"{special.limit} shapes, option specialize)"
-        )
+        if special is not None:
+            said.append(
+                f"one ONNX Runtime session serves every size; an input shape called "
+                f"{SPECIALIZE_AFTER} times also gets a session of fixed shapes (up to "
+                f"{special.limit} shapes, option specialize)"
+            )
+        return "; ".join(said) or None
 
     def _to_paddle(self, outs) -> tuple:
         for i in self._echoes:

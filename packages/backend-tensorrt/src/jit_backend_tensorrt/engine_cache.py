@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 from typing import Optional, Sequence, Tuple
 
 from jit_core.compile_cache import DiskCache, graph_key
-from jit_core.onnx import EXPORT_REVISION
+from jit_core.onnx import exporter_fingerprint
 
 from .options import BuilderSettings
 from .profiles import Profile
@@ -72,7 +72,7 @@ def engine_key(
         asdict(origin),
         "frozen" if frozen else "live parameters",
         settings.opset,
-        EXPORT_REVISION,
+        exporter_fingerprint(),
         _version("paddle2onnx"),
         _version("onnx"),
     )

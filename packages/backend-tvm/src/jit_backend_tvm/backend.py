@@ -29,10 +29,10 @@ from jit_core.index_bounds import IndexChecked
 from jit_core.logs import get_logger
 from jit_core.onnx import (
     DEFAULT_OPSET,
-    EXPORT_REVISION,
     OnnxExportError,
     check_against_paddle,
     export_onnx,
+    exporter_fingerprint,
     input_free_outputs,
     lift_parameters,
     live_tensors,
@@ -142,7 +142,7 @@ def compile_graph(
             "tvm",
             tvm.__version__,
             CODEGEN_REVISION,
-            EXPORT_REVISION,
+            exporter_fingerprint(),
             str(tgt),
             "sampled schedules" if mode == "off" else f"tuned ({tuning.MEASUREMENT})",
             f"symbolic dimensions ({symbolic!r})" if dynamic else "static shapes",

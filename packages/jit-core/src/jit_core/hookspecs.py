@@ -93,3 +93,20 @@ def jit_register_cache_stores(register):
     missing. The built-in Redis store (``redis://``, ``rediss://``) registers through this
     hook too.
     """
+
+
+@hookspec
+def jit_register_onnx_lowerings(register):
+    """Register ONNX lowerings for the direct exporter (``jit_core.onnx.direct``):
+    ``register(target, lowering)``.
+
+    ``target`` is what a graph node calls: a Paddle function (``paddle.add``,
+    ``paddle.nn.functional.conv2d``, ``operator.add``), a tensor method by name
+    (``"Tensor.reshape"``) or a layer class (``paddle.nn.Conv2D``, matched exactly, not its
+    subclasses). ``lowering(ex, a)`` gets the ``Exporter`` and the call's arguments by
+    parameter name (``a["layer"]`` for a layer, whose input is ``a["x"]``), adds ONNX nodes
+    with ``ex.op(op_type, inputs, **attributes)`` and returns the name of the result;
+    ``ex.decline(why)`` refuses arguments it does not serve, and the graph is then exported
+    through paddle2onnx, ``why`` shown in ``explain()``. A later registration of the same
+    target replaces an earlier one; jit-core's own lowerings register through this hook too.
+    """

@@ -64,6 +64,7 @@ _backends: Optional[Dict[str, Backend]] = None
 _opcodes: Optional[Dict[str, OpcodeHandler]] = None
 _passes: Optional[Dict[str, Any]] = None
 _stores: Optional[Dict[str, Callable]] = None
+_lowerings: Optional[Dict[Any, Callable]] = None
 
 
 def get_plugin_manager() -> pluggy.PluginManager:
@@ -175,6 +176,29 @@ def opcode_handlers() -> Dict[str, OpcodeHandler]:
     return _opcodes
 
 
+def onnx_lowerings() -> Dict[Any, Callable]:
+    """target -> the ONNX lowering registered for it (built once; see
+    ``hookspecs.jit_register_onnx_lowerings``)."""
+    global _lowerings
+    if _lowerings is None:
+        found: Dict[Any, Callable] = {}
+
+        def make_register(plugin):
+            def register(target, lowering):
+                if not callable(lowering):
+                    raise TypeError(
+                        f"plugin {plugin!r} registered {lowering!r} for {target!r}, which is "
+                        "not a function (ex, arguments) -> the name of its result"
+                    )
+                found[target] = lowering
+
+            return register
+
+        _call_with_register("jit_register_onnx_lowerings", make_register)
+        _lowerings = found
+    return _lowerings
+
+
 def graph_passes() -> Dict[str, Any]:
     """name -> ``GraphPass`` of every registered graph pass (built once)."""
     global _passes
@@ -241,22 +265,24 @@ def list_plugins() -> List[Tuple[str, str, str]]:
 
 def reset_plugins() -> None:
     """Forget what was loaded (tests that install plugins at run time use it)."""
-    global _pm, _backends, _opcodes, _passes, _stores
+    global _pm, _backends, _opcodes, _passes, _stores, _lowerings
     with _lock:
         _pm = None
         _backends = None
         _opcodes = None
         _passes = None
         _stores = None
+        _lowerings = None
 
 
 def _forget_registered() -> None:
     # what the hooks registered is collected again on next use
-    global _backends, _opcodes, _passes, _stores
+    global _backends, _opcodes, _passes, _stores, _lowerings
     _backends = None
     _opcodes = None
     _passes = None
     _stores = None
+    _lowerings = None
 
 
 def register_plugin(plugin, name: Optional[str] = None) -> None:

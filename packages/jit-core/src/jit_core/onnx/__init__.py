@@ -1,6 +1,8 @@
 """The ONNX export that every ONNX-based backend shares (``pip install 'jit-core[onnx]'``).
 
-Nothing here imports paddle2onnx or onnx until an export is asked for;
+Graphs are lowered to ONNX directly (``direct``, with the lowerings of ``lowerings`` and of
+plugins); a graph with a call none serves goes through a static program and paddle2onnx
+(``export``). Nothing here imports paddle2onnx or onnx until an export is asked for;
 ``unavailable_reason()`` says from their metadata whether an export can run at all (the
 ONNX-based backends register as unavailable with that reason: paddle2onnx 2.x has no wheels
 for Python 3.13).
@@ -14,6 +16,7 @@ from .check import (
     restored_shapes,
     run_on_paddle,
 )
+from .direct import MissingLowering, exporter_fingerprint
 from .export import (
     DEFAULT_OPSET,
     EXPORT_REVISION,
@@ -29,9 +32,11 @@ from .parameters import lift_parameters, live_tensors
 __all__ = [
     "DEFAULT_OPSET",
     "EXPORT_REVISION",
+    "MissingLowering",
     "OnnxExportError",
     "check_against_paddle",
     "export_onnx",
+    "exporter_fingerprint",
     "graph_operators",
     "input_free_outputs",
     "installed_version",

@@ -37,8 +37,9 @@ PADDLE2ONNX_VERSION = "2.1.0"
 #: part of every cache key of an exported model: raised whenever what a graph is exported
 #: to changes for the same paddle2onnx (the rewrites of ``prepare``), so that no model
 #: exported the old way is loaded (revision 2: activations whose attributes paddle2onnx
-#: 2.1 dropped, e.g. ``gelu(approximate=True)``, are spelt out)
-EXPORT_REVISION = 2
+#: 2.1 dropped, e.g. ``gelu(approximate=True)``, are spelt out; revision 3: graphs are
+#: lowered directly where every call has a lowering, ``direct.DIRECT_EXPORTER_VERSION``)
+EXPORT_REVISION = 3
 _INSTALL = "'jit-core[onnx]' (paddle2onnx and onnx)"
 #: the first paddle2onnx major release that reads Paddle 3's programs (PIR); 0.9 and 1.x
 #: do not
@@ -121,12 +122,51 @@ def unavailable_reason(python: Optional[Tuple[int, int]] = None) -> str:
     return "; ".join(r for r in reasons if r)
 
 
+#: which exporter ONNX-based backends use first: ``direct`` (``jit_core.onnx.direct``, the
+#: paddle2onnx path for graphs it has no lowering for) or ``paddle2onnx`` (always the static
+#: program and paddle2onnx)
+EXPORTER_ENV = "JIT_CORE_ONNX_EXPORTER"
+EXPORTERS = ("direct", "paddle2onnx")
+DEFAULT_EXPORTER = "paddle2onnx"
+
+
+def exporter_choice() -> str:
+    """The exporter ``JIT_CORE_ONNX_EXPORTER`` names (read on each export), or the
+    default; an unknown name is an error that lists the known ones."""
+    value = os.environ.get(EXPORTER_ENV, "").strip().lower() or DEFAULT_EXPORTER
+    if value not in EXPORTERS:
+        raise ValueError(
+            f"{EXPORTER_ENV}={value!r} names no ONNX exporter; one of {', '.join(EXPORTERS)}"
+        )
+    return value
+
+
 def export_onnx(gm, example_inputs: Sequence[Any], opset: int = DEFAULT_OPSET):
-    """The ONNX model of ``gm`` for inputs shaped like ``example_inputs``."""
+    """The ONNX model of ``gm`` for inputs shaped like ``example_inputs``.
+
+    The direct exporter (``direct.export_direct``) lowers the graph itself; a graph with a
+    call it has no lowering for is exported through a static program and paddle2onnx.
+    ``gm.meta["onnx_exporter"]`` says which did, and why (``explain()`` shows it).
+    """
+    from .direct import MissingLowering, export_direct
+
     onnx = require("onnx")
+    _check_updates(gm.graph)
+    lacking: Optional[Exception] = None
+    if exporter_choice() == "direct":
+        try:
+            model = export_direct(gm, example_inputs, opset)
+            gm.meta["onnx_exporter"] = "exported by jit_core's ONNX lowerings"
+            return model
+        except MissingLowering as e:
+            lacking = e
     missing = _paddle2onnx_missing(tuple(sys.version_info[:2]))
     if missing:
-        raise MissingDependencyError("the ONNX export", "paddle2onnx", _INSTALL, message=missing)
+        message = f"{lacking}, and {missing}" if lacking is not None else missing
+        raise MissingDependencyError("the ONNX export", "paddle2onnx", _INSTALL, message=message)
+    if lacking is not None:
+        log.info("%s: exported through paddle2onnx: %s", type(gm).__name__, lacking)
+        gm.meta["onnx_exporter"] = f"exported through paddle2onnx: {lacking}"
     _check_graph(gm.graph)
     with tempfile.TemporaryDirectory(prefix="jit_core_onnx_") as folder:
         prefix = os.path.join(folder, "graph")
@@ -138,11 +178,10 @@ def export_onnx(gm, example_inputs: Sequence[Any], opset: int = DEFAULT_OPSET):
         return onnx.load(out)
 
 
-def _check_graph(graph) -> None:
+def _check_updates(graph) -> None:
     """Refuse, saying why, what an exported model cannot do: update a tensor of the
     caller (a training-mode batch norm's running statistics, ``meta["updates_inputs"]``
-    set by the capture), or give an output without elements (paddle2onnx leaves it out of
-    the model, which ONNX Runtime then refuses: "Graph output ... does not exist")."""
+    set by the capture)."""
     for node in graph.nodes:
         if node.meta.get("updates_inputs"):
             name = getattr(node.target, "__name__", node.target)
@@ -152,6 +191,13 @@ def _check_graph(graph) -> None:
                 "exported inference model cannot do",
                 [str(name)],
             )
+
+
+def _check_graph(graph) -> None:
+    """Refuse what paddle2onnx cannot export: an output without elements (it leaves it
+    out of the model, which ONNX Runtime then refuses: "Graph output ... does not
+    exist")."""
+    for node in graph.nodes:
         if node.op != "output":
             continue
         for i, out in enumerate(graph.output_values()):

@@ -1,0 +1,300 @@
+"""The direct ONNX exporter (``jit_core.onnx.direct``): each lowering against eager Paddle
+on ONNX Runtime, across dtypes and edge values; the paddle2onnx path for what has no
+lowering, named in ``explain()``; lowerings added by a plugin."""
+
+from __future__ import annotations
+
+import numpy as np
+import paddle
+import paddle.nn.functional as F
+import pytest
+
+import jit_core
+from jit_core.onnx import DEFAULT_OPSET, exporter_fingerprint, unavailable_reason
+from jit_core.onnx.direct import MissingLowering, export_direct
+from jit_core.onnx.export import EXPORTER_ENV
+
+ort = pytest.importorskip("onnxruntime")
+WHY_NOT = unavailable_reason()
+#: the backend itself (and the paddle2onnx path) is unavailable on 3.13: the lowerings are
+#: tested there through export_direct and ONNX Runtime alone
+needs_paddle2onnx = pytest.mark.skipif(bool(WHY_NOT), reason=f"onnxrt is unavailable: {WHY_NOT}")
+
+
+class Recorder:
+    """A backend that keeps the graphs it is given and runs them on paddle."""
+
+    def __init__(self):
+        self.graphs = []
+
+    @jit_core.hookimpl
+    def jit_register_backends(self, register):
+        def compile_fn(gm, example_inputs, **options):
+            self.graphs.append((gm, list(example_inputs)))
+            return gm.forward
+
+        register("direct-export-recorder", compile_fn, description="records graphs")
+
+
+@pytest.fixture
+def capture(install_plugin):
+    recorder = install_plugin(Recorder(), "direct-export-recorder")
+
+    def run(fn, *inputs):
+        recorder.graphs.clear()
+        with paddle.no_grad():
+            jit_core.optimize(fn, backend="direct-export-recorder")(*inputs)
+        assert len(recorder.graphs) == 1, "expected one graph"
+        return recorder.graphs[0]
+
+    return run
+
+
+def on_ort(gm, inputs):
+    model = export_direct(gm, inputs, DEFAULT_OPSET)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    names = [i.name for i in session.get_inputs()]
+    placeholders = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+    feeds = {name: inputs[placeholders.index(name)].numpy() for name in names}
+    return session.run(None, feeds)
+
+
+def check(capture, fn, *inputs, rtol=1e-5, atol=1e-6):
+    gm, example = capture(fn, *inputs)
+    got = on_ort(gm, example)
+    with paddle.no_grad():
+        want = fn(*inputs)
+    want = want if isinstance(want, (tuple, list)) else (want,)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        w = w.numpy()
+        assert g.dtype == w.dtype, (g.dtype, w.dtype)
+        assert g.shape == w.shape, (g.shape, w.shape)
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, equal_nan=True)
+
+
+def edge_values(shape, dtype="float32"):
+    """Values with zeros of both signs, NaN, infinities, tiny and large numbers."""
+    n = int(np.prod(shape))
+    pool = np.array(
+        [0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, 7.0, -7.0, 1e-30, -1e30, np.nan, np.inf, -np.inf],
+        dtype=dtype,
+    )
+    rng = np.random.RandomState(n)
+    values = np.concatenate([pool, rng.randn(max(n - len(pool), 0)).astype(dtype)])[:n]
+    return paddle.to_tensor(values.reshape(shape))
+
+
+# each through a lambda: a graph calls the API, where optimize(F.relu) would capture
+# the body of F.relu itself (its _C_ops call)
+UNARY = [
+    ("relu", lambda x: F.relu(x)),
+    ("sigmoid", lambda x: F.sigmoid(x)),
+    ("tanh", lambda x: paddle.tanh(x)),
+    ("exp", lambda x: paddle.exp(x)),
+    ("abs", lambda x: paddle.abs(x)),
+    ("neg", lambda x: -x),
+    ("relu6", lambda x: F.relu6(x)),
+    ("leaky_relu", lambda x: F.leaky_relu(x, 0.2)),
+    ("hardswish", lambda x: F.hardswish(x)),
+    ("hardsigmoid", lambda x: F.hardsigmoid(x)),
+    ("silu", lambda x: F.silu(x)),
+    ("gelu", lambda x: F.gelu(x)),
+    ("gelu_tanh", lambda x: F.gelu(x, approximate=True)),
+    ("softmax", lambda x: F.softmax(x, axis=1)),
+    ("floor", lambda x: paddle.floor(x)),
+    ("clip", lambda x: paddle.clip(x, -1.0, 2.0)),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name,fn", UNARY, ids=[u[0] for u in UNARY])
+def test_unary_lowerings_match_eager_on_edge_values(capture, name, fn, dtype):
+    x = edge_values([3, 8], dtype)
+    if name in ("softmax",):
+        x = paddle.where(paddle.isfinite(x), x, paddle.zeros_like(x))  # a row of inf is NaN
+    if name == "gelu" and dtype == "float64":
+        # declined: the graph takes the paddle2onnx path, saying why
+        gm, example = capture(fn, x)
+        with pytest.raises(MissingLowering, match="Erf is float32 only"):
+            export_direct(gm, example, DEFAULT_OPSET)
+        return
+    check(capture, fn, x, rtol=1e-5 if dtype == "float32" else 1e-12)
+
+
+@pytest.mark.parametrize("shape", [[1, 1], [0, 4], [1, 5, 1]])
+def test_lowerings_on_size_one_and_empty_dims(capture, shape):
+    def f(x, y):
+        return (F.relu(x) * 2.0 + y).reshape([-1]), x.sum(axis=-1, keepdim=True)
+
+    x = edge_values(shape) if 0 not in shape else paddle.zeros(shape)
+    check(capture, f, x, paddle.ones(shape))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64"])
+def test_arithmetic_with_numbers_and_promotion(capture, dtype):
+    def f(x, y):
+        return x + y, x - 2, x * y, 3 * x, x / (y + 10), -x, x > 1, x == y
+
+    x = paddle.to_tensor(np.array([[0, -3, 5, 7], [1, 2, -8, 0]]).astype(dtype))
+    y = paddle.to_tensor(np.array([[1, 2, 3, 4], [-5, 0, 2, 0]]).astype(dtype))
+    check(capture, f, x, y)
+
+
+def test_shape_ops_reductions_and_matmul(capture):
+    def f(x, w):
+        h = paddle.matmul(x, w)  # [2, 3, 5]
+        t = h.transpose([0, 2, 1]).flatten(1)
+        u = paddle.concat([t, t * 2], axis=-1).unsqueeze(0).squeeze(0)
+        return (
+            u.mean(axis=1),
+            paddle.sum(h, axis=[0, 2]),
+            h.max(),
+            paddle.matmul(x, w.transpose([1, 0]), transpose_y=True),
+        )
+
+    x = edge_values([2, 3, 4])
+    x = paddle.where(paddle.isfinite(x), x, paddle.zeros_like(x))
+    check(capture, f, x, paddle.rand([4, 5]), rtol=1e-5, atol=1e-5)
+
+
+def test_sum_of_ints_is_int64_as_in_paddle(capture):
+    check(capture, lambda x: x.sum(), paddle.to_tensor([[1, 2], [3, 4]], dtype="int32"))
+
+
+class SmallNet(paddle.nn.Layer):
+    """Every layer lowering in one net: conv (grouped, padded, strided), batch norm, the
+    pools, linear, layer norm, dropout, activations."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = paddle.nn.Conv2D(3, 8, 3, stride=2, padding=[1, 2])
+        self.bn = paddle.nn.BatchNorm2D(8)
+        self.dw = paddle.nn.Conv2D(8, 8, 3, padding=1, groups=8, bias_attr=False)
+        self.pool = paddle.nn.MaxPool2D(3, 2, 1)
+        self.avg = paddle.nn.AvgPool2D(2, padding=1, exclusive=True)
+        self.gap = paddle.nn.AdaptiveAvgPool2D(1)
+        self.flat = paddle.nn.Flatten()
+        self.fc = paddle.nn.Linear(8, 6)
+        self.ln = paddle.nn.LayerNorm(6)
+        self.drop = paddle.nn.Dropout(0.3)
+        self.act = paddle.nn.Hardswish()
+        self.gelu = paddle.nn.GELU()
+
+    def forward(self, x):
+        x = self.act(self.bn(self.conv(x)))
+        x = self.pool(F.relu6(self.dw(x)))
+        x = self.gap(self.avg(x)) + F.adaptive_avg_pool2d(x, 1)
+        x = self.drop(self.flat(x))
+        return self.gelu(self.ln(self.fc(x)))
+
+
+def test_layers_of_a_vision_net(capture):
+    paddle.seed(3)
+    net = SmallNet()
+    for p in net.bn.buffers():
+        p.set_value(paddle.rand(p.shape) + 0.5)
+    net.eval()
+    check(capture, net, paddle.rand([2, 3, 17, 16]), rtol=1e-4, atol=1e-5)
+
+
+@needs_paddle2onnx
+def test_resnet_is_exported_directly_and_explain_says_so(tmp_path, monkeypatch):
+    from paddle.vision.models import resnet18
+
+    monkeypatch.setenv("JIT_CORE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv(EXPORTER_ENV, "direct")
+    paddle.seed(0)
+    net = resnet18()
+    net.eval()
+    x = paddle.rand([1, 3, 64, 64])
+    with paddle.no_grad():
+        out = jit_core.explain(net, x, backend="onnxrt")
+        want = net(x)
+    assert out.graph_count == 1
+    assert "onnxrt; exported by jit_core's ONNX lowerings" in out.graphs[0].backend
+    np.testing.assert_allclose(out.result.numpy(), want.numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_a_call_without_a_lowering_is_named(capture):
+    def f(x):
+        return paddle.cumsum(x, axis=0) + 1
+
+    gm, example = capture(f, paddle.rand([3, 4]))
+    with pytest.raises(MissingLowering) as info:
+        export_direct(gm, example, DEFAULT_OPSET)
+    message = str(info.value)
+    assert "no ONNX lowering for paddle.tensor.math.cumsum" in message
+    assert "test_direct_export.py" in message  # the user's line
+    assert info.value.operators == ["paddle.tensor.math.cumsum"]
+
+
+def test_an_option_a_lowering_declines_is_named(capture):
+    gm, example = capture(lambda x: F.max_pool2d(x, 2, ceil_mode=True), paddle.rand([1, 1, 5, 5]))
+    with pytest.raises(MissingLowering, match=r"max_pool2d .*\(ceil_mode=True\)"):
+        export_direct(gm, example, DEFAULT_OPSET)
+
+
+@needs_paddle2onnx
+def test_without_a_lowering_the_graph_goes_through_paddle2onnx(tmp_path, monkeypatch):
+    monkeypatch.setenv("JIT_CORE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv(EXPORTER_ENV, "direct")
+
+    def f(x):
+        return paddle.cumsum(x, axis=0) * 2
+
+    x = paddle.rand([3, 4])
+    with paddle.no_grad():
+        out = jit_core.explain(f, x, backend="onnxrt")
+    line = out.graphs[0].backend
+    assert line.startswith("onnxrt; exported through paddle2onnx: no ONNX lowering for ")
+    assert "cumsum" in line
+    np.testing.assert_allclose(out.result.numpy(), f(x).numpy(), rtol=1e-6)
+
+
+class CumsumLowering:
+    @jit_core.hookimpl
+    def jit_register_onnx_lowerings(self, register):
+        def lower(ex, a):
+            if not isinstance(a["axis"], int):
+                ex.decline("an axis that is not an int")
+            return ex.op("CumSum", [ex.input(a["x"]), ex.constant(a["axis"], "int64")])
+
+        register(paddle.cumsum, lower)
+
+
+def test_a_plugin_adds_a_lowering_and_changes_the_cache_key(capture, install_plugin):
+    before = exporter_fingerprint()
+    install_plugin(CumsumLowering(), "cumsum-lowering")
+    assert exporter_fingerprint() != before
+
+    def f(x):
+        return paddle.cumsum(x, axis=1) - x
+
+    check(capture, f, edge_values([2, 6]))
+
+
+@needs_paddle2onnx
+def test_live_parameters_stay_live(tmp_path, monkeypatch):
+    # freeze=False: the direct export's initializers become inputs fed on every run
+    monkeypatch.setenv("JIT_CORE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv(EXPORTER_ENV, "direct")
+    paddle.seed(2)
+    net = paddle.nn.Sequential(paddle.nn.Linear(4, 4), paddle.nn.ReLU(), paddle.nn.Linear(4, 2))
+    net.eval()
+    x = paddle.rand([3, 4])
+    opt = jit_core.optimize(net, backend="onnxrt")
+    with paddle.no_grad():
+        np.testing.assert_allclose(opt(x).numpy(), net(x).numpy(), rtol=1e-5, atol=1e-6)
+        net[2].weight.set_value(net[2].weight * -3.0)
+        np.testing.assert_allclose(opt(x).numpy(), net(x).numpy(), rtol=1e-5, atol=1e-6)
+
+
+@needs_paddle2onnx
+def test_an_unknown_exporter_is_refused_naming_the_known_ones(tmp_path, monkeypatch):
+    monkeypatch.setenv("JIT_CORE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv(EXPORTER_ENV, "p2o")
+    net = paddle.nn.Linear(2, 2)
+    net.eval()
+    with paddle.no_grad(), pytest.raises(Exception, match="p2o.*direct, paddle2onnx"):
+        jit_core.optimize(net, backend="onnxrt")(paddle.ones([1, 2]))

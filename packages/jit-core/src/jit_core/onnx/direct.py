@@ -1,0 +1,483 @@
+"""The direct ONNX exporter: a captured graph lowered to ONNX node by node.
+
+The graph already holds what the model computes, op by op, with every value's shape and
+dtype (``node.meta``), so each Paddle operation becomes the ONNX operators that compute
+it, without turning the graph back into a static Paddle program (``paddle.jit.to_static``
++ ``paddle.jit.save``) and without paddle2onnx. Parameters become initializers named as
+Paddle names them, so ``parameters.lift_parameters`` keeps them live as before.
+
+A lowering is a function ``lower(ex, a) -> name or tuple of names``: ``ex`` is the
+``Exporter`` (it adds ONNX nodes and constants and answers shapes and dtypes) and ``a``
+the call's arguments by parameter name. Lowerings are registered per Paddle callable
+(``paddle.add``, ``F.conv2d``), per tensor method (``"Tensor.reshape"``) and per layer class
+(``paddle.nn.Conv2D``, then ``a["layer"]`` is the layer), through the
+``jit_register_onnx_lowerings`` hook: jit-core's own through the same hook as a plugin's.
+
+A graph with a call that has no lowering, or that a lowering declines (``ex.decline(why)``:
+an option it does not serve), raises ``MissingLowering``, which names the operation and
+the user's line; ``export.export_onnx`` then takes the paddle2onnx path where that is
+installed, and says so in ``explain()``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import operator
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from .export import OnnxExportError, require
+
+#: raised whenever what a lowering writes for the same graph changes: part of every cache
+#: key of a directly exported model
+DIRECT_EXPORTER_VERSION = 1
+
+#: ONNX's IR version of the models written: opset 17 needs 8, and ONNX Runtime 1.19 (the
+#: last with Python 3.8 wheels) reads up to 10
+IR_VERSION = 8
+
+
+class MissingLowering(OnnxExportError):
+    """No lowering serves a call of the graph (or its lowering declined its arguments)."""
+
+    def __init__(self, operation: str, where: str = "", why: str = ""):
+        self.operation = operation
+        self.where = where
+        self.why = why
+        at = f" at {where}" if where else ""
+        because = f" ({why})" if why else ""
+        super().__init__(f"no ONNX lowering for {operation}{at}{because}", [operation])
+
+
+class _Declined(Exception):
+    def __init__(self, why: str):
+        super().__init__(why)
+        self.why = why
+
+
+def operation_name(node, gm=None) -> str:
+    """The Paddle operation a node calls, as a user writes it (``paddle.nn.Conv2D``,
+    ``Tensor.reshape``, ``operator.add``)."""
+    target = node.target
+    if node.op == "call_method":
+        return f"Tensor.{target}"
+    if node.op == "call_module":
+        layer = type(_resolve(gm, target)) if gm is not None else None
+        return f"the layer {layer.__name__}" if layer is not None else f"the layer {target}"
+    module = getattr(target, "__module__", None) or ""
+    name = getattr(target, "__qualname__", None) or getattr(target, "__name__", repr(target))
+    if module in ("_operator", "operator"):
+        return f"operator.{name}"
+    return f"{module}.{name}" if module else name
+
+
+# ------------------------------------------------------------------------- the registry
+_BINARY = {
+    operator.add,
+    operator.sub,
+    operator.mul,
+    operator.truediv,
+    operator.pow,
+    operator.matmul,
+    operator.lt,
+    operator.le,
+    operator.gt,
+    operator.ge,
+    operator.eq,
+    operator.ne,
+}
+_UNARY = {operator.neg, operator.pos, operator.abs}
+
+
+def lowerings() -> Dict[Any, Callable]:
+    """Every registered lowering, by what it serves (built once; plugins included)."""
+    from .. import plugins
+
+    return plugins.onnx_lowerings()
+
+
+def exporter_fingerprint() -> str:
+    """What decides how a graph is exported, for the cache keys of exported models: the
+    export revision, this exporter's version and which lowering serves which target
+    (a plugin that adds or replaces one changes it)."""
+    import hashlib
+
+    from .export import EXPORT_REVISION
+
+    table = sorted(
+        f"{_target_name(t)}={getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', fn)}"
+        for t, fn in lowerings().items()
+    )
+    text = "\n".join([f"revision {EXPORT_REVISION}", f"direct {DIRECT_EXPORTER_VERSION}", *table])
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _target_name(target: Any) -> str:
+    if isinstance(target, str):
+        return target
+    module = getattr(target, "__module__", "")
+    return f"{module}.{getattr(target, '__qualname__', getattr(target, '__name__', target))}"
+
+
+def _signature(fn: Callable) -> Optional[inspect.Signature]:
+    try:
+        return inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+
+
+def _bind(fn: Callable, args: Sequence[Any], kwargs: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    if fn in _BINARY:
+        return {"x": args[0], "y": args[1]} if len(args) == 2 and not kwargs else None
+    if fn in _UNARY:
+        return {"x": args[0]} if len(args) == 1 and not kwargs else None
+    sig = _signature(fn)
+    if sig is None:
+        return None
+    try:
+        bound = sig.bind(*args, **kwargs)
+    except TypeError:
+        return None
+    bound.apply_defaults()
+    out = dict(bound.arguments)
+    for p in sig.parameters.values():
+        if p.kind is inspect.Parameter.VAR_KEYWORD:
+            out.update(out.pop(p.name, {}))
+    return out
+
+
+# ------------------------------------------------------------------------- the exporter
+_DTYPES = {
+    "float32": "FLOAT",
+    "float64": "DOUBLE",
+    "float16": "FLOAT16",
+    "bfloat16": "BFLOAT16",
+    "int8": "INT8",
+    "int16": "INT16",
+    "int32": "INT32",
+    "int64": "INT64",
+    "uint8": "UINT8",
+    "bool": "BOOL",
+    "complex64": "COMPLEX64",
+    "complex128": "COMPLEX128",
+}
+
+
+def dtype_name(dtype: Any) -> str:
+    """``'float32'`` for every way Paddle spells a dtype (``paddle.float32``, a
+    ``DataType``, a ``VarType``, a string)."""
+    text = str(dtype)
+    for prefix in ("paddle.", "DataType.", "VarType."):
+        if text.startswith(prefix):
+            text = text[len(prefix) :]
+    text = text.split(":")[0].strip("<> ").lower()
+    aliases = {"fp32": "float32", "fp64": "float64", "fp16": "float16", "bf16": "bfloat16"}
+    return aliases.get(text, text)
+
+
+class Exporter:
+    """What a lowering writes the model through."""
+
+    def __init__(self, gm, opset: int):
+        self.onnx = require("onnx")
+        self.gm = gm
+        self.opset = opset
+        self.nodes: List[Any] = []
+        self.initializers: List[Any] = []
+        self._names: Dict[Any, str] = {}
+        self._used: set = set()
+        self._params: Dict[int, str] = {}
+        self._consts: Dict[Tuple, str] = {}
+        #: the node being lowered (its meta gives the result's shape and dtype)
+        self.node: Any = None
+
+    # names ----------------------------------------------------------------------------
+    def fresh(self, hint: str) -> str:
+        name = hint
+        n = 0
+        while name in self._used:
+            n += 1
+            name = f"{hint}_{n}"
+        self._used.add(name)
+        return name
+
+    # what lowerings ask --------------------------------------------------------------
+    def decline(self, why: str):
+        """Refuse the call: the graph is exported another way, ``why`` in ``explain()``."""
+        raise _Declined(why)
+
+    def is_tensor(self, value: Any) -> bool:
+        return value in self._names if _is_node(value) else _is_paddle_tensor(value)
+
+    def shape(self, value: Any) -> List[int]:
+        if _is_node(value):
+            shape = value.meta.get("shape")
+            if shape is None or not all(isinstance(d, int) for d in shape):
+                self.decline(f"the shape of {value.name} is not known")
+            return list(shape)
+        if _is_paddle_tensor(value):
+            return list(value.shape)
+        return list(np.shape(value))
+
+    def dtype(self, value: Any) -> str:
+        if _is_node(value):
+            dtype = value.meta.get("dtype")
+            if dtype is None:
+                self.decline(f"the dtype of {value.name} is not known")
+            return dtype_name(dtype)
+        if _is_paddle_tensor(value):
+            return dtype_name(value.dtype)
+        if isinstance(value, bool):
+            return "bool"
+        if isinstance(value, int):
+            return "int64"
+        if isinstance(value, float):
+            return "float32"
+        self.decline(f"an argument of type {type(value).__name__}")
+
+    def out_dtype(self) -> str:
+        return self.dtype(self.node)
+
+    def out_shape(self) -> List[int]:
+        return self.shape(self.node)
+
+    # what lowerings write ------------------------------------------------------------
+    def input(self, value: Any, dtype: Optional[str] = None) -> str:
+        """The ONNX name of a graph value, a parameter or a Python number (as a constant of
+        ``dtype``, default that of the result), cast to ``dtype`` when given."""
+        if _is_node(value):
+            if value not in self._names:
+                self.decline(f"{value.name} is not a tensor the exporter made")
+            name = self._names[value]
+            have = self.dtype(value)
+        elif _is_paddle_tensor(value):
+            name = self.parameter(value)
+            have = dtype_name(value.dtype)
+        elif isinstance(value, (bool, int, float)) and not isinstance(value, np.ndarray):
+            return self.constant(value, dtype or self.out_dtype())
+        else:
+            self.decline(f"an argument of type {type(value).__name__}")
+        if dtype is not None and dtype != have:
+            return self.cast(name, dtype)
+        return name
+
+    def parameter(self, tensor: Any) -> str:
+        """An initializer holding a parameter or buffer, named as Paddle names it."""
+        key = id(tensor)
+        if key not in self._params:
+            name = str(tensor.name)
+            if name in self._used:
+                name = self.fresh(name)
+            self._used.add(name)
+            array = np.asarray(tensor.numpy())
+            self.initializers.append(self._tensor_proto(array, dtype_name(tensor.dtype), name))
+            self._params[key] = name
+        return self._params[key]
+
+    def constant(self, value: Any, dtype: str) -> str:
+        """An initializer holding ``value`` (a number, a list, an array) as ``dtype``."""
+        array = np.asarray(value)
+        key = (dtype, array.shape, array.tobytes() if array.dtype != object else repr(value))
+        if key not in self._consts:
+            name = self.fresh("const")
+            self.initializers.append(self._tensor_proto(array, dtype, name))
+            self._consts[key] = name
+        return self._consts[key]
+
+    def ints(self, values: Sequence[int]) -> str:
+        """An int64 1-D constant (shapes, axes)."""
+        return self.constant(np.asarray(list(values), dtype=np.int64), "int64")
+
+    def cast(self, name: str, dtype: str) -> str:
+        return self.op("Cast", [name], to=self._onnx_dtype(dtype))
+
+    def op(self, op_type: str, inputs: Sequence[str], outputs: int = 1, **attrs) -> Any:
+        """Add one ONNX node; its output name (a list of them when ``outputs`` > 1)."""
+        hint = self.node.name if self.node is not None else op_type.lower()
+        names = [self.fresh(f"{hint}__{op_type}") for _ in range(outputs)]
+        attrs = {k: v for k, v in attrs.items() if v is not None}
+        self.nodes.append(
+            self.onnx.helper.make_node(op_type, list(inputs), names, name=names[0], **attrs)
+        )
+        return names if outputs > 1 else names[0]
+
+    # internals -----------------------------------------------------------------------
+    def _onnx_dtype(self, dtype: str) -> int:
+        if dtype not in _DTYPES:
+            self.decline(f"dtype {dtype}")
+        return getattr(self.onnx.TensorProto, _DTYPES[dtype])
+
+    def _tensor_proto(self, array: np.ndarray, dtype: str, name: str):
+        onnx_dtype = self._onnx_dtype(dtype)
+        if dtype == "bfloat16":
+            self.decline("a bfloat16 constant")
+        np_dtype = np.dtype("bool" if dtype == "bool" else dtype)
+        array = np.ascontiguousarray(np.asarray(array).astype(np_dtype))
+        proto = self.onnx.numpy_helper.from_array(array, name)
+        proto.data_type = onnx_dtype
+        return proto
+
+    def value_info(self, name: str, value: Any):
+        return self.onnx.helper.make_tensor_value_info(
+            name, self._onnx_dtype(self.dtype(value)), self.shape(value)
+        )
+
+
+def _is_node(value: Any) -> bool:
+    from ..fx import Node
+
+    return isinstance(value, Node)
+
+
+def _is_paddle_tensor(value: Any) -> bool:
+    import paddle
+
+    return isinstance(value, paddle.Tensor)
+
+
+def _where(node) -> str:
+    return str(node.meta.get("source_loc") or "")
+
+
+def _resolve(gm, path: str) -> Any:
+    value = gm
+    for part in path.split("."):
+        value = getattr(value, part)
+    return value
+
+
+def _lowering_for(node, table: Dict[Any, Callable], gm) -> Tuple[Optional[Callable], Any]:
+    """(the lowering, the arguments by name) of a call node; (None, name) when none."""
+    if node.op == "call_function":
+        fn = table.get(node.target)
+        if fn is None:
+            return None, None
+        return fn, _bind(node.target, node.args, node.kwargs)
+    if node.op == "call_method":
+        fn = table.get(f"Tensor.{node.target}")
+        if fn is None:
+            return None, None
+        import paddle
+
+        method = getattr(paddle.Tensor, node.target, None)
+        bound = _bind(method, node.args, node.kwargs) if method is not None else None
+        if bound is None and not node.kwargs and len(node.args) <= 2:
+            # a method written in C (``__add__``): its tensor and its operand
+            bound = dict(zip(("x", "y"), node.args))
+        return fn, bound
+    if node.op == "call_module":
+        layer = _resolve(gm, node.target)
+        fn = table.get(type(layer))
+        if fn is None:
+            return None, None
+        bound = _bind(type(layer).forward, (layer, *node.args), node.kwargs)
+        if bound is not None:
+            # the layer's input under the name every lowering reads, whatever forward calls it
+            names = [n for n in bound if n != "self"]
+            bound = {"layer": layer, "x": bound[names[0]] if names else None, **bound}
+            bound.pop("self", None)
+        return fn, bound
+    return None, None
+
+
+def export_direct(gm, example_inputs: Sequence[Any], opset: int):
+    """The ONNX model of ``gm`` for inputs shaped like ``example_inputs``; raises
+    ``MissingLowering`` for a call that no lowering serves."""
+    from ..shape_dispatch import dynamic_dims
+
+    if dynamic_dims(gm):
+        raise MissingLowering(
+            "a graph with dynamic dimensions", why="the direct exporter writes fixed shapes"
+        )
+    ex = Exporter(gm, opset)
+    onnx = ex.onnx
+    table = lowerings()
+    graph = gm.graph
+    inputs = []
+    for node in graph.nodes:
+        if node.op == "placeholder":
+            if node.meta.get("number_input") or node.meta.get("shape") is None:
+                raise MissingLowering(
+                    f"the input {node.name}", why="a Python number input of the graph"
+                )
+            ex._names[node] = node.name
+            ex._used.add(node.name)
+            try:
+                inputs.append(ex.value_info(node.name, node))
+            except _Declined as e:
+                raise MissingLowering(f"the input {node.name}", why=e.why) from None
+            continue
+        if node.op == "output":
+            continue
+        if node.op == "get_attr":
+            value = _resolve(gm, node.target)
+            if not _is_paddle_tensor(value):
+                raise MissingLowering(f"the attribute {node.target}", why="not a tensor")
+            ex._names[node] = ex.parameter(value)
+            continue
+        fn, bound = _lowering_for(node, table, gm)
+        name = operation_name(node, gm)
+        if fn is None:
+            raise MissingLowering(name, _where(node))
+        if bound is None:
+            raise MissingLowering(name, _where(node), "arguments it cannot bind")
+        if bound.get("out") is not None:
+            raise MissingLowering(name, _where(node), "an out= argument")
+        ex.node = node
+        try:
+            out = fn(ex, bound)
+        except _Declined as e:
+            raise MissingLowering(name, _where(node), e.why) from None
+        if isinstance(out, (list, tuple)):
+            raise MissingLowering(name, _where(node), "more than one result")
+        ex._names[node] = out
+        ex.node = None
+    outputs = []
+    seen: set = set()
+    ex.node = None
+    for i, value in enumerate(graph.output_values()):
+        if not _is_node(value) or value not in ex._names:
+            raise MissingLowering(f"graph output {i}", why="not a tensor the graph computes")
+        name = ex._names[value]
+        if name in seen or value.op == "placeholder" or name in {p.name for p in ex.initializers}:
+            # one ONNX value per output: a value returned twice (or an input or a
+            # parameter returned as it is) is copied
+            name = _identity(ex, name, f"output_{i}")
+        seen.add(name)
+        try:
+            outputs.append(ex.value_info(name, value))
+        except _Declined as e:
+            raise MissingLowering(f"graph output {i}", why=e.why) from None
+    model_graph = onnx.helper.make_graph(
+        ex.nodes, type(gm).__name__, inputs, outputs, initializer=ex.initializers
+    )
+    model = onnx.helper.make_model(
+        model_graph,
+        opset_imports=[onnx.helper.make_opsetid("", opset)],
+        producer_name="jit_core",
+        producer_version=str(DIRECT_EXPORTER_VERSION),
+    )
+    model.ir_version = IR_VERSION
+    return model
+
+
+def _identity(ex: Exporter, name: str, hint: str) -> str:
+    out = ex.fresh(hint)
+    ex.nodes.append(ex.onnx.helper.make_node("Identity", [name], [out], name=out))
+    return out
+
+
+Lowering = Callable[[Exporter, Dict[str, Any]], Union[str, Tuple[str, ...]]]
+
+__all__ = [
+    "DIRECT_EXPORTER_VERSION",
+    "Exporter",
+    "Lowering",
+    "MissingLowering",
+    "dtype_name",
+    "export_direct",
+    "exporter_fingerprint",
+    "lowerings",
+    "operation_name",
+]

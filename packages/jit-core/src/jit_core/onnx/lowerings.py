@@ -1,0 +1,603 @@
+"""jit-core's own ONNX lowerings (``jit_core.onnx.direct``), registered through the
+``jit_register_onnx_lowerings`` hook like a plugin's.
+
+Each computes what the Paddle operation computes, for the arguments it accepts, and
+declines the rest (``ex.decline``: the graph then takes the paddle2onnx path). Shapes are
+fixed (the exporter refuses dynamic dimensions), so every operation that only changes a
+shape (``reshape``, ``flatten``, ``squeeze``...) is one ``Reshape`` to the result's shape.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import operator
+from typing import Any, Callable, Dict, List
+
+import numpy as np
+import paddle
+import paddle.nn.functional as F
+
+from .. import hookspecs
+from .direct import Exporter
+
+hookimpl = hookspecs.hookimpl
+
+_FLOATS = ("float16", "bfloat16", "float32", "float64")
+
+
+def _float_input(ex: Exporter, x: Any) -> str:
+    if ex.dtype(x) not in _FLOATS:
+        ex.decline(f"a {ex.dtype(x)} input")
+    return ex.input(x)
+
+
+def _no_name(a: Dict[str, Any]) -> None:
+    pass  # ``name=`` arguments only name static variables
+
+
+# -- elementwise arithmetic ---------------------------------------------------------------
+def _binary(onnx_op: str) -> Callable:
+    def lower(ex: Exporter, a: Dict[str, Any]) -> str:
+        x, y = a["x"], a["y"]
+        if not (ex.is_tensor(x) or ex.is_tensor(y)):
+            ex.decline("no tensor operand")
+        out = ex.out_dtype()
+        return ex.op(onnx_op, [ex.input(x, out), ex.input(y, out)])
+
+    return lower
+
+
+def _compare(onnx_op: str, negate: bool = False) -> Callable:
+    def lower(ex: Exporter, a: Dict[str, Any]) -> str:
+        x, y = a["x"], a["y"]
+        tensors = [v for v in (x, y) if ex.is_tensor(v)]
+        dtypes = {ex.dtype(v) for v in tensors}
+        if len(dtypes) != 1:
+            ex.decline("operands of different dtypes")
+        dtype = dtypes.pop()
+        if any(isinstance(v, float) for v in (x, y)) and dtype not in _FLOATS:
+            ex.decline("an integer tensor compared with a float")
+        out = ex.op(onnx_op, [ex.input(x, dtype), ex.input(y, dtype)])
+        return ex.op("Not", [out]) if negate else out
+
+    return lower
+
+
+def _pow(ex: Exporter, a: Dict[str, Any]) -> str:
+    x, y = a["x"], a["y"]
+    if not ex.is_tensor(x):
+        ex.decline("a number raised to a tensor")
+    out = ex.out_dtype()
+    if out not in _FLOATS:
+        ex.decline("an integer power")
+    return ex.op("Pow", [ex.input(x, out), ex.input(y, out)])
+
+
+def _matmul(ex: Exporter, a: Dict[str, Any]) -> str:
+    x, y = a["x"], a["y"]
+    if a.get("transpose_x") or a.get("transpose_y"):
+        x_t = _transposed_last(ex, x) if a.get("transpose_x") else ex.input(x)
+        y_t = _transposed_last(ex, y) if a.get("transpose_y") else ex.input(y)
+        return ex.op("MatMul", [x_t, y_t])
+    if ex.dtype(x) != ex.dtype(y):
+        ex.decline("operands of different dtypes")
+    return ex.op("MatMul", [ex.input(x), ex.input(y)])
+
+
+def _transposed_last(ex: Exporter, x: Any) -> str:
+    rank = len(ex.shape(x))
+    if rank < 2:
+        ex.decline("a transposed vector")
+    perm = list(range(rank - 2)) + [rank - 1, rank - 2]
+    return ex.op("Transpose", [ex.input(x)], perm=perm)
+
+
+def _unary(onnx_op: str, floats_only: bool = True) -> Callable:
+    def lower(ex: Exporter, a: Dict[str, Any]) -> str:
+        x = a["x"]
+        return ex.op(onnx_op, [_float_input(ex, x) if floats_only else ex.input(x)])
+
+    return lower
+
+
+def _identity(ex: Exporter, a: Dict[str, Any]) -> str:
+    return ex.op("Identity", [ex.input(a["x"])])
+
+
+# -- activations ----------------------------------------------------------------------------
+def _relu6(ex: Exporter, a: Dict[str, Any]) -> str:
+    x = _float_input(ex, a["x"])
+    dtype = ex.dtype(a["x"])
+    return ex.op("Clip", [x, ex.constant(0.0, dtype), ex.constant(6.0, dtype)])
+
+
+def _relu(ex: Exporter, a: Dict[str, Any]) -> str:
+    # Paddle's kernel is ``x > 0 ? x : 0``: NaN and -0.0 give 0, where ONNX's Relu keeps
+    # them
+    x = _float_input(ex, a["x"])
+    zero = ex.constant(0.0, ex.dtype(a["x"]))
+    return ex.op("Where", [ex.op("Greater", [x, zero]), x, zero])
+
+
+@functools.lru_cache(maxsize=None)
+def _slope_is_float32() -> bool:
+    """Whether Paddle's leaky_relu kernel holds its slope as a float32 (Paddle 3.0) or a
+    double (3.3): a float64 input shows it."""
+    x = paddle.to_tensor([-1e30], dtype="float64")
+    return float(F.leaky_relu(x, 0.2).numpy()[0]) == -1e30 * float(np.float32(0.2))
+
+
+def _leaky_relu(ex: Exporter, a: Dict[str, Any]) -> str:
+    # ``x > 0 ? x : slope * x`` with the slope as Paddle's kernel holds it (ONNX's
+    # LeakyRelu holds it as a float32, off by 1e-8 for float64 on Paddle 3.3)
+    x = _float_input(ex, a["x"])
+    dtype = ex.dtype(a["x"])
+    value = float(a["negative_slope"])
+    if _slope_is_float32():
+        value = float(np.float32(value))
+    slope = ex.constant(value, dtype)
+    positive = ex.op("Greater", [x, ex.constant(0.0, dtype)])
+    return ex.op("Where", [positive, x, ex.op("Mul", [x, slope])])
+
+
+def _hardswish(ex: Exporter, a: Dict[str, Any]) -> str:
+    # Paddle's kernel, x * min(max(x + 3, 0), 6) / 6 (ONNX Runtime's HardSwish is float32
+    # only)
+    x = _float_input(ex, a["x"])
+    dtype = ex.dtype(a["x"])
+    six = ex.constant(6.0, dtype)
+    gate = ex.op("Clip", [ex.op("Add", [x, ex.constant(3.0, dtype)]), ex.constant(0.0, dtype), six])
+    return ex.op("Div", [ex.op("Mul", [x, gate]), six])
+
+
+def _hardsigmoid(ex: Exporter, a: Dict[str, Any]) -> str:
+    # Paddle's kernel: clip(x * slope + offset, 0, 1) (ONNX Runtime has HardSigmoid for
+    # float32 only)
+    slope, offset = float(a.get("slope", 0.1666667)), float(a.get("offset", 0.5))
+    x = _float_input(ex, a["x"])
+    dtype = ex.dtype(a["x"])
+    y = ex.op("Add", [ex.op("Mul", [x, ex.constant(slope, dtype)]), ex.constant(offset, dtype)])
+    return ex.op("Clip", [y, ex.constant(0.0, dtype), ex.constant(1.0, dtype)])
+
+
+def _silu(ex: Exporter, a: Dict[str, Any]) -> str:
+    # Paddle's kernel, x / (1 + exp(-x)) (x * sigmoid(x) is what ONNX Runtime 1.19 fuses
+    # into a QuickGelu that has no float64 kernel)
+    x = _float_input(ex, a["x"])
+    one = ex.constant(1.0, ex.dtype(a["x"]))
+    return ex.op("Div", [x, ex.op("Add", [one, ex.op("Exp", [ex.op("Neg", [x])])])])
+
+
+def _gelu(ex: Exporter, a: Dict[str, Any]) -> str:
+    x = _float_input(ex, a["x"])
+    dtype = ex.dtype(a["x"])
+    half = ex.op("Mul", [x, ex.constant(0.5, dtype)])
+    if a.get("approximate"):
+        # 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x ** 3)))
+        cube = ex.op("Mul", [ex.op("Mul", [x, x]), x])
+        inner = ex.op("Add", [x, ex.op("Mul", [cube, ex.constant(0.044715, dtype)])])
+        scaled = ex.op("Mul", [inner, ex.constant(math.sqrt(2.0 / math.pi), dtype)])
+        return ex.op("Mul", [half, ex.op("Add", [ex.op("Tanh", [scaled]), ex.constant(1, dtype)])])
+    # 0.5 * x * (1 + erf(x / sqrt(2)))
+    if dtype != "float32":
+        ex.decline(f"exact gelu of {dtype} (ONNX Runtime's Erf is float32 only)")
+    erf = ex.op("Erf", [ex.op("Mul", [x, ex.constant(1.0 / math.sqrt(2.0), dtype)])])
+    return ex.op("Mul", [half, ex.op("Add", [erf, ex.constant(1, dtype)])])
+
+
+def _softmax(ex: Exporter, a: Dict[str, Any]) -> str:
+    x = a["x"]
+    if a.get("dtype") is not None:
+        ex.decline("a dtype argument")
+    rank = len(ex.shape(x))
+    axis = int(a.get("axis", -1))
+    return ex.op("Softmax", [_float_input(ex, x)], axis=axis + rank if axis < 0 else axis)
+
+
+# -- shapes --------------------------------------------------------------------------------
+def _to_result_shape(ex: Exporter, a: Dict[str, Any]) -> str:
+    """Every operation that only changes the shape: a Reshape to the result's."""
+    return ex.op("Reshape", [ex.input(a["x"]), ex.ints(ex.out_shape())])
+
+
+def _transpose(ex: Exporter, a: Dict[str, Any]) -> str:
+    perm = a.get("perm")
+    if not isinstance(perm, (list, tuple)) or not all(isinstance(p, int) for p in perm):
+        ex.decline("a permutation that is not a list of ints")
+    rank = len(ex.shape(a["x"]))
+    return ex.op("Transpose", [ex.input(a["x"])], perm=[p % rank if rank else p for p in perm])
+
+
+def _concat(ex: Exporter, a: Dict[str, Any]) -> str:
+    xs, axis = a["x"], a.get("axis", 0)
+    if not isinstance(xs, (list, tuple)) or not xs or not isinstance(axis, int):
+        ex.decline("not a list of tensors along a constant axis")
+    out = ex.out_dtype()
+    rank = len(ex.out_shape())
+    return ex.op("Concat", [ex.input(x, out) for x in xs], axis=axis % rank)
+
+
+def _reduce(onnx_op: str) -> Callable:
+    def lower(ex: Exporter, a: Dict[str, Any]) -> str:
+        x, axis = a["x"], a.get("axis")
+        if a.get("dtype") is not None:
+            ex.decline("a dtype argument")
+        rank = len(ex.shape(x))
+        if axis is None:
+            axes = list(range(rank))
+        elif isinstance(axis, int):
+            axes = [axis]
+        elif isinstance(axis, (list, tuple)) and all(isinstance(d, int) for d in axis):
+            axes = list(axis)
+        else:
+            ex.decline("axes that are not constants")
+        axes = sorted({d % rank for d in axes}) if rank else []
+        out = ex.out_dtype()
+        if onnx_op == "ReduceMean" and out not in _FLOATS:
+            ex.decline("the mean of an integer tensor")
+        xin = ex.input(x, out if out != ex.dtype(x) else None)
+        keep = 1 if a.get("keepdim") else 0
+        if not axes:
+            return ex.op("Identity", [xin])
+        if onnx_op == "ReduceSum" or ex.opset >= 18:
+            return ex.op(onnx_op, [xin, ex.ints(axes)], keepdims=keep)
+        return ex.op(onnx_op, [xin], axes=axes, keepdims=keep)
+
+    return lower
+
+
+def _clip(ex: Exporter, a: Dict[str, Any]) -> str:
+    x, lo, hi = a["x"], a.get("min"), a.get("max")
+    dtype = ex.dtype(x)
+    if dtype not in _FLOATS:
+        ex.decline(f"a {dtype} input")
+    inputs = [ex.input(x), "" if lo is None else ex.input(lo, dtype)]
+    inputs.append("" if hi is None else ex.input(hi, dtype))
+    return ex.op("Clip", inputs)
+
+
+def _dropout(ex: Exporter, a: Dict[str, Any]) -> str:
+    layer = a.get("layer")
+    training = layer.training if layer is not None else a.get("training", True)
+    p = layer.p if layer is not None else a.get("p", 0.5)
+    if training and p != 0:
+        ex.decline("dropout in training")
+    if (layer.mode if layer is not None else a.get("mode")) == "downscale_in_infer":
+        return ex.op("Mul", [ex.input(a["x"]), ex.constant(1.0 - float(p), ex.dtype(a["x"]))])
+    return ex.op("Identity", [ex.input(a["x"])])
+
+
+# -- convolution, normalization, pooling ----------------------------------------------------
+def _onnx_pads(padding: List[int]) -> List[int]:
+    """Paddle's normalized 2-D paddings, ``[h, w]`` or ``[top, bottom, left, right]``, in
+    ONNX's order ``[top, left, bottom, right]``."""
+    if len(padding) == 2:
+        return [padding[0], padding[1], padding[0], padding[1]]
+    return [padding[0], padding[2], padding[1], padding[3]]
+
+
+def _conv(
+    ex: Exporter, x, weight, bias, stride, padding, algorithm, dilation, groups, data_format
+) -> str:
+    if data_format != "NCHW" or algorithm != "EXPLICIT" or len(ex.shape(x)) != 4:
+        ex.decline(f"data_format={data_format!r}, padding algorithm {algorithm}")
+    inputs = [_float_input(ex, x), ex.input(weight)]
+    if bias is not None:
+        inputs.append(ex.input(bias))
+    return ex.op(
+        "Conv",
+        inputs,
+        strides=list(stride),
+        pads=_onnx_pads(list(padding)),
+        dilations=list(dilation),
+        group=int(groups),
+        kernel_shape=ex.shape(weight)[2:],
+    )
+
+
+def _conv2d(ex: Exporter, a: Dict[str, Any]) -> str:
+    from paddle.nn.functional.conv import _update_padding_nd
+    from paddle.utils import convert_to_list
+
+    data_format = a.get("data_format", "NCHW")
+    if not ex.is_tensor(a["weight"]):
+        ex.decline("a weight that is not a tensor")
+    padding, algorithm = _update_padding_nd(a["padding"], data_format == "NHWC", 2)
+    stride = convert_to_list(a["stride"], 2, "stride")
+    dilation = convert_to_list(a["dilation"], 2, "dilation")
+    return _conv(
+        ex, a["x"], a["weight"], a["bias"], stride, padding, algorithm, dilation, a["groups"],
+        data_format,
+    )  # fmt: skip
+
+
+def _layer_conv2d(ex: Exporter, a: Dict[str, Any]) -> str:
+    layer = a["layer"]
+    if layer._padding_mode != "zeros":
+        ex.decline(f"padding_mode={layer._padding_mode!r}")
+    return _conv(
+        ex, a["x"], layer.weight, layer.bias, layer._stride, layer._updated_padding,
+        layer._padding_algorithm, layer._dilation, layer._groups, layer._data_format,
+    )  # fmt: skip
+
+
+def _linear(ex: Exporter, a: Dict[str, Any]) -> str:
+    x, weight, bias = a["x"], a["weight"], a.get("bias")
+    out = ex.op("MatMul", [_float_input(ex, x), ex.input(weight)])
+    return out if bias is None else ex.op("Add", [out, ex.input(bias)])
+
+
+def _layer_linear(ex: Exporter, a: Dict[str, Any]) -> str:
+    layer = a["layer"]
+    return _linear(ex, {"x": a["x"], "weight": layer.weight, "bias": layer.bias})
+
+
+def _batch_norm(ex: Exporter, x, mean, var, weight, bias, epsilon, data_format) -> str:
+    if data_format not in ("NCHW", "NCL", "NC", "NCDHW"):
+        ex.decline(f"data_format={data_format!r}")
+    channels = ex.shape(x)[1]
+    dtype = ex.dtype(x)
+    scale = ex.input(weight) if weight is not None else ex.constant([1.0] * channels, dtype)
+    shift = ex.input(bias) if bias is not None else ex.constant([0.0] * channels, dtype)
+    return ex.op(
+        "BatchNormalization",
+        [_float_input(ex, x), scale, shift, ex.input(mean), ex.input(var)],
+        epsilon=float(epsilon),
+    )
+
+
+def _f_batch_norm(ex: Exporter, a: Dict[str, Any]) -> str:
+    if a.get("training") and not a.get("use_global_stats"):
+        ex.decline("batch statistics (training)")
+    return _batch_norm(
+        ex, a["x"], a["running_mean"], a["running_var"], a.get("weight"), a.get("bias"),
+        a.get("epsilon", 1e-5), a.get("data_format", "NCHW"),
+    )  # fmt: skip
+
+
+def _layer_batch_norm(ex: Exporter, a: Dict[str, Any]) -> str:
+    layer = a["layer"]
+    if layer.training and not layer._use_global_stats:
+        ex.decline("batch statistics (the layer is in training)")
+    return _batch_norm(
+        ex, a["x"], layer._mean, layer._variance, layer.weight, layer.bias, layer._epsilon,
+        layer._data_format,
+    )  # fmt: skip
+
+
+def _layer_norm(ex: Exporter, x, shape, weight, bias, epsilon) -> str:
+    shape = [shape] if isinstance(shape, int) else list(shape)
+    rank = len(ex.shape(x))
+    dtype = ex.dtype(x)
+    if ex.opset < 17:
+        ex.decline("LayerNormalization needs opset 17")
+    size = int(math.prod(shape)) if shape else 1
+    w = ex.input(weight) if weight is not None else ex.constant([1.0] * size, dtype)
+    b = ex.input(bias) if bias is not None else ex.constant([0.0] * size, dtype)
+    if len(shape) > 1:  # Paddle's parameters are flat
+        w = ex.op("Reshape", [w, ex.ints(shape)])
+        b = ex.op("Reshape", [b, ex.ints(shape)])
+    return ex.op(
+        "LayerNormalization",
+        [_float_input(ex, x), w, b],
+        axis=rank - len(shape),
+        epsilon=float(epsilon),
+    )
+
+
+def _f_layer_norm(ex: Exporter, a: Dict[str, Any]) -> str:
+    return _layer_norm(
+        ex, a["x"], a["normalized_shape"], a.get("weight"), a.get("bias"), a.get("epsilon", 1e-5)
+    )
+
+
+def _layer_layer_norm(ex: Exporter, a: Dict[str, Any]) -> str:
+    layer = a["layer"]
+    return _layer_norm(
+        ex, a["x"], layer._normalized_shape, layer.weight, layer.bias, layer._epsilon
+    )
+
+
+def _pool(ex: Exporter, a: Dict[str, Any], kind: str) -> str:
+    from paddle.nn.functional.pooling import _update_padding_nd
+    from paddle.utils import convert_to_list
+
+    x = a["x"]
+    if a.get("data_format", "NCHW") != "NCHW" or len(ex.shape(x)) != 4:
+        ex.decline(f"data_format={a.get('data_format')!r}")
+    if a.get("ceil_mode"):
+        ex.decline("ceil_mode=True")
+    if a.get("return_mask"):
+        ex.decline("return_mask=True")
+    if a.get("divisor_override") is not None:
+        ex.decline("divisor_override")
+    kernel = convert_to_list(a["kernel_size"], 2, "pool_size")
+    stride = kernel if a.get("stride") is None else convert_to_list(a["stride"], 2, "pool_stride")
+    padding, algorithm = _update_padding_nd(
+        a["padding"], num_dims=2, channel_last=False, ceil_mode=False
+    )
+    if algorithm != "EXPLICIT":
+        ex.decline(f"padding={a['padding']!r}")
+    attrs: Dict[str, Any] = {
+        "kernel_shape": kernel,
+        "strides": stride,
+        "pads": _onnx_pads(list(padding)),
+    }
+    if kind == "AveragePool":
+        attrs["count_include_pad"] = 0 if a.get("exclusive", True) else 1
+    return ex.op(kind, [_float_input(ex, x)], **attrs)
+
+
+def _max_pool2d(ex: Exporter, a: Dict[str, Any]) -> str:
+    return _pool(ex, a, "MaxPool")
+
+
+def _avg_pool2d(ex: Exporter, a: Dict[str, Any]) -> str:
+    return _pool(ex, a, "AveragePool")
+
+
+def _layer_pool(kind: str) -> Callable:
+    def lower(ex: Exporter, a: Dict[str, Any]) -> str:
+        layer = a["layer"]
+        args = {
+            "x": a["x"],
+            "kernel_size": layer.ksize,
+            "stride": layer.stride,
+            "padding": layer.padding,
+            "ceil_mode": layer.ceil_mode,
+            "data_format": layer.data_format,
+            "return_mask": getattr(layer, "return_mask", False),
+            "exclusive": getattr(layer, "exclusive", True),
+            "divisor_override": getattr(layer, "divisor", None),
+        }
+        return _pool(ex, args, kind)
+
+    return lower
+
+
+def _adaptive_avg_pool2d(ex: Exporter, a: Dict[str, Any]) -> str:
+    x, size = a["x"], a["output_size"]
+    if a.get("data_format", "NCHW") != "NCHW" or len(ex.shape(x)) != 4:
+        ex.decline(f"data_format={a.get('data_format')!r}")
+    h, w = ex.shape(x)[2:]
+    sizes = [size, size] if isinstance(size, int) else list(size)
+    sizes = [h if s is None else s for s in sizes[:1]] + [w if s is None else s for s in sizes[1:]]
+    if sizes == [1, 1]:
+        return ex.op("GlobalAveragePool", [_float_input(ex, x)])
+    if len(sizes) != 2 or h % sizes[0] or w % sizes[1]:
+        ex.decline(f"output_size {size} that does not divide the input's {h}x{w}")
+    kernel = [h // sizes[0], w // sizes[1]]
+    return ex.op("AveragePool", [_float_input(ex, x)], kernel_shape=kernel, strides=kernel)
+
+
+def _layer_adaptive_avg_pool2d(ex: Exporter, a: Dict[str, Any]) -> str:
+    layer = a["layer"]
+    args = {"x": a["x"], "output_size": layer._output_size, "data_format": layer._data_format}
+    return _adaptive_avg_pool2d(ex, args)
+
+
+def _layer_flatten(ex: Exporter, a: Dict[str, Any]) -> str:
+    return _to_result_shape(ex, a)
+
+
+def _layer_softmax(ex: Exporter, a: Dict[str, Any]) -> str:
+    return _softmax(ex, {"x": a["x"], "axis": a["layer"]._axis})
+
+
+def _layer_gelu(ex: Exporter, a: Dict[str, Any]) -> str:
+    return _gelu(ex, {"x": a["x"], "approximate": a["layer"]._approximate})
+
+
+def _layer_leaky_relu(ex: Exporter, a: Dict[str, Any]) -> str:
+    return _leaky_relu(ex, {"x": a["x"], "negative_slope": a["layer"]._negative_slope})
+
+
+def _layer_hardsigmoid(ex: Exporter, a: Dict[str, Any]) -> str:
+    return _hardsigmoid(ex, {"x": a["x"]})
+
+
+# ------------------------------------------------------------------------- the table
+def builtin_lowerings() -> Dict[Any, Callable]:
+    nn = paddle.nn
+    table: Dict[Any, Callable] = {}
+
+    def add(keys, fn):
+        for key in keys if isinstance(keys, (list, tuple)) else [keys]:
+            # the capture records the function under Paddle's decorators (``_tanh`` for
+            # ``paddle.tanh`` on Paddle 3.3): each layer of the wrapping is a key
+            while key is not None:
+                table[key] = fn
+                key = getattr(key, "__wrapped__", None) if not isinstance(key, str) else None
+
+    for op, onnx_op in (
+        (operator.add, "Add"),
+        (operator.sub, "Sub"),
+        (operator.mul, "Mul"),
+        (operator.truediv, "Div"),
+    ):
+        add(op, _binary(onnx_op))
+    add([paddle.add, "Tensor.add", "Tensor.__add__", "Tensor.__radd__"], _binary("Add"))
+    add([paddle.subtract, "Tensor.subtract", "Tensor.__sub__"], _binary("Sub"))
+    add([paddle.multiply, "Tensor.multiply", "Tensor.__mul__", "Tensor.__rmul__"], _binary("Mul"))
+    add([paddle.divide, "Tensor.divide", "Tensor.__truediv__"], _binary("Div"))
+    add([paddle.maximum, "Tensor.maximum"], _binary("Max"))
+    add([paddle.minimum, "Tensor.minimum"], _binary("Min"))
+    add([operator.pow, paddle.pow, "Tensor.pow", "Tensor.__pow__"], _pow)
+    add([operator.matmul, paddle.matmul, "Tensor.matmul", "Tensor.__matmul__"], _matmul)
+    for op, onnx_op in ((operator.lt, "Less"), (operator.gt, "Greater")):
+        add(op, _compare(onnx_op))
+    add([operator.le], _compare("LessOrEqual"))
+    add([operator.ge], _compare("GreaterOrEqual"))
+    add([operator.eq], _compare("Equal"))
+    add([operator.ne], _compare("Equal", negate=True))
+    add([operator.neg, paddle.neg, "Tensor.neg", "Tensor.__neg__"], _unary("Neg", False))
+    add([operator.abs, paddle.abs, "Tensor.abs"], _unary("Abs", False))
+    for name, onnx_op in (
+        ("exp", "Exp"),
+        ("log", "Log"),
+        ("sqrt", "Sqrt"),
+        ("tanh", "Tanh"),
+        ("sin", "Sin"),
+        ("cos", "Cos"),
+        ("floor", "Floor"),
+        ("ceil", "Ceil"),
+        ("erf", "Erf"),
+        ("reciprocal", "Reciprocal"),
+    ):
+        add([getattr(paddle, name, None), f"Tensor.{name}"], _unary(onnx_op))
+    add([paddle.nn.functional.sigmoid, "Tensor.sigmoid"], _unary("Sigmoid"))
+    add([F.relu, "Tensor.relu"], _relu)
+    add([F.tanh, paddle.nn.functional.activation.tanh], _unary("Tanh"))
+    add([F.relu6], _relu6)
+    add([F.leaky_relu], _leaky_relu)
+    add([F.hardswish], _hardswish)
+    add([F.hardsigmoid], _hardsigmoid)
+    add([F.silu], _silu)
+    add([F.gelu], _gelu)
+    add([F.softmax, "Tensor.softmax"], _softmax)
+    add([paddle.reshape, "Tensor.reshape", paddle.flatten, "Tensor.flatten"], _to_result_shape)
+    add([paddle.squeeze, "Tensor.squeeze", paddle.unsqueeze, "Tensor.unsqueeze"], _to_result_shape)
+    add([paddle.transpose, "Tensor.transpose"], _transpose)
+    add([paddle.concat], _concat)
+    add([paddle.mean, "Tensor.mean"], _reduce("ReduceMean"))
+    add([paddle.sum, "Tensor.sum"], _reduce("ReduceSum"))
+    add([paddle.max, "Tensor.max"], _reduce("ReduceMax"))
+    add([paddle.min, "Tensor.min"], _reduce("ReduceMin"))
+    add([paddle.clip, "Tensor.clip"], _clip)
+    add([F.dropout], _dropout)
+    add([F.conv2d], _conv2d)
+    add([F.linear], _linear)
+    add([F.batch_norm], _f_batch_norm)
+    add([F.layer_norm], _f_layer_norm)
+    add([F.max_pool2d], _max_pool2d)
+    add([F.avg_pool2d], _avg_pool2d)
+    add([F.adaptive_avg_pool2d], _adaptive_avg_pool2d)
+    # layers: their forward is one of the calls above, with the layer's attributes
+    add(nn.Conv2D, _layer_conv2d)
+    add(nn.Linear, _layer_linear)
+    add([nn.BatchNorm2D, nn.BatchNorm1D, nn.BatchNorm3D], _layer_batch_norm)
+    add(nn.LayerNorm, _layer_layer_norm)
+    add(nn.MaxPool2D, _layer_pool("MaxPool"))
+    add(nn.AvgPool2D, _layer_pool("AveragePool"))
+    add(nn.AdaptiveAvgPool2D, _layer_adaptive_avg_pool2d)
+    add(nn.Flatten, _layer_flatten)
+    add(nn.ReLU, _relu)
+    add(nn.ReLU6, _relu6)
+    add(nn.Sigmoid, _unary("Sigmoid"))
+    add(nn.Tanh, _unary("Tanh"))
+    add(nn.Hardswish, _hardswish)
+    add(nn.Hardsigmoid, _layer_hardsigmoid)
+    add(nn.Silu, _silu)
+    add(nn.GELU, _layer_gelu)
+    add(nn.LeakyReLU, _layer_leaky_relu)
+    add(nn.Softmax, _layer_softmax)
+    add(nn.Identity, _identity)
+    add(nn.Dropout, _dropout)
+    return table
+
+
+@hookimpl
+def jit_register_onnx_lowerings(register):
+    for target, lowering in builtin_lowerings().items():
+        register(target, lowering)

@@ -99,12 +99,16 @@ def lowerings() -> Dict[Any, Callable]:
 
 def exporter_fingerprint() -> str:
     """What decides how a graph is exported, for the cache keys of exported models: the
-    export revision, this exporter's version and which lowering serves which target
-    (a plugin that adds or replaces one changes it)."""
+    export revision, the exporter chosen (``JIT_CORE_ONNX_EXPORTER``) and, for the direct
+    one, its version and which lowering serves which target (a plugin that adds or
+    replaces one changes it)."""
     import hashlib
 
-    from .export import EXPORT_REVISION
+    from .export import EXPORT_REVISION, exporter_choice
 
+    if exporter_choice() != "direct":
+        # the static program and paddle2onnx: no lowering takes part
+        return f"revision {EXPORT_REVISION}, paddle2onnx"
     table = sorted(
         f"{_target_name(t)}={getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', fn)}"
         for t, fn in lowerings().items()

@@ -8,6 +8,7 @@ checked as a function call and as a sublayer (a module call in the graph).
 
 from __future__ import annotations
 
+import numpy as np
 import paddle
 import paddle.nn.functional as F
 import pytest
@@ -176,3 +177,66 @@ def test_an_activation_layer_is_a_module_call_in_the_graph():
     gm = jit_core.capture(Activation("gelu_tanh", paddle.nn.GELU(approximate=True)), _inputs())
     calls = [(n.op, n.target) for n in gm.graph.nodes if n.op.startswith("call")]
     assert calls[0] == ("call_module", "gelu_tanh"), calls
+
+
+def _non_finite_inputs():
+    # Paddle's relu is ``x > 0 ? x : 0``: NaN, -inf and -0.0 all become 0.0, where ONNX's
+    # Relu keeps the NaN (and the sign of zero): every output here is finite in eager Paddle
+    x = _inputs().numpy()
+    x[0, :6] = [np.nan, -np.inf, -0.0, np.nan, -3.0, np.nan]
+    return paddle.to_tensor(x)
+
+
+def relu_function(x):
+    return F.relu(x) * 2.0
+
+
+def relu_in_place(x):
+    y = x * 1.0
+    F.relu_(y)
+    return y - 1.0
+
+
+class ConvRelu(paddle.nn.Layer):
+    """A NaN in the image spreads through the first convolution; the ReLU after it turns
+    every NaN back into 0, so eager Paddle's output has none."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = paddle.nn.Conv2D(2, 4, 3, padding=1)
+        self.relu = paddle.nn.ReLU()
+        self.head = paddle.nn.Conv2D(4, 2, 1)
+
+    def forward(self, x):
+        return self.head(self.relu(self.conv(x)))
+
+
+RELUS = [relu_function, relu_in_place]
+
+
+@pytest.mark.parametrize("fn", RELUS, ids=[f.__name__ for f in RELUS])
+def test_relu_of_nan_and_negative_zero_is_zero_as_in_eager(fn, backend):
+    x = _non_finite_inputs()
+    expected = fn(x)
+    assert np.isfinite(expected.numpy()).all()
+    fast = jit_core.optimize(fn, backend=backend)
+    fast(_inputs())  # compiled (and checked) on finite values, as a model would be
+    assert_same(fast(x), expected)
+    assert fast.jit_stats.compiled == 1
+
+
+def test_relu_after_a_convolution_zeroes_the_nans_it_spreads(backend):
+    paddle.seed(5)
+    net = ConvRelu()
+    net.eval()
+    image = paddle.rand([1, 2, 8, 8])
+    bad = image.numpy()
+    bad[0, 0, 3, 3] = np.nan
+    bad[0, 1, 5, 1] = np.nan
+    bad = paddle.to_tensor(bad)
+    with paddle.no_grad():
+        expected = net(bad)
+        assert np.isfinite(expected.numpy()).all()
+        fast = jit_core.optimize(net, backend=backend)
+        fast(image)
+        assert_same(fast(bad), expected)

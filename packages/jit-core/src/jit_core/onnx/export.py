@@ -38,8 +38,9 @@ PADDLE2ONNX_VERSION = "2.1.0"
 #: to changes for the same paddle2onnx (the rewrites of ``prepare``), so that no model
 #: exported the old way is loaded (revision 2: activations whose attributes paddle2onnx
 #: 2.1 dropped, e.g. ``gelu(approximate=True)``, are spelt out; revision 3: graphs are
-#: lowered directly where every call has a lowering, ``direct.DIRECT_EXPORTER_VERSION``)
-EXPORT_REVISION = 3
+#: lowered directly where every call has a lowering, ``direct.DIRECT_EXPORTER_VERSION``;
+#: revision 4: ``relu`` is ``where(x > 0, x, 0)``, as Paddle maps NaN to 0)
+EXPORT_REVISION = 4
 _INSTALL = "'jit-core[onnx]' (paddle2onnx and onnx)"
 #: the first paddle2onnx major release that reads Paddle 3's programs (PIR); 0.9 and 1.x
 #: do not

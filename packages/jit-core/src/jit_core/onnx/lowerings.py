@@ -547,7 +547,7 @@ def builtin_lowerings() -> Dict[Any, Callable]:
     ):
         add([getattr(paddle, name, None), f"Tensor.{name}"], _unary(onnx_op))
     add([paddle.nn.functional.sigmoid, "Tensor.sigmoid"], _unary("Sigmoid"))
-    add([F.relu, "Tensor.relu"], _relu)
+    add([F.relu], _relu)
     add([F.tanh, paddle.nn.functional.activation.tanh], _unary("Tanh"))
     add([F.relu6], _relu6)
     add([F.leaky_relu], _leaky_relu)

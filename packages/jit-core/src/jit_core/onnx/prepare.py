@@ -14,6 +14,10 @@ computes the same values as the original:
   operators in the order Paddle's kernels compute them (the functional form and the layer
   alike; the results differ from eager Paddle's by float rounding, about 1e-7):
 
+  - ``relu`` is ``x > 0 ? x : 0`` in Paddle, so a NaN becomes 0 (and -0.0 becomes 0.0);
+    ONNX's ``Relu`` keeps the NaN, and a model with a NaN or an infinity in its input
+    gave NaNs where eager Paddle gives numbers. It becomes ``where(x > 0, x, 0)``.
+
   - ``gelu(x, approximate=True)`` was exported as exact GELU, a silent difference of up
     to 5e-4; it becomes ``0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x**3)))``.
   - ``leaky_relu`` (any slope, the default too) was exported with a wrong slope; it
@@ -193,6 +197,9 @@ def _argument(node: Node, index: int, name: str, default: Any) -> Any:
 def _activation(gm, node: Node) -> Optional[Tuple[str, Node, Dict[str, Any]]]:
     """(activation name, input, attributes) for a call of one of the activations that
     ``_activations`` rewrites, with every attribute a Python value; else None."""
+    if node.op == "call_function" and node.target is getattr(paddle._C_ops, "relu", None):
+        x = node.args[0] if len(node.args) == 1 and not node.kwargs else None
+        return ("relu", x, {}) if isinstance(x, Node) else None
     if node.op == "call_function":
         name = next((k for k in _ACTIVATION_PARAMS if node.target in _functions(k)), None)
         if name is None:
@@ -219,6 +226,7 @@ def _activation(gm, node: Node) -> Optional[Tuple[str, Node, Dict[str, Any]]]:
 
 #: the activations ``_activations`` looks at: their attributes after ``x``, in order
 _ACTIVATION_PARAMS = {
+    "relu": (),
     "gelu": (("approximate", False),),
     "leaky_relu": (("negative_slope", 0.01),),
     "hardtanh": (("min", -1.0), ("max", 1.0)),
@@ -227,6 +235,7 @@ _ACTIVATION_PARAMS = {
     "log_sigmoid": (),
 }
 _ACTIVATION_LAYERS = {
+    "relu": (paddle.nn.ReLU, {}),
     "gelu": (paddle.nn.GELU, {"approximate": "_approximate"}),
     "leaky_relu": (paddle.nn.LeakyReLU, {"negative_slope": "_negative_slope"}),
     "hardtanh": (paddle.nn.Hardtanh, {"min": "_min", "max": "_max"}),
@@ -266,6 +275,12 @@ class _Emitter:
 
 def _spelt_out(e: _Emitter, name: str, x: Node, a: Dict[str, Any]) -> Optional[Node]:
     """What replaces the activation ``name`` of ``x``, or None where the export is right."""
+    if name == "relu":
+        # Paddle's kernel: x > 0 ? x : 0, so NaN and -0.0 give 0; ONNX's Relu (fused into
+        # a convolution or not) keeps both
+        positive = e.call(paddle.greater_than, x, e.const(0.0))
+        positive.meta["dtype"] = "bool"
+        return e.call(paddle.where, positive, x, e.const(0.0))
     if name == "gelu":
         if a["approximate"] not in (True, "tanh"):
             return None
@@ -502,8 +517,9 @@ def prepare_graph(gm, dynamic: bool = False) -> Graph:
     _mean_over_all(graph)
     if not dynamic:
         _adaptive_pool_of_one(gm, graph)
-    _activations(gm, graph)
+    # after the updates are out of place: ``relu_`` is then a ``relu`` to spell out
     _out_of_place_updates(graph)
+    _activations(gm, graph)
     _stack_as_concat(graph)
     _distinct_outputs(graph)
     _keep_what_reaches_outputs(graph)

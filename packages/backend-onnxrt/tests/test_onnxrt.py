@@ -21,6 +21,7 @@ from jit_backend_onnxrt.backend import OrtGraph, stats
 import jit_core
 from jit_core.compile_cache import ENV_VAR
 from jit_core.errors import BackendCompileError, BackendUnavailableError, MissingDependencyError
+from jit_core.onnx.export import EXPORTER_ENV
 
 #: why the backend cannot run here (3.13: paddle2onnx 2.x has no wheels); what needs no
 #: export (registration, the reasons, ONNX Runtime's own side) is tested everywhere
@@ -112,12 +113,16 @@ def test_without_paddle2onnx_the_backend_is_refused_and_the_export_names_it(
     assert "paddle2onnx" in jit_core.backends()["onnxrt"].unavailable
     with pytest.raises(BackendUnavailableError, match="paddle2onnx"):
         jit_core.optimize(make_net(), backend="onnxrt")
-    # the export itself, asked directly, names the package (never a bare import error)
+    # the export itself, asked directly for a graph with an operation that no lowering
+    # serves, names the package and the operation (never a bare import error)
     x = paddle.rand([3, 8])
-    gm = jit_core.capture(make_net(), x)
-    with pytest.raises(MissingDependencyError, match="paddle2onnx") as e:
+    gm = jit_core.capture(lambda t: paddle.cumsum(t, axis=1) * 2, x)
+    with pytest.raises(MissingDependencyError, match="cumsum.*paddle2onnx") as e:
         jit_core.onnx.export_onnx(gm, [x])
     assert e.value.package == "paddle2onnx"
+    # what the lowerings serve needs no paddle2onnx
+    gm = jit_core.capture(make_net(), x)
+    assert jit_core.onnx.export_onnx(gm, [x]).graph.node
 
 
 @needs_export
@@ -207,6 +212,7 @@ def test_a_wrong_conversion_is_refused_and_never_cached(monkeypatch, cache_dir):
     # without its workaround, paddle2onnx 2.1 exports x + 1 as x: validation must see it
     from jit_core.onnx import prepare
 
+    monkeypatch.setenv(EXPORTER_ENV, "paddle2onnx")
     monkeypatch.setattr(prepare, "_scalar_add_sub", lambda graph: 0)
 
     def f(x):
@@ -215,6 +221,30 @@ def test_a_wrong_conversion_is_refused_and_never_cached(monkeypatch, cache_dir):
     with paddle.no_grad():
         with pytest.raises(BackendCompileError, match="differs from Paddle's result"):
             jit_core.optimize(f, backend="onnxrt")(paddle.rand([3]))
+    assert not (cache_dir / "onnxrt").exists()
+
+
+class WrongMultiply:
+    """A plugin whose lowering of ``x * y`` writes an addition."""
+
+    @jit_core.hookimpl
+    def jit_register_onnx_lowerings(self, register):
+        import operator
+
+        def lower(ex, a):
+            return ex.op(
+                "Add", [ex.input(a["x"], ex.out_dtype()), ex.input(a["y"], ex.out_dtype())]
+            )
+
+        register(operator.mul, lower)
+
+
+@needs_export
+def test_a_wrong_lowering_is_refused_and_never_cached(install_plugin, cache_dir):
+    install_plugin(WrongMultiply(), "wrong-multiply")
+    with paddle.no_grad():
+        with pytest.raises(BackendCompileError, match="differs from Paddle's result"):
+            jit_core.optimize(lambda x: x * 3, backend="onnxrt")(paddle.rand([3]))
     assert not (cache_dir / "onnxrt").exists()
 
 
@@ -358,10 +388,12 @@ def test_an_output_whose_shape_depends_on_the_data_stops_the_binding():
 
 
 @needs_export
-def test_an_output_that_is_an_input_of_the_model_is_a_copy_and_never_bound():
+def test_an_output_that_is_an_input_of_the_model_is_a_copy_and_never_bound(monkeypatch):
     # x * 1 exports as a model whose output is its input. ONNX Runtime 1.32 ignores a
     # buffer bound for it (the second call returned garbage), and 1.19 hands back the
     # fed array itself, whose memory died with the feed (garbage on the first call)
+    # (paddle2onnx writes x * 1 as x; the direct exporter writes the Mul)
+    monkeypatch.setenv(EXPORTER_ENV, "paddle2onnx")
     fast = jit_core.optimize(lambda x: x * 1, backend="onnxrt")
     with paddle.no_grad():
         for _ in range(3):

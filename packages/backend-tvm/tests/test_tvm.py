@@ -812,7 +812,8 @@ def test_by_default_kernels_without_a_symbolic_schedule_are_built_per_shape(monk
         assert stats["symbolic_builds"] == symbolic
         report = str(jit_core.explain(fast, paddle.randn([5, 8])))
     assert "one build per input shape" in report
-    assert "TVM has no schedule over symbolic sizes for the kernels fused_matmul" in report
+    assert "TVM has no schedule over symbolic sizes for the kernels " in report
+    assert "fused_matmul" in report.split("for the kernels ")[1].split(":")[0]
 
 
 @needs_backend

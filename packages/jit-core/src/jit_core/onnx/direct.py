@@ -22,12 +22,15 @@ installed, and says so in ``explain()``.
 from __future__ import annotations
 
 import inspect
+import logging
 import operator
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from .export import OnnxExportError, require
+
+log = logging.getLogger("jit_core.onnx")
 
 #: raised whenever what a lowering writes for the same graph changes: part of every cache
 #: key of a directly exported model
@@ -351,6 +354,11 @@ def _resolve(gm, path: str) -> Any:
     return value
 
 
+#: argument names Paddle 3.3 accepts as aliases (``Tensor.softmax(input, dim)``, as
+#: PyTorch spells them), and the names lowerings read
+_ALIASES = (("input", "x"), ("dim", "axis"), ("other", "y"), ("keepdims", "keepdim"))
+
+
 def _lowering_for(node, table: Dict[Any, Callable], gm) -> Tuple[Optional[Callable], Any]:
     """(the lowering, the arguments by name) of a call node; (None, name) when none."""
     if node.op == "call_function":
@@ -428,11 +436,18 @@ def export_direct(gm, example_inputs: Sequence[Any], opset: int):
             raise MissingLowering(name, _where(node), "arguments it cannot bind")
         if bound.get("out") is not None:
             raise MissingLowering(name, _where(node), "an out= argument")
+        for alias, canonical in _ALIASES:
+            if alias in bound and canonical not in bound:
+                bound[canonical] = bound[alias]
         ex.node = node
         try:
             out = fn(ex, bound)
         except _Declined as e:
             raise MissingLowering(name, _where(node), e.why) from None
+        except Exception as e:  # noqa: BLE001 - a lowering's bug: export the other way
+            log.warning("the ONNX lowering of %s failed: %s: %s", name, type(e).__name__, e)
+            why = f"its lowering raised {type(e).__name__}: {e}"
+            raise MissingLowering(name, _where(node), why) from e
         if isinstance(out, (list, tuple)):
             raise MissingLowering(name, _where(node), "more than one result")
         ex._names[node] = out

@@ -128,7 +128,7 @@ def unavailable_reason(python: Optional[Tuple[int, int]] = None) -> str:
 #: program and paddle2onnx)
 EXPORTER_ENV = "JIT_CORE_ONNX_EXPORTER"
 EXPORTERS = ("direct", "paddle2onnx")
-DEFAULT_EXPORTER = "paddle2onnx"
+DEFAULT_EXPORTER = "direct"
 
 
 def exporter_choice() -> str:
@@ -147,7 +147,7 @@ def export_onnx(gm, example_inputs: Sequence[Any], opset: int = DEFAULT_OPSET):
 
     The direct exporter (``direct.export_direct``) lowers the graph itself; a graph with a
     call it has no lowering for is exported through a static program and paddle2onnx.
-    ``gm.meta["onnx_exporter"]`` says which did, and why (``explain()`` shows it).
+    ``gm.meta["onnx_exporter"]`` then says why (``explain()`` shows it).
     """
     from .direct import MissingLowering, export_direct
 
@@ -156,9 +156,7 @@ def export_onnx(gm, example_inputs: Sequence[Any], opset: int = DEFAULT_OPSET):
     lacking: Optional[Exception] = None
     if exporter_choice() == "direct":
         try:
-            model = export_direct(gm, example_inputs, opset)
-            gm.meta["onnx_exporter"] = "exported by jit_core's ONNX lowerings"
-            return model
+            return export_direct(gm, example_inputs, opset)
         except MissingLowering as e:
             lacking = e
     missing = _paddle2onnx_missing(tuple(sys.version_info[:2]))

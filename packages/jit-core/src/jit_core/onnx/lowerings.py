@@ -201,6 +201,38 @@ def _to_result_shape(ex: Exporter, a: Dict[str, Any]) -> str:
     return ex.op("Reshape", [ex.input(a["x"]), ex.ints(ex.out_shape())])
 
 
+def _expand(ex: Exporter, a: Dict[str, Any]) -> str:
+    return ex.op("Expand", [ex.input(a["x"]), ex.ints(ex.out_shape())])
+
+
+def _where(ex: Exporter, a: Dict[str, Any]) -> str:
+    cond, x, y = a["condition"], a.get("x"), a.get("y")
+    if x is None or y is None:
+        ex.decline("where(condition) without values (the indices of its True items)")
+    if ex.dtype(cond) != "bool":
+        ex.decline(f"a {ex.dtype(cond)} condition")
+    out = ex.out_dtype()
+    return ex.op("Where", [ex.input(cond), ex.input(x, out), ex.input(y, out)])
+
+
+def _full_like(value: Any) -> Callable:
+    def lower(ex: Exporter, a: Dict[str, Any]) -> str:
+        fill = a.get("fill_value", value)
+        if not isinstance(fill, (int, float, bool)):
+            ex.decline("a fill value that is not a number")
+        dtype = ex.out_dtype()
+        proto = ex.onnx.numpy_helper.from_array(np.array([fill]).astype(_np_dtype(ex, dtype)))
+        return ex.op("ConstantOfShape", [ex.ints(ex.out_shape())], value=proto)
+
+    return lower
+
+
+def _np_dtype(ex: Exporter, dtype: str) -> Any:
+    if dtype == "bfloat16":
+        ex.decline("a bfloat16 constant")
+    return np.dtype("bool" if dtype == "bool" else dtype)
+
+
 def _transpose(ex: Exporter, a: Dict[str, Any]) -> str:
     perm = a.get("perm")
     if not isinstance(perm, (list, tuple)) or not all(isinstance(p, int) for p in perm):
@@ -465,6 +497,9 @@ def _adaptive_avg_pool2d(ex: Exporter, a: Dict[str, Any]) -> str:
     sizes = [h if s is None else s for s in sizes[:1]] + [w if s is None else s for s in sizes[1:]]
     if sizes == [1, 1]:
         return ex.op("GlobalAveragePool", [_float_input(ex, x)])
+    if [h, w] == [1, 1]:
+        # every bin of a 1x1 map is its one value (VGG's 7x7 pooling of a small image)
+        return ex.op("Expand", [_float_input(ex, x), ex.ints(ex.out_shape())])
     if len(sizes) != 2 or h % sizes[0] or w % sizes[1]:
         ex.decline(f"output_size {size} that does not divide the input's {h}x{w}")
     kernel = [h // sizes[0], w // sizes[1]]
@@ -559,6 +594,11 @@ def builtin_lowerings() -> Dict[Any, Callable]:
     add([paddle.reshape, "Tensor.reshape", paddle.flatten, "Tensor.flatten"], _to_result_shape)
     add([paddle.squeeze, "Tensor.squeeze", paddle.unsqueeze, "Tensor.unsqueeze"], _to_result_shape)
     add([paddle.transpose, "Tensor.transpose"], _transpose)
+    add([paddle.expand, "Tensor.expand"], _expand)
+    add([paddle.where, "Tensor.where"], _where)
+    add([paddle.zeros_like], _full_like(0))
+    add([paddle.ones_like], _full_like(1))
+    add([paddle.full_like], _full_like(None))
     add([paddle.concat], _concat)
     add([paddle.mean, "Tensor.mean"], _reduce("ReduceMean"))
     add([paddle.sum, "Tensor.sum"], _reduce("ReduceSum"))

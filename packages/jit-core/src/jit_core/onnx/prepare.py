@@ -277,10 +277,12 @@ def _spelt_out(e: _Emitter, name: str, x: Node, a: Dict[str, Any]) -> Optional[N
     """What replaces the activation ``name`` of ``x``, or None where the export is right."""
     if name == "relu":
         # Paddle's kernel: x > 0 ? x : 0, so NaN and -0.0 give 0; ONNX's Relu (fused into
-        # a convolution or not) keeps both
-        positive = e.call(paddle.greater_than, x, e.const(0.0))
+        # a convolution or not) keeps both. Zeros of x's shape, not a 0-D constant: a
+        # broadcast over dynamic sizes exports as a Max of shapes TVM cannot import
+        zeros = e.call(paddle.zeros_like, x)
+        positive = e.call(paddle.greater_than, x, zeros)
         positive.meta["dtype"] = "bool"
-        return e.call(paddle.where, positive, x, e.const(0.0))
+        return e.call(paddle.where, positive, x, zeros)
     if name == "gelu":
         if a["approximate"] not in (True, "tanh"):
             return None

@@ -32,10 +32,6 @@ def _float_input(ex: Exporter, x: Any) -> str:
     return ex.input(x)
 
 
-def _no_name(a: Dict[str, Any]) -> None:
-    pass  # ``name=`` arguments only name static variables
-
-
 # -- elementwise arithmetic ---------------------------------------------------------------
 def _binary(onnx_op: str) -> Callable:
     def lower(ex: Exporter, a: Dict[str, Any]) -> str:
@@ -512,10 +508,6 @@ def _layer_adaptive_avg_pool2d(ex: Exporter, a: Dict[str, Any]) -> str:
     return _adaptive_avg_pool2d(ex, args)
 
 
-def _layer_flatten(ex: Exporter, a: Dict[str, Any]) -> str:
-    return _to_result_shape(ex, a)
-
-
 def _layer_softmax(ex: Exporter, a: Dict[str, Any]) -> str:
     return _softmax(ex, {"x": a["x"], "axis": a["layer"]._axis})
 
@@ -621,7 +613,7 @@ def builtin_lowerings() -> Dict[Any, Callable]:
     add(nn.MaxPool2D, _layer_pool("MaxPool"))
     add(nn.AvgPool2D, _layer_pool("AveragePool"))
     add(nn.AdaptiveAvgPool2D, _layer_adaptive_avg_pool2d)
-    add(nn.Flatten, _layer_flatten)
+    add(nn.Flatten, _to_result_shape)
     add(nn.ReLU, _relu)
     add(nn.ReLU6, _relu6)
     add(nn.Sigmoid, _unary("Sigmoid"))

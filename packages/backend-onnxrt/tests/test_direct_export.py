@@ -339,3 +339,19 @@ def test_a_lowering_that_raises_is_a_missing_lowering_that_says_why(capture, ins
     gm, example = capture(lambda x: paddle.cumsum(x, axis=0), paddle.rand([2, 3]))
     with pytest.raises(MissingLowering, match="its lowering raised KeyError"):
         export_direct(gm, example, DEFAULT_OPSET)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32", "bool"])
+def test_filled_like_and_where(capture, dtype):
+    def g(x):
+        return paddle.full_like(x, 3), paddle.where(x > 0, x, paddle.zeros_like(x))
+
+    x = paddle.to_tensor(np.array([[0, -3, 5], [1, 0, -8]]).astype(dtype))
+    if dtype != "bool":
+        check(capture, g, x)
+        return
+    check(capture, lambda m: (paddle.zeros_like(m), paddle.ones_like(m)), x)
+    # ONNX Runtime has no bool Where: declined, and the graph takes the paddle2onnx path
+    gm, example = capture(lambda m: paddle.where(m, m, paddle.ones_like(m)), x)
+    with pytest.raises(MissingLowering, match="bool where"):
+        export_direct(gm, example, DEFAULT_OPSET)

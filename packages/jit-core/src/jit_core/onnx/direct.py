@@ -68,11 +68,8 @@ def operation_name(node, gm=None) -> str:
     if node.op == "call_module":
         layer = type(_resolve(gm, target)) if gm is not None else None
         return f"the layer {layer.__name__}" if layer is not None else f"the layer {target}"
-    module = getattr(target, "__module__", None) or ""
-    name = getattr(target, "__qualname__", None) or getattr(target, "__name__", repr(target))
-    if module in ("_operator", "operator"):
-        return f"operator.{name}"
-    return f"{module}.{name}" if module else name
+    name = _target_name(target)
+    return "operator." + name[len("_operator.") :] if name.startswith("_operator.") else name
 
 
 # ------------------------------------------------------------------------- the registry
@@ -123,8 +120,9 @@ def exporter_fingerprint() -> str:
 def _target_name(target: Any) -> str:
     if isinstance(target, str):
         return target
-    module = getattr(target, "__module__", "")
-    return f"{module}.{getattr(target, '__qualname__', getattr(target, '__name__', target))}"
+    module = getattr(target, "__module__", None) or ""
+    name = getattr(target, "__qualname__", None) or getattr(target, "__name__", repr(target))
+    return f"{module}.{name}" if module else name
 
 
 def _signature(fn: Callable) -> Optional[inspect.Signature]:
@@ -188,7 +186,6 @@ class Exporter:
 
     def __init__(self, gm, opset: int):
         self.onnx = require("onnx")
-        self.gm = gm
         self.opset = opset
         self.nodes: List[Any] = []
         self.initializers: List[Any] = []
@@ -261,7 +258,7 @@ class Exporter:
         elif _is_paddle_tensor(value):
             name = self.parameter(value)
             have = dtype_name(value.dtype)
-        elif isinstance(value, (bool, int, float)) and not isinstance(value, np.ndarray):
+        elif isinstance(value, (bool, int, float)):
             return self.constant(value, dtype or self.out_dtype())
         else:
             self.decline(f"an argument of type {type(value).__name__}")
@@ -278,7 +275,7 @@ class Exporter:
                 name = self.fresh(name)
             self._used.add(name)
             array = np.asarray(tensor.numpy())
-            self.initializers.append(self._tensor_proto(array, dtype_name(tensor.dtype), name))
+            self.initializers.append(self.tensor(array, dtype_name(tensor.dtype), name))
             self._params[key] = name
         return self._params[key]
 
@@ -288,7 +285,7 @@ class Exporter:
         key = (dtype, array.shape, array.tobytes() if array.dtype != object else repr(value))
         if key not in self._consts:
             name = self.fresh("const")
-            self.initializers.append(self._tensor_proto(array, dtype, name))
+            self.initializers.append(self.tensor(array, dtype, name))
             self._consts[key] = name
         return self._consts[key]
 
@@ -315,12 +312,12 @@ class Exporter:
             self.decline(f"dtype {dtype}")
         return getattr(self.onnx.TensorProto, _DTYPES[dtype])
 
-    def _tensor_proto(self, array: np.ndarray, dtype: str, name: str):
+    def tensor(self, value: Any, dtype: str, name: str = ""):
+        """``value`` as an ONNX TensorProto of ``dtype`` (an initializer's, an attribute's)."""
         onnx_dtype = self._onnx_dtype(dtype)
         if dtype == "bfloat16":
             self.decline("a bfloat16 constant")
-        np_dtype = np.dtype("bool" if dtype == "bool" else dtype)
-        array = np.ascontiguousarray(np.asarray(array).astype(np_dtype))
+        array = np.ascontiguousarray(np.asarray(value).astype(np.dtype(dtype)))
         proto = self.onnx.numpy_helper.from_array(array, name)
         proto.data_type = onnx_dtype
         return proto
@@ -454,12 +451,12 @@ def export_direct(gm, example_inputs: Sequence[Any], opset: int):
         ex.node = None
     outputs = []
     seen: set = set()
-    ex.node = None
+    constants = {p.name for p in ex.initializers}
     for i, value in enumerate(graph.output_values()):
         if not _is_node(value) or value not in ex._names:
             raise MissingLowering(f"graph output {i}", why="not a tensor the graph computes")
         name = ex._names[value]
-        if name in seen or value.op == "placeholder" or name in {p.name for p in ex.initializers}:
+        if name in seen or value.op == "placeholder" or name in constants:
             # one ONNX value per output: a value returned twice (or an input or a
             # parameter returned as it is) is copied
             name = _identity(ex, name, f"output_{i}")

@@ -208,6 +208,8 @@ def _where(ex: Exporter, a: Dict[str, Any]) -> str:
     if ex.dtype(cond) != "bool":
         ex.decline(f"a {ex.dtype(cond)} condition")
     out = ex.out_dtype()
+    if out == "bool":
+        ex.decline("a bool where (ONNX Runtime has no bool Where kernel)")
     return ex.op("Where", [ex.input(cond), ex.input(x, out), ex.input(y, out)])
 
 
@@ -216,17 +218,10 @@ def _full_like(value: Any) -> Callable:
         fill = a.get("fill_value", value)
         if not isinstance(fill, (int, float, bool)):
             ex.decline("a fill value that is not a number")
-        dtype = ex.out_dtype()
-        proto = ex.onnx.numpy_helper.from_array(np.array([fill]).astype(_np_dtype(ex, dtype)))
-        return ex.op("ConstantOfShape", [ex.ints(ex.out_shape())], value=proto)
+        constant = ex.tensor([fill], ex.out_dtype())
+        return ex.op("ConstantOfShape", [ex.ints(ex.out_shape())], value=constant)
 
     return lower
-
-
-def _np_dtype(ex: Exporter, dtype: str) -> Any:
-    if dtype == "bfloat16":
-        ex.decline("a bfloat16 constant")
-    return np.dtype("bool" if dtype == "bool" else dtype)
 
 
 def _transpose(ex: Exporter, a: Dict[str, Any]) -> str:
@@ -520,10 +515,6 @@ def _layer_leaky_relu(ex: Exporter, a: Dict[str, Any]) -> str:
     return _leaky_relu(ex, {"x": a["x"], "negative_slope": a["layer"]._negative_slope})
 
 
-def _layer_hardsigmoid(ex: Exporter, a: Dict[str, Any]) -> str:
-    return _hardsigmoid(ex, {"x": a["x"]})
-
-
 # ------------------------------------------------------------------------- the table
 def builtin_lowerings() -> Dict[Any, Callable]:
     nn = paddle.nn
@@ -619,7 +610,7 @@ def builtin_lowerings() -> Dict[Any, Callable]:
     add(nn.Sigmoid, _unary("Sigmoid"))
     add(nn.Tanh, _unary("Tanh"))
     add(nn.Hardswish, _hardswish)
-    add(nn.Hardsigmoid, _layer_hardsigmoid)
+    add(nn.Hardsigmoid, _hardsigmoid)  # the layer has F.hardsigmoid's defaults
     add(nn.Silu, _silu)
     add(nn.GELU, _layer_gelu)
     add(nn.LeakyReLU, _layer_leaky_relu)

@@ -644,3 +644,53 @@ def test_an_outside_object_read_through_its_getattribute(backend):
         assert seen == (1, 0, 0), str(report)
         assert_same(fast(x, Tripled(2.0)), read_through_getattribute(x, Tripled(2.0)))
         assert_same(fast(x, Tripled(5.0)), read_through_getattribute(x, Tripled(5.0)))
+
+
+# ------------------------------------- a forward decorated to claim another signature
+
+
+def claims_its_signature(fn):
+    """Paddle 3.3's ``param_one_alias``, in short: ``wrapper(*args, **kwargs)`` that says
+    it is ``fn`` (``functools.wraps``) and has ``fn``'s signature."""
+    import functools
+    import inspect
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if "input" in kwargs:
+            kwargs["x"] = kwargs.pop("input")
+        return fn(*args, **kwargs)
+
+    wrapper.__signature__ = inspect.signature(fn)
+    return wrapper
+
+
+class Claimed(paddle.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.fc = paddle.nn.Linear(4, 3)
+
+    @claims_its_signature
+    def forward(self, x, scale=2.0):
+        return F.relu(self.fc(x)) * scale
+
+
+@pytest.mark.parametrize("which", ["own layer", "Conv2D"])
+def test_a_decorated_forward_is_captured_at_the_top(backend, which):
+    # was: the top frame's locals were bound to the signature the wrapper claims, so
+    # its own *args and **kwargs were missing and the whole forward ran eagerly
+    # ("local variable 'kwargs' is read before assignment")
+    paddle.seed(12)
+    if which == "Conv2D":
+        net, x = paddle.nn.Conv2D(3, 4, 3), paddle.rand([1, 3, 8, 8])
+    else:
+        net, x = Claimed(), paddle.rand([2, 4])
+    net.eval()
+    fast = jit_core.optimize(net, backend=backend)
+    with paddle.no_grad():
+        report, seen = counts(fast, x)
+        assert seen == (1, 0, 0), str(report)
+        assert_same(fast(x), net(x))
+        if which != "Conv2D":
+            assert_same(fast(x, scale=3.0), net(x, scale=3.0))
+            assert_same(fast(input=x), net(input=x))

@@ -699,7 +699,7 @@ class CompileContext:
         else:
             sig = self._signatures.get(code)
             if sig is None:
-                sig = self._signatures[code] = inspect.signature(func)
+                sig = self._signatures[code] = _code_signature(func)
             try:
                 bound = sig.bind(*args, **kwargs)
             except TypeError:
@@ -740,3 +740,15 @@ class CompileContext:
             self.events.clear()
             self._entry_functions.clear()
             self._mark_generator_targets()
+
+
+def _code_signature(func: types.FunctionType) -> inspect.Signature:
+    """The parameters of ``func``'s own code. ``inspect.signature`` would give those of
+    what a decorator says it wraps (``functools.wraps`` sets ``__wrapped__``, some set
+    ``__signature__``): Paddle 3.3's ``Conv2D.forward`` is ``wrapper(*args, **kwargs)``
+    that claims ``(self, x)``, and the frame's locals are ``args`` and ``kwargs``."""
+    plain = types.FunctionType(
+        func.__code__, func.__globals__, func.__name__, func.__defaults__, func.__closure__
+    )
+    plain.__kwdefaults__ = func.__kwdefaults__
+    return inspect.signature(plain)

@@ -16,9 +16,9 @@ import nox
 #: (free-threaded 3.13t is out of scope)
 PYTHONS = ["3.8", "3.9", "3.10", "3.11", "3.12", "3.13"]
 #: jit-core with its "onnx" extra: the ONNX export the onnxrt, tvm and tensorrt backends
-#: share; its paddle2onnx comes on 3.8 to 3.12 only (2.x has no 3.13 wheels), so on 3.13
-#: every ONNX-based backend installs and is listed as unavailable, saying why.
-#: jit-backend-tvm installs on every Python; TVM itself comes on 3.10 to 3.12 only.
+#: share; its paddle2onnx (for graphs the direct export has no lowering for) comes on 3.8
+#: to 3.12 only (2.x has no 3.13 wheels: there such graphs run on paddle).
+#: jit-backend-tvm installs on every Python; TVM itself comes on 3.10+ only.
 #: jit-backend-tensorrt installs without its "trt" extra: TensorRT's builder is not
 #: installable on CI's machines (no NVIDIA GPU), so its backend is listed as unavailable.
 PACKAGES = [
@@ -32,9 +32,8 @@ PACKAGES = [
 #: backends the conformance suite runs on besides the default paddle backend, with the
 #: environment of their run. tvm checks correctness on sampled schedules (no tuning):
 #: tuning whole models on every run would not fit CI (its unit tests tune a small kernel
-#: instead). A backend's column is n/a where the backend cannot run (tvm on 3.8/3.9, onnxrt
-#: and tvm on 3.13 without paddle2onnx, tensorrt wherever TensorRT or a CUDA device is
-#: missing: all of CI): every test is skipped at collection with the reason, in one process
+#: instead). A backend's column is n/a where the backend cannot run (tvm on 3.8/3.9,
+#: tensorrt wherever TensorRT or a CUDA device is missing: all of CI): every test is skipped at collection with the reason, in one process
 #: (``n_a_backends``), a few seconds per run.
 CONFORMANCE_BACKENDS = {"onnxrt": {}, "tvm": {"JIT_TVM_TUNE": "off"}, "tensorrt": {}}
 #: pytest-xdist workers of a backend's conformance run, where not JIT_TEST_WORKERS and the
@@ -44,13 +43,15 @@ CONFORMANCE_BACKENDS = {"onnxrt": {}, "tvm": {"JIT_TVM_TUNE": "off"}, "tensorrt"
 CONFORMANCE_WORKERS = {"tensorrt": "0"}
 #: the compile cache tvm's conformance runs share across the Pythons of one ``./dev test``
 #: (TVM compiles the same graphs alike on every Python, and the entries do not depend on the
-#: process: 3.11 and 3.12 load what 3.10 built, 40 s instead of 4 minutes each on 2 cores).
-#: The first Python with TVM starts it empty; on 3.13 the tvm column is n/a (no
-#: paddle2onnx), so that run neither reads nor writes it.
+#: process: 3.11 to 3.13 load what 3.10 built, 40 s instead of 4 minutes each on 2 cores;
+#: on 3.13 the graphs without a lowering run on paddle, so a few entries differ). The
+#: first Python with TVM starts it empty.
 TVM_SHARED_CACHE = os.path.abspath(os.path.join(".nox", "tvm-conformance-cache"))
 FIRST_TVM_PYTHON = "3.10"
 #: example plugins that exist to be installed in the test environment (see their READMEs)
-TEST_PLUGINS = [p for p in ["examples/opcode-plugin"] if os.path.isdir(p)]
+TEST_PLUGINS = [
+    p for p in ["examples/opcode-plugin", "examples/onnx-lowering-plugin"] if os.path.isdir(p)
+]
 RUFF = "ruff==0.17.5"
 DOCS = ["sphinx==9.1.1", "furo==2025.12.19"]
 #: the Paddle each test venv gets (3.3.1 on 3.9 to 3.13); jit-core itself allows 3.3.x on

@@ -5,6 +5,13 @@ from __future__ import annotations
 import numpy as np
 import paddle
 
+from jit_core.onnx import paddle2onnx_missing
+
+#: whether graphs without an ONNX lowering reach the ONNX-based backends, exported by
+#: paddle2onnx; where it is missing (Python 3.13) they run on the paddle backend, so what
+#: a backend cannot compile of paddle2onnx's models is not met there
+THROUGH_PADDLE2ONNX = not paddle2onnx_missing()
+
 #: what each backend documents about float results that differ from eager Paddle's: a
 #: looser relative tolerance, and an absolute one relative to the largest |value|
 #: (a runtime with other convolution algorithms rounds differently; TVM's schedules sum a

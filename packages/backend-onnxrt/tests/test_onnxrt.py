@@ -29,6 +29,12 @@ WHY_NOT = plugin.unavailable_reason()
 needs_export = pytest.mark.skipif(
     bool(WHY_NOT), reason=f"the onnxrt backend cannot run here: {WHY_NOT}"
 )
+NO_PADDLE2ONNX = jit_core.onnx.paddle2onnx_missing()
+#: the tests of the paddle2onnx path, and of graphs that only it exports (paddle2onnx is
+#: not installable on 3.13: such graphs run on the paddle backend there)
+needs_paddle2onnx = pytest.mark.skipif(
+    bool(NO_PADDLE2ONNX), reason=f"tests the paddle2onnx path: {NO_PADDLE2ONNX}"
+)
 
 
 @pytest.fixture(autouse=True)
@@ -72,26 +78,39 @@ def test_registered_as_a_plugin_with_its_version():
     assert jit_core.backends()["onnxrt"].unavailable == WHY_NOT
 
 
-@pytest.mark.skipif(not WHY_NOT, reason="checks the error where the ONNX export cannot run")
-def test_unavailable_says_why_and_falls_back_on_request():
+def test_unavailable_says_why_and_falls_back_on_request(monkeypatch, paddle2onnx_at):
+    from jit_core import plugins
+
+    # the one way the backend is unavailable where onnx is installed: paddle2onnx asked
+    # for and missing
+    paddle2onnx_at(None)
+    monkeypatch.setenv(EXPORTER_ENV, "paddle2onnx")
+    monkeypatch.setattr(plugins, "_backends", None)  # registered again, then put back
+    why = plugin.unavailable_reason()
+    assert "paddle2onnx is not installed" in why or "no wheels" in why
     with pytest.raises(BackendUnavailableError, match="paddle2onnx") as e:
         jit_core.optimize(make_net(), backend="onnxrt")
-    assert WHY_NOT in str(e.value)
+    assert why in str(e.value)
     net = make_net()
     with pytest.warns(RuntimeWarning, match="paddle2onnx"), paddle.no_grad():
         x = paddle.rand([3, 8])
         close(jit_core.optimize(net, backend="onnxrt", fallback=True)(x), net(x))
 
 
-def test_the_reason_names_paddle2onnx_and_the_python(paddle2onnx_at):
+def test_the_backend_needs_no_paddle2onnx_unless_asked_for(paddle2onnx_at, monkeypatch):
+    from jit_core.onnx.export import EXPORTER_ENV
+
     paddle2onnx_at(None)
+    assert plugin.unavailable_reason((3, 13)) == plugin.unavailable_reason((3, 12)) == ""
+    # JIT_CORE_ONNX_EXPORTER=paddle2onnx asks for it: its absence is then the reason
+    monkeypatch.setenv(EXPORTER_ENV, "paddle2onnx")
     assert plugin.unavailable_reason((3, 13)) == (
-        "paddle2onnx 2.x has no wheels for Python 3.13, and the ONNX export needs it "
-        "(its wheels cover Python 3.8 to 3.12)"
+        "JIT_CORE_ONNX_EXPORTER=paddle2onnx asks for paddle2onnx, and paddle2onnx 2.x has "
+        "no wheels for Python 3.13 (its wheels cover Python 3.8 to 3.12)"
     )
     assert plugin.unavailable_reason((3, 12)) == (
-        "paddle2onnx is not installed, and the ONNX export needs it: "
-        "pip install 'jit-core[onnx]' (paddle2onnx and onnx)"
+        "JIT_CORE_ONNX_EXPORTER=paddle2onnx asks for paddle2onnx, and paddle2onnx is not "
+        "installed: pip install 'jit-core[onnx]' (paddle2onnx and onnx)"
     )
     # 0.9.2, the only wheel 3.13 has, cannot read Paddle 3's programs; a 2.x serves anywhere
     paddle2onnx_at("0.9.2")
@@ -103,26 +122,35 @@ def test_the_reason_names_paddle2onnx_and_the_python(paddle2onnx_at):
     assert plugin.unavailable_reason((3, 13)) == plugin.unavailable_reason((3, 12)) == ""
 
 
-def test_without_paddle2onnx_the_backend_is_refused_and_the_export_names_it(
-    monkeypatch, paddle2onnx_at
-):
-    from jit_core import plugins
-
+@needs_export
+def test_without_paddle2onnx_a_graph_no_lowering_serves_runs_on_paddle(monkeypatch, paddle2onnx_at):
     paddle2onnx_at(None)
-    monkeypatch.setattr(plugins, "_backends", None)  # registered again, then put back
-    assert "paddle2onnx" in jit_core.backends()["onnxrt"].unavailable
-    with pytest.raises(BackendUnavailableError, match="paddle2onnx"):
-        jit_core.optimize(make_net(), backend="onnxrt")
-    # the export itself, asked directly for a graph with an operation that no lowering
-    # serves, names the package and the operation (never a bare import error)
     x = paddle.rand([3, 8])
-    gm = jit_core.capture(lambda t: paddle.cumsum(t, axis=1) * 2, x)
-    with pytest.raises(MissingDependencyError, match="cumsum.*paddle2onnx") as e:
+
+    def f(t):
+        return paddle.cumprod(t, dim=1) * 2
+
+    fast = jit_core.optimize(f, backend="onnxrt")
+    with paddle.no_grad():
+        close(fast(x), f(x))
+        (graph,) = jit_core.explain(fast, x).graphs
+    assert graph.backend.startswith(
+        "paddle (runs on the paddle backend: backend 'onnxrt' does not serve it: "
+        "no ONNX lowering for"
+    )
+    assert "cumprod" in graph.backend and "paddle2onnx" in graph.backend
+    # the export itself, asked directly, names the operation and the package missing
+    gm = jit_core.capture(f, x)
+    with pytest.raises(jit_core.errors.GraphDeclined, match="cumprod.*paddle2onnx"):
         jit_core.onnx.export_onnx(gm, [x])
-    assert e.value.package == "paddle2onnx"
-    # what the lowerings serve needs no paddle2onnx
-    gm = jit_core.capture(make_net(), x)
+    # what the lowerings serve needs no paddle2onnx, and runs on onnxrt
+    net = make_net()
+    gm = jit_core.capture(net, x)
     assert jit_core.onnx.export_onnx(gm, [x]).graph.node
+    fast = jit_core.optimize(net, backend="onnxrt")
+    with paddle.no_grad():
+        close(fast(x), net(x), 1e-4)
+        assert jit_core.explain(fast, x).graphs[0].backend == "onnxrt"
 
 
 @needs_export
@@ -188,7 +216,7 @@ def test_gradients_or_training_mode_run_on_the_paddle_backend():
         assert "is in training mode" in report.graphs[0].backend
 
 
-@needs_export
+@needs_paddle2onnx
 def test_an_operator_paddle2onnx_lacks_is_named_and_can_fall_back():
     def f(x):
         return paddle.linalg.eigh(x)[0] + 1
@@ -207,7 +235,7 @@ def test_an_operator_paddle2onnx_lacks_is_named_and_can_fall_back():
         close(jit_core.optimize(lambda t: t * 3, backend="onnxrt")(x), x * 3)
 
 
-@needs_export
+@needs_paddle2onnx
 def test_a_wrong_conversion_is_refused_and_never_cached(monkeypatch, cache_dir):
     # without its workaround, paddle2onnx 2.1 exports x + 1 as x: validation must see it
     from jit_core.onnx import prepare
@@ -369,7 +397,7 @@ def test_specialize_zero_keeps_one_session():
     assert compiled_of(fast)[-1].specializer is None
 
 
-@needs_export
+@needs_paddle2onnx
 def test_an_output_whose_shape_depends_on_the_data_stops_the_binding():
     def f(x):
         return paddle.masked_select(x, x > 0) * 2
@@ -387,7 +415,7 @@ def test_an_output_whose_shape_depends_on_the_data_stops_the_binding():
     assert compiled._layouts is None, "ONNX Runtime refused the buffer of the second call"
 
 
-@needs_export
+@needs_paddle2onnx
 def test_an_output_that_is_an_input_of_the_model_is_a_copy_and_never_bound(monkeypatch):
     # x * 1 exports as a model whose output is its input. ONNX Runtime 1.32 ignores a
     # buffer bound for it (the second call returned garbage), and 1.19 hands back the
@@ -660,3 +688,25 @@ def test_a_dynamic_model_onnx_runtime_cannot_load_is_exported_per_shape(tmp_path
     with pytest.raises(StaticShapesOnly, match="could not load its model with dynamic dimensions"):
         _probe_session(b"not a model", str(tmp_path), "all", ["CPUExecutionProvider"])
     assert list(tmp_path.iterdir()) == []
+
+
+@needs_export
+def test_a_kernel_onnx_runtime_lacks_sends_the_graph_to_paddle(monkeypatch, cache_dir):
+    # ONNX Runtime 1.19 (Python 3.8 and 3.9) has no float64 Cos: the model is right, the
+    # runtime cannot load it
+    import onnxruntime
+
+    def refuse(*args, **kwargs):
+        raise RuntimeError(
+            "[ONNXRuntimeError] : 9 : NOT_IMPLEMENTED : Could not find an implementation "
+            "for Cos(7) node with name 'cos__Cos'"
+        )
+
+    monkeypatch.setattr(onnxruntime, "InferenceSession", refuse)
+    x = paddle.rand([3], dtype="float64")
+    with paddle.no_grad():
+        report = jit_core.explain(lambda t: paddle.cos(t) * 2, x, backend="onnxrt")
+    (graph,) = report.graphs
+    assert "runs on the paddle backend: backend 'onnxrt' does not serve it" in graph.backend
+    assert "has no kernel for Cos(7) with these dtypes" in graph.backend
+    close(report.result, paddle.cos(x) * 2)

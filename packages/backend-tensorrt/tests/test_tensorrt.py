@@ -194,8 +194,8 @@ def test_every_cause_is_reported_together():
 
 
 NO_PADDLE2ONNX = (
-    "paddle2onnx 2.x has no wheels for Python 3.13, and the ONNX export needs it "
-    "(its wheels cover Python 3.8 to 3.12)"
+    "JIT_CORE_ONNX_EXPORTER=paddle2onnx asks for paddle2onnx, and paddle2onnx 2.x has no "
+    "wheels for Python 3.13 (its wheels cover Python 3.8 to 3.12)"
 )
 
 
@@ -207,8 +207,12 @@ def test_an_export_that_cannot_run_is_a_reason_of_its_own():
     assert why.count("; ") == 2 and why.endswith(NO_PADDLE2ONNX)
 
 
-def test_probe_asks_the_export_whether_paddle2onnx_serves(paddle2onnx_at):
+def test_probe_asks_the_export_whether_paddle2onnx_serves(paddle2onnx_at, monkeypatch):
+    from jit_core.onnx.export import EXPORTER_ENV
+
     paddle2onnx_at(None)
+    assert probe().export_unavailable == ""  # the direct export needs none
+    monkeypatch.setenv(EXPORTER_ENV, "paddle2onnx")
     assert "paddle2onnx" in probe().export_unavailable
     assert "paddle2onnx" in unavailable_reason(probe())
     paddle2onnx_at("2.1.0")
@@ -220,7 +224,7 @@ def gpu_paddle(monkeypatch):
     """Paddle as probe() sees it on a CUDA build with one device."""
     monkeypatch.setattr(paddle, "is_compiled_with_cuda", lambda: True)
     monkeypatch.setattr(paddle.device.cuda, "device_count", lambda: 1)
-    # and the ONNX export can run (on 3.13 paddle2onnx 2.x is missing: a reason of its own)
+    # and the ONNX export can run (paddle2onnx asked for and missing: a reason of its own)
     monkeypatch.setattr(environment, "_export_unavailable", lambda: "")
 
 

@@ -69,15 +69,6 @@ def test_registered_with_the_reason_it_cannot_run_here_or_none():
     assert jit_core.backends()["tvm"].inference_only
 
 
-@pytest.mark.skipif(
-    "paddle2onnx" not in WHY_NOT, reason="checks the error where paddle2onnx 2.x is missing"
-)
-def test_unavailable_without_paddle2onnx_says_why():
-    with pytest.raises(BackendUnavailableError, match="paddle2onnx 2.x") as e:
-        jit_core.optimize(_net(), backend="tvm")
-    assert f"Python {sys.version_info[0]}.{sys.version_info[1]}" in str(e.value)
-
-
 def test_the_reasons_name_the_missing_package_and_the_python(paddle2onnx_at, monkeypatch):
     from jit_core.onnx import export
 
@@ -88,16 +79,19 @@ def test_the_reasons_name_the_missing_package_and_the_python(paddle2onnx_at, mon
         "installed_version",
         lambda d: "0.27.0" if d == "apache-tvm" else with_paddle2onnx(d),
     )
-    assert plugin.unavailable_reason((3, 13)) == (
-        "paddle2onnx 2.x has no wheels for Python 3.13, and the ONNX export needs it "
-        "(its wheels cover Python 3.8 to 3.12)"
+    # the direct ONNX export needs no paddle2onnx: TVM runs on 3.13 too
+    assert plugin.unavailable_reason((3, 13)) == plugin.unavailable_reason((3, 12)) == ""
+    assert plugin.unavailable_reason((3, 9)) == (
+        "apache-tvm 0.27 has wheels for Python 3.10+ only; this is Python 3.9"
     )
-    # TVM's own reason and the export's, together
+    # unless paddle2onnx is asked for: TVM's own reason and the export's, together
+    monkeypatch.setenv(export.EXPORTER_ENV, "paddle2onnx")
     assert plugin.unavailable_reason((3, 9)) == (
         "apache-tvm 0.27 has wheels for Python 3.10+ only; this is Python 3.9; "
-        "paddle2onnx is not installed, and the ONNX export needs it: "
-        "pip install 'jit-core[onnx]' (paddle2onnx and onnx)"
+        "JIT_CORE_ONNX_EXPORTER=paddle2onnx asks for paddle2onnx, and paddle2onnx is not "
+        "installed: pip install 'jit-core[onnx]' (paddle2onnx and onnx)"
     )
+    assert "paddle2onnx 2.x has no wheels for Python 3.13" in plugin.unavailable_reason((3, 13))
     # a paddle2onnx 2.x built from source serves on 3.13; 0.9.2 (3.13's only wheel) does not
     paddle2onnx_at("2.1.0")
     monkeypatch.setattr(
@@ -130,7 +124,7 @@ def test_the_dependencies_leave_tvm_out_where_it_cannot_run():
     tvm = ("apache-tvm", "apache-tvm-ffi", "psutil", "cloudpickle", "xgboost-cpu")
     for name in tvm:
         marker = deps[name].split(";")[1].replace('"', "'")
-        assert marker.split() == "python_version >= '3.10' and python_version < '3.13'".split()
+        assert marker.split() == "python_version >= '3.10'".split()
         # what the message tells users to install is what the package would have installed
         assert name in plugin.TVM_PACKAGES
     assert set(deps) - set(tvm) == {"jit-core", "numpy"}
@@ -138,8 +132,11 @@ def test_the_dependencies_leave_tvm_out_where_it_cannot_run():
 
 def test_a_missing_paddle2onnx_is_listed_and_refused_with_the_reason(monkeypatch, paddle2onnx_at):
     from jit_core import plugins
+    from jit_core.onnx.export import EXPORTER_ENV
 
+    # (asked for: the direct export needs no paddle2onnx)
     paddle2onnx_at(None)
+    monkeypatch.setenv(EXPORTER_ENV, "paddle2onnx")
     monkeypatch.setattr(plugins, "_backends", None)  # registered again, then put back
     assert "paddle2onnx" in jit_core.backends()["tvm"].unavailable
     with pytest.raises(BackendUnavailableError, match="paddle2onnx"):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.metadata
 import logging
 import os
+import re
 import tempfile
 import threading
 from typing import Any, Callable, Dict, List, Optional, Sequence
@@ -15,7 +16,7 @@ import paddle
 from paddle import _C_ops
 
 from jit_core.compile_cache import DiskCache, graph_key, machine_fingerprint
-from jit_core.errors import JitError, StaticShapesOnly
+from jit_core.errors import GraphDeclined, JitError, StaticShapesOnly
 from jit_core.onnx import (
     DEFAULT_OPSET,
     OnnxExportError,
@@ -182,8 +183,17 @@ def _session(ort, model: bytes, options, providers):
     try:
         return ort.InferenceSession(model, options, providers=providers)
     except Exception as e:  # ORT's own exception types differ between releases
+        message = str(e).strip()
+        if "Could not find an implementation" in message:
+            # a kernel this release lacks (1.19 has no float64 Cos): nothing is wrong with
+            # the program or the export, the graph runs on the paddle backend
+            found = re.search(r"implementation for (\S+)", message)
+            what = found.group(1) if found else "an operator"
+            raise GraphDeclined(
+                f"onnxruntime {ort.__version__} has no kernel for {what} with these dtypes"
+            ) from e
         raise OnnxRuntimeError(
-            f"onnxruntime {ort.__version__} cannot load the exported graph: {str(e).strip()[:800]}"
+            f"onnxruntime {ort.__version__} cannot load the exported graph: {message[:800]}"
         ) from e
 
 

@@ -1,7 +1,7 @@
 """Registers the backend through jit-core's hook, like any plugin.
 
-Where the ONNX export cannot run (paddle2onnx 2.x has no wheels for Python 3.13) the
-backend is still listed, with the reason as ``unavailable``: ``optimize`` then raises it at
+Where the ONNX export cannot run (onnx missing, or ``JIT_CORE_ONNX_EXPORTER=paddle2onnx``
+where paddle2onnx 2.x is not installed) the backend is still listed, with the reason as ``unavailable``: ``optimize`` then raises it at
 once, or with ``fallback=True`` runs on the paddle backend with one warning.
 """
 
@@ -27,7 +27,7 @@ def jit_register_backends(register):
     register(
         "onnxrt",
         compile_graph,
-        description="ONNX Runtime (CPU by default), exported with paddle2onnx",
+        description="ONNX Runtime (CPU by default), exported to ONNX by jit-core",
         inference_only=True,
         unavailable=unavailable_reason(),
         # the exported model keeps the graph's dynamic dimensions (jit_core.onnx.export)

@@ -49,7 +49,7 @@ class Environment:
     #: CUDA devices Paddle sees
     cuda_devices: int = 0
     #: why the shared ONNX export cannot run (``jit_core.onnx.unavailable_reason()``: no
-    #: paddle2onnx 2.x, which has no wheels for Python 3.13); empty when it can
+    #: onnx, or paddle2onnx asked for and missing); empty when it can
     export_unavailable: str = ""
 
 

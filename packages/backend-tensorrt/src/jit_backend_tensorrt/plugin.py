@@ -18,7 +18,7 @@ def jit_register_backends(register):
     register(
         "tensorrt",
         compile_graph,
-        description="NVIDIA TensorRT engines on the current GPU, exported with paddle2onnx",
+        description="NVIDIA TensorRT engines on the current GPU, exported to ONNX by jit-core",
         inference_only=True,
         unavailable=unavailable_reason(probe()),
         # engines are built with an optimization profile over the dynamic dimensions

@@ -1,8 +1,7 @@
 """Registers the backend through jit-core's hook, like any plugin.
 
-Where it cannot run (no TVM wheels before Python 3.10; no paddle2onnx 2.x wheels, which the
-ONNX export needs, for 3.13, where the package does not install TVM either) the backend is still listed, with the reason as
-``unavailable``: ``optimize`` then raises it at once, or with ``fallback=True`` runs on the
+Where it cannot run (no TVM wheels before Python 3.10) the backend is still listed, with the
+reason as ``unavailable``: ``optimize`` then raises it at once, or with ``fallback=True`` runs on the
 paddle backend with one warning.
 """
 
@@ -15,8 +14,7 @@ from jit_core import hookimpl
 
 #: apache-tvm 0.27 publishes wheels for these Pythons only
 MIN_PYTHON = (3, 10)
-#: what the package installs with TVM (pyproject.toml's dependencies, on Python 3.10 to
-#: 3.12: on 3.13 the ONNX export has no paddle2onnx wheels, so they would be 400 MB unused)
+#: what the package installs with TVM (pyproject.toml's dependencies, on Python 3.10+)
 TVM_PACKAGES = (
     "'apache-tvm==0.27.*' 'apache-tvm-ffi>=0.1.14,<0.1.15' psutil cloudpickle xgboost-cpu"
 )
@@ -35,10 +33,10 @@ def unavailable_reason(python: Optional[Tuple[int, int]] = None) -> str:
             f"this is Python {python[0]}.{python[1]}"
         )
     elif export.installed_version("apache-tvm") is None:
-        # 3.13, where the package leaves TVM out; or removed by hand
+        # removed by hand, or the package installed with --no-deps
         reasons.append(
-            "apache-tvm is not installed (jit-backend-tvm brings it on Python 3.10 to 3.12 "
-            f"only, where the ONNX export runs): pip install {TVM_PACKAGES}"
+            "apache-tvm is not installed (jit-backend-tvm brings it on Python 3.10+): "
+            f"pip install {TVM_PACKAGES}"
         )
     why_not_export = export.unavailable_reason(python)
     if why_not_export:

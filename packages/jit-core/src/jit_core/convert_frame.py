@@ -20,7 +20,14 @@ from .codegen import loops
 from .codegen import resume as resume_codes
 from .codegen.frame import build_code, collect_return, disassemble
 from .config import Options
-from .errors import INTERNAL, RECONSTRUCT, BackendCompileError, StaticShapesOnly, Unsupported
+from .errors import (
+    INTERNAL,
+    RECONSTRUCT,
+    BackendCompileError,
+    GraphDeclined,
+    StaticShapesOnly,
+    Unsupported,
+)
 from .executor import side_effects
 from .executor.output_graph import OutputGraph, may_share_memory
 from .executor.translator import Translator, root_locals
@@ -452,6 +459,9 @@ class FrameCompiler:
                 artifact = compile_cache.last_origin()
             except Unsupported:
                 raise
+            except GraphDeclined as e:
+                backend, backend_note = self._declined(backend, code.co_name, e)
+                compiled = backend.compile(gm, traced.examples)
             except Exception as e:
                 raise BackendCompileError(
                     f"backend {backend.name!r} failed to compile the graph of "
@@ -683,6 +693,14 @@ class FrameCompiler:
             self.ctx.adopt(resume_code, code)
             call = self._resumes[key] = ResumeCall(self.ctx, fn)
         return call
+
+    def _declined(self, backend, frame: str, e: GraphDeclined):
+        """The paddle backend and the note ``explain()`` shows, for a graph ``backend``
+        does not serve (no warning: the results are eager Paddle's, and the note says why
+        the graph is not faster)."""
+        note = f"runs on the paddle backend: backend {backend.name!r} does not serve it: {e}"
+        breaks_log.info("graph of %s %s", frame, note)
+        return plugins.get_backend("paddle"), note
 
     def _inference_backend(self, gm, traced: Traced):
         """The backend for a graph when the chosen one is for inference only (computes no

@@ -21,6 +21,13 @@ class BackendCompileError(JitError):
     """A backend failed to compile a captured graph."""
 
 
+class GraphDeclined(JitError):
+    """A backend does not serve this graph, and says why (an ONNX-based backend meets a
+    call it has no lowering for where paddle2onnx is not installed): the graph runs on the
+    paddle backend, and ``explain()`` shows the reason. Unlike a compile error, nothing
+    was wrong with the user's program or the backend's build."""
+
+
 class StaticShapesOnly(JitError):
     """A backend that serves dynamic shapes cannot serve this graph's (it reads sizes
     that an exported program would fix, or its build differs from Paddle at another

@@ -2,10 +2,10 @@
 
 Graphs are lowered to ONNX directly (``direct``, with the lowerings of ``lowerings`` and of
 plugins); a graph with a call none serves goes through a static program and paddle2onnx
-(``export``). Nothing here imports paddle2onnx or onnx until an export is asked for;
-``unavailable_reason()`` says from their metadata whether an export can run at all (the
-ONNX-based backends register as unavailable with that reason: paddle2onnx 2.x has no wheels
-for Python 3.13).
+(``export``) where that is installed, and runs on the paddle backend where it is not
+(paddle2onnx 2.x has no wheels for Python 3.13). Nothing here imports paddle2onnx or onnx
+until an export is asked for; ``unavailable_reason()`` says from their metadata whether an
+export can run at all (the ONNX-based backends register as unavailable with that reason).
 """
 
 from .check import (
@@ -23,6 +23,7 @@ from .export import (
     OnnxExportError,
     export_onnx,
     installed_version,
+    paddle2onnx_missing,
     require,
     save_static,
     unavailable_reason,
@@ -43,6 +44,7 @@ __all__ = [
     "lift_parameters",
     "live_tensors",
     "output_difference",
+    "paddle2onnx_missing",
     "require",
     "restored_shapes",
     "run_on_paddle",

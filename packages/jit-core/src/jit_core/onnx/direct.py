@@ -16,15 +16,21 @@ the call's arguments by parameter name. Lowerings are registered per Paddle call
 A graph with a call that has no lowering, or that a lowering declines (``ex.decline(why)``:
 an option it does not serve), raises ``MissingLowering``, which names the operation and
 the user's line; ``export.export_onnx`` then takes the paddle2onnx path where that is
-installed, and says so in ``explain()``.
+installed (the paddle backend runs the graph where it is not), and says so in
+``explain()``.
+
+Dynamic dimensions: the graph runs once more with each dynamic input dimension one longer
+(``_dynamic_sizes``); the sizes that change are dynamic, inputs get a symbol for each, and
+a lowering that needs such a size declines (``Exporter.shape``).
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 import operator
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -33,8 +39,9 @@ from .export import OnnxExportError, require
 log = logging.getLogger("jit_core.onnx")
 
 #: raised whenever what a lowering writes for the same graph changes: part of every cache
-#: key of a directly exported model
-DIRECT_EXPORTER_VERSION = 1
+#: key of a directly exported model (2: 0-D constants stay 0-D, ``sum(axis=[])`` is over
+#: every axis, dynamic dimensions are symbols)
+DIRECT_EXPORTER_VERSION = 2
 
 #: ONNX's IR version of the models written: opset 17 needs 8, and ONNX Runtime 1.19 (the
 #: last with Python 3.8 wheels) reads up to 10
@@ -86,6 +93,7 @@ _BINARY = {
     operator.ge,
     operator.eq,
     operator.ne,
+    operator.getitem,
 }
 _UNARY = {operator.neg, operator.pos, operator.abs}
 
@@ -184,9 +192,12 @@ def dtype_name(dtype: Any) -> str:
 class Exporter:
     """What a lowering writes the model through."""
 
-    def __init__(self, gm, opset: int):
+    def __init__(self, gm, opset: int, dynamic: Optional[Dict[Any, FrozenSet[int]]] = None):
         self.onnx = require("onnx")
         self.opset = opset
+        #: node -> the dimensions of its value that follow the graph's dynamic input
+        #: dimensions (``_dynamic_sizes``); empty for a graph of fixed shapes
+        self.dynamic: Dict[Any, FrozenSet[int]] = dynamic or {}
         self.nodes: List[Any] = []
         self.initializers: List[Any] = []
         self._names: Dict[Any, str] = {}
@@ -195,6 +206,8 @@ class Exporter:
         self._consts: Dict[Tuple, str] = {}
         #: the node being lowered (its meta gives the result's shape and dtype)
         self.node: Any = None
+        #: node -> the value it is known to hold when the model runs (``remember``)
+        self._known: Dict[Any, Any] = {}
 
     # names ----------------------------------------------------------------------------
     def fresh(self, hint: str) -> str:
@@ -215,14 +228,34 @@ class Exporter:
         return value in self._names if _is_node(value) else _is_paddle_tensor(value)
 
     def shape(self, value: Any) -> List[int]:
+        """The sizes of a value; declines where one of them is dynamic (``sizes``, ``dim``
+        and ``rank`` serve lowerings that can do without them)."""
+        sizes = self.sizes(value)
+        if None in sizes:
+            self.decline(f"the sizes of {value.name} follow the graph's dynamic dimensions")
+        return sizes
+
+    def sizes(self, value: Any) -> List[Optional[int]]:
+        """The sizes of a value, None for each dimension that is dynamic."""
         if _is_node(value):
             shape = value.meta.get("shape")
             if shape is None or not all(isinstance(d, int) for d in shape):
                 self.decline(f"the shape of {value.name} is not known")
-            return list(shape)
+            dynamic = self.dynamic.get(value, ())
+            return [None if i in dynamic else d for i, d in enumerate(shape)]
         if _is_paddle_tensor(value):
             return list(value.shape)
         return list(np.shape(value))
+
+    def dim(self, value: Any, i: int) -> int:
+        """One size of a value; declines where it is dynamic."""
+        size = self.sizes(value)[i]
+        if size is None:
+            self.decline(f"dimension {i} of {value.name} is dynamic")
+        return size
+
+    def rank(self, value: Any) -> int:
+        return len(self.sizes(value))
 
     def dtype(self, value: Any) -> str:
         if _is_node(value):
@@ -240,6 +273,30 @@ class Exporter:
             return "float32"
         self.decline(f"an argument of type {type(value).__name__}")
 
+    def remember(self, value: Any) -> None:
+        """Note that the node being lowered always holds ``value`` (a ``full`` of one
+        number): ``known`` gives it to the lowerings of the nodes that read it (an axis or
+        a dropout rate passed as a tensor)."""
+        self._known[self.node] = value
+
+    def known(self, value: Any) -> Any:
+        """The Python value of an argument: itself, or what a node was ``remember``-ed to
+        hold; declines for a value only known when the model runs."""
+        if _is_node(value):
+            if value not in self._known:
+                self.decline(f"{value.name} is not a constant")
+            return self._known[value]
+        if isinstance(value, (list, tuple)):
+            return type(value)(self.known(v) for v in value)
+        if _is_paddle_tensor(value):
+            self.decline("a tensor where a constant is expected")
+        return value
+
+    def items(self, value: Any) -> Optional[Tuple[str, ...]]:
+        """The ONNX names of the results of a call with several (``split``), or None."""
+        name = self._names.get(value) if _is_node(value) else None
+        return name if isinstance(name, tuple) else None
+
     def out_dtype(self) -> str:
         return self.dtype(self.node)
 
@@ -254,6 +311,8 @@ class Exporter:
             if value not in self._names:
                 self.decline(f"{value.name} is not a tensor the exporter made")
             name = self._names[value]
+            if isinstance(name, tuple):
+                self.decline(f"{value.name} is a list of tensors")
             have = self.dtype(value)
         elif _is_paddle_tensor(value):
             name = self.parameter(value)
@@ -317,15 +376,37 @@ class Exporter:
         onnx_dtype = self._onnx_dtype(dtype)
         if dtype == "bfloat16":
             self.decline("a bfloat16 constant")
-        array = np.ascontiguousarray(np.asarray(value).astype(np.dtype(dtype)))
+        # (a copy in C order: np.ascontiguousarray would make a 0-D value 1-D)
+        array = np.array(np.asarray(value).astype(np.dtype(dtype)), order="C")
         proto = self.onnx.numpy_helper.from_array(array, name)
         proto.data_type = onnx_dtype
         return proto
 
-    def value_info(self, name: str, value: Any):
+    def value_info(self, name: str, value: Any, symbols: bool = False):
+        """A graph input's or output's type: a dynamic dimension is a symbol of its own
+        (``symbols``, the inputs) or left unknown (the outputs)."""
+        shape = [
+            (f"{name}_dim{i}" if symbols else None) if d is None else d
+            for i, d in enumerate(self.sizes(value))
+        ]
         return self.onnx.helper.make_tensor_value_info(
-            name, self._onnx_dtype(self.dtype(value)), self.shape(value)
+            name, self._onnx_dtype(self.dtype(value)), shape
         )
+
+
+def positional(*names: str) -> Callable[[Callable], Callable]:
+    """Names the positional parameters of a lowering's target where Python cannot see
+    them (the ``_C_ops`` functions, written in C++): ``@positional("x", "y")``."""
+
+    def wrap(lowering: Callable) -> Callable:
+        @functools.wraps(lowering)
+        def lower(ex: Exporter, a: Dict[str, Any]):
+            return lowering(ex, a)
+
+        lower.parameters = names  # type: ignore[attr-defined]
+        return lower
+
+    return wrap
 
 
 def _is_node(value: Any) -> bool:
@@ -352,24 +433,44 @@ def _resolve(gm, path: str) -> Any:
 
 
 #: argument names Paddle 3.3 accepts as aliases (``Tensor.softmax(input, dim)``, as
-#: PyTorch spells them), and the names lowerings read
-_ALIASES = (("input", "x"), ("dim", "axis"), ("other", "y"), ("keepdims", "keepdim"))
+#: PyTorch spells them) or a method's own tensor (``Tensor.astype(self, dtype)``), and the
+#: names lowerings read
+_ALIASES = (
+    ("self", "x"),
+    ("input", "x"),
+    ("dim", "axis"),
+    ("other", "y"),
+    ("keepdims", "keepdim"),
+)
 
 
 def _lowering_for(node, table: Dict[Any, Callable], gm) -> Tuple[Optional[Callable], Any]:
-    """(the lowering, the arguments by name) of a call node; (None, name) when none."""
+    """(the lowering, the arguments by name) of a call node; (None, name) when none. An
+    update in place is lowered as its out-of-place twin (the graph reads its result)."""
+    from .prepare import out_of_place_twin
+
+    target = node.target
+    twin = out_of_place_twin(node)
+    if twin is not None and _key(node.op, target) not in table:
+        target = twin
     if node.op == "call_function":
-        fn = table.get(node.target)
+        fn = table.get(target)
         if fn is None:
             return None, None
-        return fn, _bind(node.target, node.args, node.kwargs)
+        bound = _bind(target, node.args, node.kwargs)
+        names = getattr(fn, "parameters", None)
+        if bound is None and names is not None and len(node.args) <= len(names):
+            # a function without a Python signature (``_C_ops``): the lowering names its
+            # parameters (``positional``)
+            bound = {**dict(zip(names, node.args)), **node.kwargs}
+        return fn, bound
     if node.op == "call_method":
-        fn = table.get(f"Tensor.{node.target}")
+        fn = table.get(f"Tensor.{target}")
         if fn is None:
             return None, None
         import paddle
 
-        method = getattr(paddle.Tensor, node.target, None)
+        method = getattr(paddle.Tensor, target, None)
         bound = _bind(method, node.args, node.kwargs) if method is not None else None
         if bound is None and not node.kwargs and len(node.args) <= 2:
             # a method written in C (``__add__``): its tensor and its operand
@@ -390,16 +491,17 @@ def _lowering_for(node, table: Dict[Any, Callable], gm) -> Tuple[Optional[Callab
     return None, None
 
 
+def _key(op: str, target: Any) -> Any:
+    return f"Tensor.{target}" if op == "call_method" else target
+
+
 def export_direct(gm, example_inputs: Sequence[Any], opset: int):
     """The ONNX model of ``gm`` for inputs shaped like ``example_inputs``; raises
     ``MissingLowering`` for a call that no lowering serves."""
     from ..shape_dispatch import dynamic_dims
 
-    if dynamic_dims(gm):
-        raise MissingLowering(
-            "a graph with dynamic dimensions", why="the direct exporter writes fixed shapes"
-        )
-    ex = Exporter(gm, opset)
+    dynamic = _dynamic_sizes(gm, example_inputs) if dynamic_dims(gm) else {}
+    ex = Exporter(gm, opset, dynamic)
     onnx = ex.onnx
     table = lowerings()
     graph = gm.graph
@@ -413,7 +515,7 @@ def export_direct(gm, example_inputs: Sequence[Any], opset: int):
             ex._names[node] = node.name
             ex._used.add(node.name)
             try:
-                inputs.append(ex.value_info(node.name, node))
+                inputs.append(ex.value_info(node.name, node, symbols=True))
             except _Declined as e:
                 raise MissingLowering(f"the input {node.name}", why=e.why) from None
             continue
@@ -445,15 +547,14 @@ def export_direct(gm, example_inputs: Sequence[Any], opset: int):
             log.warning("the ONNX lowering of %s failed: %s: %s", name, type(e).__name__, e)
             why = f"its lowering raised {type(e).__name__}: {e}"
             raise MissingLowering(name, _where(node), why) from e
-        if isinstance(out, (list, tuple)):
-            raise MissingLowering(name, _where(node), "more than one result")
-        ex._names[node] = out
+        # (several results: a tuple of names, which ``operator.getitem`` picks from)
+        ex._names[node] = tuple(out) if isinstance(out, (list, tuple)) else out
         ex.node = None
     outputs = []
     seen: set = set()
     constants = {p.name for p in ex.initializers}
     for i, value in enumerate(graph.output_values()):
-        if not _is_node(value) or value not in ex._names:
+        if not _is_node(value) or not isinstance(ex._names.get(value), str):
             raise MissingLowering(f"graph output {i}", why="not a tensor the graph computes")
         name = ex._names[value]
         if name in seen or value.op == "placeholder" or name in constants:
@@ -478,6 +579,51 @@ def export_direct(gm, example_inputs: Sequence[Any], opset: int):
     return model
 
 
+def _dynamic_sizes(gm, example_inputs: Sequence[Any]) -> Dict[Any, FrozenSet[int]]:
+    """Node -> the dimensions of its value that follow the graph's dynamic input
+    dimensions: those whose size changes when the graph runs with every dynamic input
+    dimension one longer (``shape_dispatch.other_sizes``). The backends check the model at
+    each of those sizes before they use it, a dimension grown alone included."""
+    import paddle
+
+    from ..fx import Interpreter
+    from ..shape_dispatch import other_sizes
+
+    grown: Dict[Any, List[int]] = {}
+
+    class Sizes(Interpreter):
+        def run_node(self, node):
+            value = super().run_node(node)
+            if isinstance(value, paddle.Tensor):
+                grown[node] = list(value.shape)
+            return value
+
+        def call_module(self, target, args, kwargs):
+            from ..executor.output_graph import _run_leaf_layer
+
+            return _run_leaf_layer(getattr(self.gm, target), args, kwargs)
+
+    inputs = next(other_sizes(example_inputs, gm))
+    state = paddle.get_rng_state()
+    try:
+        with paddle.no_grad():
+            Sizes(gm).run(*inputs)
+    except Exception as e:  # noqa: BLE001 - its export is then of one size at a time
+        why = f"it does not run at other sizes ({type(e).__name__}: {str(e)[:200]})"
+        raise MissingLowering("a graph with dynamic dimensions", why=why) from None
+    finally:
+        paddle.set_rng_state(state)
+    dynamic: Dict[Any, FrozenSet[int]] = {}
+    for node, shape in grown.items():
+        before = node.meta.get("shape")
+        if before is None or len(before) != len(shape):
+            continue
+        changed = frozenset(i for i, (a, b) in enumerate(zip(before, shape)) if a != b)
+        if changed:
+            dynamic[node] = changed
+    return dynamic
+
+
 def _identity(ex: Exporter, name: str, hint: str) -> str:
     out = ex.fresh(hint)
     ex.nodes.append(ex.onnx.helper.make_node("Identity", [name], [out], name=out))
@@ -496,4 +642,5 @@ __all__ = [
     "exporter_fingerprint",
     "lowerings",
     "operation_name",
+    "positional",
 ]

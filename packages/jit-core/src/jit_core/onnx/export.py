@@ -1,6 +1,8 @@
 """GraphModule -> ONNX, shared by every ONNX-based backend.
 
-The path: the GraphModule -> ``paddle.jit.to_static(full_graph=True)`` with the example
+``export_onnx`` lowers a graph directly (``direct``) where every call has a lowering. The
+other graphs take the older path, where paddle2onnx is installed (without it, they run on
+the paddle backend: ``GraphDeclined``): the GraphModule -> ``paddle.jit.to_static(full_graph=True)`` with the example
 inputs' shapes and dtypes -> ``paddle.jit.save`` into a temporary folder -> paddle2onnx
 (opset ``DEFAULT_OPSET``, ``optimize_tool="None"``), run in a worker process -> an
 ``onnx.ModelProto`` whose inputs are named like the graph's placeholders.
@@ -26,7 +28,7 @@ import threading
 import warnings
 from typing import Any, List, Optional, Sequence, Tuple
 
-from ..errors import JitError, MissingDependencyError
+from ..errors import GraphDeclined, JitError, MissingDependencyError, StaticShapesOnly
 
 log = logging.getLogger("jit_core.onnx")
 
@@ -46,8 +48,8 @@ _INSTALL = "'jit-core[onnx]' (paddle2onnx and onnx)"
 #: do not
 PADDLE2ONNX_MIN_MAJOR = 2
 #: the first Python that paddle2onnx 2.x has no wheels for (2.1.0: CPython 3.8 to 3.12), so
-#: that ``jit-core[onnx]`` leaves it out there (an environment marker) and the ONNX-based
-#: backends are unavailable, saying why
+#: that ``jit-core[onnx]`` leaves it out there (an environment marker): graphs the direct
+#: exporter has no lowering for then run on the paddle backend, saying why
 PADDLE2ONNX_NO_WHEELS = (3, 13)
 
 
@@ -82,40 +84,45 @@ def _major(version: str) -> int:
         return 0
 
 
+def paddle2onnx_missing(python: Optional[Tuple[int, int]] = None) -> str:
+    """Why paddle2onnx cannot serve an export on ``python`` (a ``(major, minor)`` pair,
+    default this one), saying what to install; empty when it can."""
+    return _paddle2onnx_missing(tuple(python or sys.version_info[:2]))
+
+
 def _paddle2onnx_missing(python: Tuple[int, int]) -> str:
-    """Why paddle2onnx cannot serve the export on ``python``; empty when it can."""
     version = installed_version("paddle2onnx")
     if version is not None and _major(version) >= PADDLE2ONNX_MIN_MAJOR:
         return ""
-    if python >= PADDLE2ONNX_NO_WHEELS:
-        why = (
-            f"the installed paddle2onnx {version} cannot read Paddle 3's programs"
-            if version is not None
-            else "its wheels cover Python 3.8 to 3.12"
+    if version is not None:
+        return (
+            f"the installed paddle2onnx {version} cannot read Paddle 3's programs "
+            f"({PADDLE2ONNX_MIN_MAJOR}.x can: pip install 'paddle2onnx=={PADDLE2ONNX_VERSION}')"
         )
+    if python >= PADDLE2ONNX_NO_WHEELS:
         return (
             f"paddle2onnx {PADDLE2ONNX_MIN_MAJOR}.x has no wheels for Python "
-            f"{python[0]}.{python[1]}, and the ONNX export needs it ({why})"
+            f"{python[0]}.{python[1]} (its wheels cover Python 3.8 to 3.12)"
         )
-    if version is None:
-        return f"paddle2onnx is not installed, and the ONNX export needs it: pip install {_INSTALL}"
-    return (
-        f"paddle2onnx {version} is installed, and the ONNX export needs "
-        f"{PADDLE2ONNX_MIN_MAJOR}.x (older releases cannot read Paddle 3's programs): "
-        f"pip install 'paddle2onnx=={PADDLE2ONNX_VERSION}'"
-    )
+    return f"paddle2onnx is not installed: pip install {_INSTALL}"
 
 
 def unavailable_reason(python: Optional[Tuple[int, int]] = None) -> str:
     """Why the ONNX export cannot run on this Python, naming each missing package; empty
     when it can.
 
-    Read from the installed distributions' metadata, without importing them: cheap enough
-    for the ONNX-based backends to call when they register, and right on any Python (a
-    paddle2onnx 2.x built from source on 3.13 serves). ``python`` (a ``(major, minor)``
-    pair, default this one) is for tests.
+    The direct exporter needs onnx alone; paddle2onnx only serves the graphs it has no
+    lowering for (without it, such a graph runs on the paddle backend, saying why), and
+    always where ``JIT_CORE_ONNX_EXPORTER=paddle2onnx`` asks for it. Read from the installed
+    distributions' metadata, without importing them: cheap enough for the ONNX-based
+    backends to call when they register. ``python`` (a ``(major, minor)`` pair, default this
+    one) is for tests.
     """
-    reasons = [_paddle2onnx_missing(tuple(python or sys.version_info[:2]))]
+    reasons = []
+    if os.environ.get(EXPORTER_ENV, "").strip().lower() == "paddle2onnx":
+        missing = _paddle2onnx_missing(tuple(python or sys.version_info[:2]))
+        if missing:
+            reasons.append(f"{EXPORTER_ENV}=paddle2onnx asks for paddle2onnx, and {missing}")
     if installed_version("onnx") is None:
         reasons.append(
             f"onnx is not installed, and the ONNX export needs it: pip install {_INSTALL}"
@@ -160,9 +167,21 @@ def export_onnx(gm, example_inputs: Sequence[Any], opset: int = DEFAULT_OPSET):
         except MissingLowering as e:
             lacking = e
     missing = _paddle2onnx_missing(tuple(sys.version_info[:2]))
+    if missing and lacking is None:
+        raise MissingDependencyError(
+            "the ONNX export",
+            "paddle2onnx",
+            _INSTALL,
+            message=f"{EXPORTER_ENV}=paddle2onnx asks for paddle2onnx, and {missing}",
+        )
     if missing:
-        message = f"{lacking}, and {missing}" if lacking is not None else missing
-        raise MissingDependencyError("the ONNX export", "paddle2onnx", _INSTALL, message=message)
+        from ..shape_dispatch import dynamic_dims
+
+        why = f"{lacking}, and {missing}"
+        if dynamic_dims(gm):
+            # one build per input shape: each may be lowered directly
+            raise StaticShapesOnly(why)
+        raise GraphDeclined(why)
     if lacking is not None:
         log.info("%s: exported through paddle2onnx: %s", type(gm).__name__, lacking)
         gm.meta["onnx_exporter"] = f"exported through paddle2onnx: {lacking}"

@@ -2,9 +2,11 @@
 ``jit_register_onnx_lowerings`` hook like a plugin's.
 
 Each computes what the Paddle operation computes, for the arguments it accepts, and
-declines the rest (``ex.decline``: the graph then takes the paddle2onnx path). Shapes are
-fixed (the exporter refuses dynamic dimensions), so every operation that only changes a
-shape (``reshape``, ``flatten``, ``squeeze``...) is one ``Reshape`` to the result's shape.
+declines the rest (``ex.decline``: the graph then takes the paddle2onnx path, or runs on
+the paddle backend where paddle2onnx is missing). Every operation that only changes a
+shape (``reshape``, ``flatten``, ``squeeze``...) is one ``Reshape`` to the result's
+recorded shape (-1 for its one dynamic size, if any). ``builtin_lowerings`` adds those of
+``lowerings_tensor`` (making, indexing, joining tensors) and ``lowerings_c_ops``.
 """
 
 from __future__ import annotations
@@ -82,7 +84,7 @@ def _matmul(ex: Exporter, a: Dict[str, Any]) -> str:
 
 
 def _transposed_last(ex: Exporter, x: Any) -> str:
-    rank = len(ex.shape(x))
+    rank = ex.rank(x)
     if rank < 2:
         ex.decline("a transposed vector")
     perm = list(range(rank - 2)) + [rank - 1, rank - 2]
@@ -165,6 +167,125 @@ def _silu(ex: Exporter, a: Dict[str, Any]) -> str:
     return ex.op("Div", [x, ex.op("Add", [one, ex.op("Exp", [ex.op("Neg", [x])])])])
 
 
+def _sqrt_of(ex: Exporter, x: str, dtype: str) -> str:
+    # ONNX Runtime 1.19 (the last for Python 3.8 and 3.9) takes sqrt(inf) for NaN
+    inf = ex.constant(float("inf"), dtype)
+    return ex.op("Where", [ex.op("Equal", [x, inf]), inf, ex.op("Sqrt", [x])])
+
+
+def _sqrt(ex: Exporter, a: Dict[str, Any]) -> str:
+    return _sqrt_of(ex, _float_input(ex, a["x"]), ex.dtype(a["x"]))
+
+
+def _rsqrt(ex: Exporter, a: Dict[str, Any]) -> str:
+    # Paddle's kernel: 1 / sqrt(x), where sqrt(-0.0) is -0.0 and so rsqrt(-0.0) is -inf
+    # (ONNX Runtime 1.19's Sqrt gives +0.0): a zero is its own reciprocal's sign. (Div,
+    # not Reciprocal: 1.19's Reciprocal of inf is NaN)
+    x = _float_input(ex, a["x"])
+    dtype = ex.dtype(a["x"])
+    one, zero = ex.constant(1.0, dtype), ex.constant(0.0, dtype)
+    root = ex.op("Div", [one, _sqrt_of(ex, x, dtype)])
+    return ex.op("Where", [ex.op("Equal", [x, zero]), ex.op("Div", [one, x]), root])
+
+
+def _elu(ex: Exporter, a: Dict[str, Any]) -> str:
+    # Paddle's kernel: x > 0 ? x : alpha * (exp(x) - 1) (ONNX Runtime's Elu: float32 only)
+    x = _float_input(ex, a["x"])
+    dtype = ex.dtype(a["x"])
+    alpha = ex.constant(float(a.get("alpha", 1.0)), dtype)
+    grown = ex.op("Mul", [alpha, ex.op("Sub", [ex.op("Exp", [x]), ex.constant(1.0, dtype)])])
+    return ex.op("Where", [ex.op("Greater", [x, ex.constant(0.0, dtype)]), x, grown])
+
+
+def _selu(ex: Exporter, a: Dict[str, Any]) -> str:
+    # Paddle's kernel: scale * (x > 0 ? x : alpha * (exp(x) - 1))
+    dtype = ex.dtype(a["x"])
+    scale = ex.constant(float(a.get("scale", 1.0507009873554804934193349852946)), dtype)
+    alpha = float(a.get("alpha", 1.6732632423543772848170429916717))
+    return ex.op("Mul", [scale, _elu(ex, {"x": a["x"], "alpha": alpha})])
+
+
+def _mish(ex: Exporter, a: Dict[str, Any]) -> str:
+    # Paddle's kernel: x * tanh(softplus(x)), its softplus x > 20 ? x : log(1 + exp(x))
+    soft = _softplus(ex, {"x": a["x"], "beta": 1.0, "threshold": 20.0})
+    return ex.op("Mul", [_float_input(ex, a["x"]), ex.op("Tanh", [soft])])
+
+
+def _any_all(onnx_op: str) -> Callable:
+    """``any`` (the max of 0/1 values) and ``all`` (their min)."""
+
+    def lower(ex: Exporter, a: Dict[str, Any]) -> str:
+        if ex.dtype(a["x"]) != "bool":
+            ex.decline(f"a {ex.dtype(a['x'])} input")
+        values = ex.cast(ex.input(a["x"]), "int32")
+        return ex.cast(_reduce_names(ex, onnx_op, values, a), "bool")
+
+    return lower
+
+
+def _hardtanh(ex: Exporter, a: Dict[str, Any]) -> str:
+    # Paddle's kernel: x > max ? max : (x < min ? min : x), NaN kept
+    x = _float_input(ex, a["x"])
+    dtype = ex.dtype(a["x"])
+    lo, hi = ex.constant(float(a["min"]), dtype), ex.constant(float(a["max"]), dtype)
+    inner = ex.op("Where", [ex.op("Less", [x, lo]), lo, x])
+    return ex.op("Where", [ex.op("Greater", [x, hi]), hi, inner])
+
+
+def _softplus(ex: Exporter, a: Dict[str, Any]) -> str:
+    # Paddle's kernel: x * beta > threshold ? x : log(1 + exp(x * beta)) / beta
+    beta, threshold = float(a["beta"]), float(a["threshold"])
+    if beta == 0:
+        ex.decline("beta=0")
+    x = _float_input(ex, a["x"])
+    dtype = ex.dtype(a["x"])
+    scaled = x if beta == 1 else ex.op("Mul", [x, ex.constant(beta, dtype)])
+    soft = ex.op("Log", [ex.op("Add", [ex.constant(1.0, dtype), ex.op("Exp", [scaled])])])
+    if beta != 1:
+        soft = ex.op("Div", [soft, ex.constant(beta, dtype)])
+    above = ex.op("Greater", [scaled, ex.constant(threshold, dtype)])
+    return ex.op("Where", [above, x, soft])
+
+
+def _celu(ex: Exporter, a: Dict[str, Any]) -> str:
+    # x > 0 ? x : alpha * (exp(x / alpha) - 1) (ONNX Runtime's Celu is float32 only)
+    alpha = float(a.get("alpha", 1.0))
+    if alpha == 0:
+        ex.decline("alpha=0")
+    x = _float_input(ex, a["x"])
+    dtype = ex.dtype(a["x"])
+    grown = ex.op("Exp", [ex.op("Div", [x, ex.constant(alpha, dtype)])])
+    negative = ex.op(
+        "Mul", [ex.op("Sub", [grown, ex.constant(1.0, dtype)]), ex.constant(alpha, dtype)]
+    )
+    return ex.op("Where", [ex.op("Greater", [x, ex.constant(0.0, dtype)]), x, negative])
+
+
+def _log_sigmoid(ex: Exporter, a: Dict[str, Any]) -> str:
+    # Paddle's kernel, stable where log(sigmoid(x)) is -inf: m = max(-x, 0);
+    # -m - log(exp(-m) + exp(-x - m))
+    x = _float_input(ex, a["x"])
+    dtype = ex.dtype(a["x"])
+    minus = ex.op("Neg", [x])
+    m = ex.op("Max", [minus, ex.constant(0.0, dtype)])
+    total = ex.op(
+        "Add", [ex.op("Exp", [ex.op("Neg", [m])]), ex.op("Exp", [ex.op("Sub", [minus, m])])]
+    )
+    return ex.op("Sub", [ex.op("Neg", [m]), ex.op("Log", [total])])
+
+
+def _layer_activation(lowering: Callable, **attributes: str) -> Callable:
+    """A layer's lowering: ``lowering`` with the arguments its attributes hold
+    (``argument="_attribute"``)."""
+
+    def lower(ex: Exporter, a: Dict[str, Any]) -> str:
+        layer = a["layer"]
+        args = {name: getattr(layer, attr) for name, attr in attributes.items()}
+        return lowering(ex, {"x": a["x"], **args})
+
+    return lower
+
+
 def _gelu(ex: Exporter, a: Dict[str, Any]) -> str:
     x = _float_input(ex, a["x"])
     dtype = ex.dtype(a["x"])
@@ -186,19 +307,46 @@ def _softmax(ex: Exporter, a: Dict[str, Any]) -> str:
     x = a["x"]
     if a.get("dtype") is not None:
         ex.decline("a dtype argument")
-    rank = len(ex.shape(x))
+    rank = ex.rank(x)
     axis = int(a.get("axis", -1))
     return ex.op("Softmax", [_float_input(ex, x)], axis=axis + rank if axis < 0 else axis)
 
 
 # -- shapes --------------------------------------------------------------------------------
 def _to_result_shape(ex: Exporter, a: Dict[str, Any]) -> str:
-    """Every operation that only changes the shape: a Reshape to the result's."""
-    return ex.op("Reshape", [ex.input(a["x"]), ex.ints(ex.out_shape())])
+    """Every operation that only changes the shape: a Reshape to the result's (-1 for the
+    one dynamic size it may have; a 0 is a size, not "the input's", ``allowzero``). A
+    shape given as a tensor is the model's to read: it may follow the data."""
+    shape = a.get("shape")
+    if ex.is_tensor(shape):
+        # Paddle's 0 ("the input's size") and -1 are ONNX Reshape's too
+        return ex.op("Reshape", [ex.input(a["x"]), ex.input(shape, "int64")])
+    if isinstance(shape, (list, tuple)) and any(ex.is_tensor(d) for d in shape):
+        ex.decline("a shape list holding tensors")
+    sizes = ex.sizes(ex.node)
+    if sizes.count(None) > 1 or (None in sizes and 0 in sizes):
+        ex.decline("a result with more than one dynamic size")
+    shape = [-1 if d is None else d for d in sizes]
+    return ex.op("Reshape", [ex.input(a["x"]), ex.ints(shape)], allowzero=1 if 0 in shape else None)
 
 
 def _expand(ex: Exporter, a: Dict[str, Any]) -> str:
-    return ex.op("Expand", [ex.input(a["x"]), ex.ints(ex.out_shape())])
+    shape = a.get("shape")
+    if not ex.is_tensor(shape):
+        if isinstance(shape, (list, tuple)) and any(ex.is_tensor(d) for d in shape):
+            ex.decline("a shape list holding tensors")
+        return ex.op("Expand", [ex.input(a["x"]), ex.ints(ex.out_shape())])
+    # a shape tensor, read when the model runs: its -1s keep the input's sizes (ONNX's
+    # Expand has no -1), the input's shape aligned to the right
+    target = ex.input(shape, "int64")
+    rank, n = ex.rank(a["x"]), ex.shape(shape)[0]
+    if n < rank:
+        ex.decline("a shape shorter than the input's")
+    sizes = ex.op("Shape", [ex.input(a["x"])])
+    if n > rank:
+        sizes = ex.op("Concat", [ex.ints([1] * (n - rank)), sizes], axis=0)
+    keep = ex.op("Equal", [target, ex.ints([-1])])
+    return ex.op("Expand", [ex.input(a["x"]), ex.op("Where", [keep, sizes, target])])
 
 
 def _where(ex: Exporter, a: Dict[str, Any]) -> str:
@@ -219,7 +367,12 @@ def _full_like(value: Any) -> Callable:
         if not isinstance(fill, (int, float, bool)):
             ex.decline("a fill value that is not a number")
         constant = ex.tensor([fill], ex.out_dtype())
-        return ex.op("ConstantOfShape", [ex.ints(ex.out_shape())], value=constant)
+        if None in ex.sizes(ex.node):
+            # the input's shape, read when the model runs
+            shape = ex.op("Shape", [ex.input(a["x"])])
+        else:
+            shape = ex.ints(ex.out_shape())
+        return ex.op("ConstantOfShape", [shape], value=constant)
 
     return lower
 
@@ -228,7 +381,7 @@ def _transpose(ex: Exporter, a: Dict[str, Any]) -> str:
     perm = a.get("perm")
     if not isinstance(perm, (list, tuple)) or not all(isinstance(p, int) for p in perm):
         ex.decline("a permutation that is not a list of ints")
-    rank = len(ex.shape(a["x"]))
+    rank = ex.rank(a["x"])
     return ex.op("Transpose", [ex.input(a["x"])], perm=[p % rank if rank else p for p in perm])
 
 
@@ -237,37 +390,42 @@ def _concat(ex: Exporter, a: Dict[str, Any]) -> str:
     if not isinstance(xs, (list, tuple)) or not xs or not isinstance(axis, int):
         ex.decline("not a list of tensors along a constant axis")
     out = ex.out_dtype()
-    rank = len(ex.out_shape())
+    rank = ex.rank(ex.node)
     return ex.op("Concat", [ex.input(x, out) for x in xs], axis=axis % rank)
 
 
 def _reduce(onnx_op: str) -> Callable:
     def lower(ex: Exporter, a: Dict[str, Any]) -> str:
-        x, axis = a["x"], a.get("axis")
+        x = a["x"]
         if a.get("dtype") is not None:
             ex.decline("a dtype argument")
-        rank = len(ex.shape(x))
-        if axis is None:
-            axes = list(range(rank))
-        elif isinstance(axis, int):
-            axes = [axis]
-        elif isinstance(axis, (list, tuple)) and all(isinstance(d, int) for d in axis):
-            axes = list(axis)
-        else:
-            ex.decline("axes that are not constants")
-        axes = sorted({d % rank for d in axes}) if rank else []
         out = ex.out_dtype()
         if onnx_op == "ReduceMean" and out not in _FLOATS:
             ex.decline("the mean of an integer tensor")
-        xin = ex.input(x, out if out != ex.dtype(x) else None)
-        keep = 1 if a.get("keepdim") else 0
-        if not axes:
-            return ex.op("Identity", [xin])
-        if onnx_op == "ReduceSum" or ex.opset >= 18:
-            return ex.op(onnx_op, [xin, ex.ints(axes)], keepdims=keep)
-        return ex.op(onnx_op, [xin], axes=axes, keepdims=keep)
+        return _reduce_names(ex, onnx_op, ex.input(x, out if out != ex.dtype(x) else None), a)
 
     return lower
+
+
+def _reduce_names(ex: Exporter, onnx_op: str, name: str, a: Dict[str, Any]) -> str:
+    """``name`` (the values of ``a["x"]``) reduced over ``a["axis"]``: an int, a list,
+    or None and ``[]``, which are every axis in Paddle."""
+    rank, axis = ex.rank(a["x"]), a.get("axis")
+    if axis is None or (isinstance(axis, (list, tuple)) and not axis):
+        axes = list(range(rank))
+    elif isinstance(axis, int):
+        axes = [axis]
+    elif isinstance(axis, (list, tuple)) and all(isinstance(d, int) for d in axis):
+        axes = list(axis)
+    else:
+        ex.decline("axes that are not constants")
+    axes = sorted({d % rank for d in axes}) if rank else []
+    keep = 1 if a.get("keepdim") else 0
+    if not axes:
+        return ex.op("Identity", [name])
+    if onnx_op == "ReduceSum" or ex.opset >= 18:
+        return ex.op(onnx_op, [name, ex.ints(axes)], keepdims=keep)
+    return ex.op(onnx_op, [name], axes=axes, keepdims=keep)
 
 
 def _clip(ex: Exporter, a: Dict[str, Any]) -> str:
@@ -280,13 +438,62 @@ def _clip(ex: Exporter, a: Dict[str, Any]) -> str:
     return ex.op("Clip", inputs)
 
 
+def _cast(ex: Exporter, a: Dict[str, Any]) -> str:
+    # (the result's dtype, as the capture recorded it, whatever spelling the call used)
+    out = ex.out_dtype()
+    if ex.dtype(a["x"]) in _FLOATS and out not in _FLOATS and out != "bool":
+        # NaN and values out of range become what each library's C++ cast makes them
+        ex.decline(f"a {ex.dtype(a['x'])} to {out} cast")
+    return ex.op("Cast", [ex.input(a["x"])], to=ex._onnx_dtype(out))
+
+
+def _scale(ex: Exporter, a: Dict[str, Any]) -> str:
+    # Paddle's kernel: x * scale + bias, or (x + bias) * scale
+    if a.get("act") is not None:
+        ex.decline(f"act={a.get('act')!r}")
+    out = ex.out_dtype()
+    if out not in _FLOATS:
+        ex.decline(f"a {out} input")
+    x, scale, bias = ex.input(a["x"]), ex.input(a.get("scale", 1.0), out), a.get("bias", 0.0)
+    if a.get("bias_after_scale", True):
+        return ex.op("Add", [ex.op("Mul", [x, scale]), ex.input(bias, out)])
+    return ex.op("Mul", [ex.op("Add", [x, ex.input(bias, out)]), scale])
+
+
+def _arg_reduce(onnx_op: str) -> Callable:
+    def lower(ex: Exporter, a: Dict[str, Any]) -> str:
+        x, axis = a["x"], a.get("axis")
+        if not (axis is None or isinstance(axis, int)):
+            ex.decline("an axis that is not an int")
+        values = ex.input(x)
+        dtype = ex.dtype(x)
+        if dtype in _FLOATS:
+            # Paddle's kernel skips NaN (index 0 where every value is NaN), where ONNX
+            # Runtime's stops at it: NaN becomes the value that never wins
+            never = ex.constant(-math.inf if onnx_op == "ArgMax" else math.inf, dtype)
+            values = ex.op("Where", [ex.op("IsNaN", [values]), never, values])
+        if axis is None:
+            flat = ex.op("Reshape", [values, ex.ints([-1])])
+            index = ex.op(onnx_op, [flat], axis=0, keepdims=0)
+            index = ex.op("Reshape", [index, ex.ints(ex.out_shape())])
+        else:
+            keep = 1 if a.get("keepdim") else 0
+            index = ex.op(onnx_op, [values], axis=axis % max(ex.rank(x), 1), keepdims=keep)
+        out = ex.out_dtype()
+        return index if out == "int64" else ex.cast(index, out)
+
+    return lower
+
+
 def _dropout(ex: Exporter, a: Dict[str, Any]) -> str:
     layer = a.get("layer")
     training = layer.training if layer is not None else a.get("training", True)
     p = layer.p if layer is not None else a.get("p", 0.5)
     if training and p != 0:
         ex.decline("dropout in training")
-    if (layer.mode if layer is not None else a.get("mode")) == "downscale_in_infer":
+    if (
+        getattr(layer, "mode", None) if layer is not None else a.get("mode")
+    ) == "downscale_in_infer":
         return ex.op("Mul", [ex.input(a["x"]), ex.constant(1.0 - float(p), ex.dtype(a["x"]))])
     return ex.op("Identity", [ex.input(a["x"])])
 
@@ -303,7 +510,7 @@ def _onnx_pads(padding: List[int]) -> List[int]:
 def _conv(
     ex: Exporter, x, weight, bias, stride, padding, algorithm, dilation, groups, data_format
 ) -> str:
-    if data_format != "NCHW" or algorithm != "EXPLICIT" or len(ex.shape(x)) != 4:
+    if data_format != "NCHW" or algorithm != "EXPLICIT" or ex.rank(x) != 4:
         ex.decline(f"data_format={data_format!r}, padding algorithm {algorithm}")
     inputs = [_float_input(ex, x), ex.input(weight)]
     if bias is not None:
@@ -359,7 +566,7 @@ def _layer_linear(ex: Exporter, a: Dict[str, Any]) -> str:
 def _batch_norm(ex: Exporter, x, mean, var, weight, bias, epsilon, data_format) -> str:
     if data_format not in ("NCHW", "NCL", "NC", "NCDHW"):
         ex.decline(f"data_format={data_format!r}")
-    channels = ex.shape(x)[1]
+    channels = ex.dim(x, 1)
     dtype = ex.dtype(x)
     scale = ex.input(weight) if weight is not None else ex.constant([1.0] * channels, dtype)
     shift = ex.input(bias) if bias is not None else ex.constant([0.0] * channels, dtype)
@@ -391,7 +598,7 @@ def _layer_batch_norm(ex: Exporter, a: Dict[str, Any]) -> str:
 
 def _layer_norm(ex: Exporter, x, shape, weight, bias, epsilon) -> str:
     shape = [shape] if isinstance(shape, int) else list(shape)
-    rank = len(ex.shape(x))
+    rank = ex.rank(x)
     dtype = ex.dtype(x)
     if ex.opset < 17:
         ex.decline("LayerNormalization needs opset 17")
@@ -427,7 +634,7 @@ def _pool(ex: Exporter, a: Dict[str, Any], kind: str) -> str:
     from paddle.utils import convert_to_list
 
     x = a["x"]
-    if a.get("data_format", "NCHW") != "NCHW" or len(ex.shape(x)) != 4:
+    if a.get("data_format", "NCHW") != "NCHW" or ex.rank(x) != 4:
         ex.decline(f"data_format={a.get('data_format')!r}")
     if a.get("ceil_mode"):
         ex.decline("ceil_mode=True")
@@ -481,10 +688,12 @@ def _layer_pool(kind: str) -> Callable:
 
 def _adaptive_avg_pool2d(ex: Exporter, a: Dict[str, Any]) -> str:
     x, size = a["x"], a["output_size"]
-    if a.get("data_format", "NCHW") != "NCHW" or len(ex.shape(x)) != 4:
+    if a.get("data_format", "NCHW") != "NCHW" or ex.rank(x) != 4:
         ex.decline(f"data_format={a.get('data_format')!r}")
-    h, w = ex.shape(x)[2:]
     sizes = [size, size] if isinstance(size, int) else list(size)
+    if sizes == [1, 1]:
+        return ex.op("GlobalAveragePool", [_float_input(ex, x)])
+    h, w = ex.dim(x, 2), ex.dim(x, 3)
     sizes = [h if s is None else s for s in sizes[:1]] + [w if s is None else s for s in sizes[1:]]
     if sizes == [1, 1]:
         return ex.op("GlobalAveragePool", [_float_input(ex, x)])
@@ -554,7 +763,6 @@ def builtin_lowerings() -> Dict[Any, Callable]:
     for name, onnx_op in (
         ("exp", "Exp"),
         ("log", "Log"),
-        ("sqrt", "Sqrt"),
         ("tanh", "Tanh"),
         ("sin", "Sin"),
         ("cos", "Cos"),
@@ -573,6 +781,20 @@ def builtin_lowerings() -> Dict[Any, Callable]:
     add([F.hardsigmoid], _hardsigmoid)
     add([F.silu], _silu)
     add([F.gelu], _gelu)
+    add([F.hardtanh], _hardtanh)
+    add([paddle.rsqrt, "Tensor.rsqrt"], _rsqrt)
+    add([paddle.sqrt, "Tensor.sqrt"], _sqrt)
+    add([F.elu], _elu)
+    add([F.selu], _selu)
+    add([F.mish], _mish)
+    add([F.swish], _silu)  # (the same kernel: x / (1 + exp(-x)))
+    add([paddle.any, "Tensor.any"], _any_all("ReduceMax"))
+    add([paddle.all, "Tensor.all"], _any_all("ReduceMin"))
+    add([operator.pos], _identity)
+    add([abs], _unary("Abs", False))
+    add([F.softplus], _softplus)
+    add([F.celu], _celu)
+    add([F.log_sigmoid], _log_sigmoid)
     add([F.softmax, "Tensor.softmax"], _softmax)
     add([paddle.reshape, "Tensor.reshape", paddle.flatten, "Tensor.flatten"], _to_result_shape)
     add([paddle.squeeze, "Tensor.squeeze", paddle.unsqueeze, "Tensor.unsqueeze"], _to_result_shape)
@@ -588,7 +810,12 @@ def builtin_lowerings() -> Dict[Any, Callable]:
     add([paddle.max, "Tensor.max"], _reduce("ReduceMax"))
     add([paddle.min, "Tensor.min"], _reduce("ReduceMin"))
     add([paddle.clip, "Tensor.clip"], _clip)
-    add([F.dropout], _dropout)
+    add([paddle.cast, "Tensor.cast", "Tensor.astype"], _cast)
+    add([paddle.scale, "Tensor.scale"], _scale)
+    add([paddle.argmax, "Tensor.argmax"], _arg_reduce("ArgMax"))
+    add([paddle.argmin, "Tensor.argmin"], _arg_reduce("ArgMin"))
+    # (dropout2d and dropout3d drop whole channels in training; in eval, the input)
+    add([F.dropout, F.dropout2d, F.dropout3d], _dropout)
     add([F.conv2d], _conv2d)
     add([F.linear], _linear)
     add([F.batch_norm], _f_batch_norm)
@@ -616,7 +843,20 @@ def builtin_lowerings() -> Dict[Any, Callable]:
     add(nn.LeakyReLU, _layer_leaky_relu)
     add(nn.Softmax, _layer_softmax)
     add(nn.Identity, _identity)
-    add(nn.Dropout, _dropout)
+    add(nn.Hardtanh, _layer_activation(_hardtanh, min="_min", max="_max"))
+    add(nn.Softplus, _layer_activation(_softplus, beta="_beta", threshold="_threshold"))
+    add(nn.CELU, _layer_activation(_celu, alpha="_alpha"))
+    add(nn.LogSigmoid, _layer_activation(_log_sigmoid))
+    add(nn.ELU, _layer_activation(_elu, alpha="_alpha"))
+    add(nn.SELU, _layer_activation(_selu, scale="_scale", alpha="_alpha"))
+    add(nn.Mish, _layer_activation(_mish))
+    add(nn.Swish, _silu)
+    add([nn.Dropout, nn.Dropout2D, nn.Dropout3D], _dropout)
+    from .lowerings_c_ops import c_ops_lowerings
+    from .lowerings_tensor import tensor_lowerings
+
+    table.update(tensor_lowerings())
+    table.update(c_ops_lowerings())
     return table
 
 

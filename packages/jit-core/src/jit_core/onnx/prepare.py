@@ -357,29 +357,36 @@ def _activations(gm, graph: Graph) -> int:
 def _out_of_place_updates(graph: Graph) -> int:
     n = 0
     for node in graph.nodes:
-        if not node.meta.get("inplace") or node.op not in ("call_function", "call_method"):
-            continue
-        if node.op == "call_method":
-            # x.multiply_(y): to_static refuses one whose tensor has a view taken
-            # ("multiply_'s output variable is a viewed Tensor in dygraph")
-            name = node.target if isinstance(node.target, str) else ""
-            if _is_update_name(name) and callable(getattr(paddle.Tensor, name[:-1], None)):
-                node.target = name[:-1]
-                n += 1
-            continue
-        name = getattr(node.target, "__name__", "") or ""
-        if not _is_update_name(name):
-            continue
-        # _C_ops.relu_, paddle.subtract_, F.relu_: the twin from the same module
-        module = sys.modules.get(getattr(node.target, "__module__", None) or "")
-        for home in (paddle._C_ops, module):
-            if home is not None and getattr(home, name, None) is node.target:
-                out_of_place = getattr(home, name[:-1], None)
-                if out_of_place is not None:
-                    node.target = out_of_place
-                    n += 1
-                break
+        twin = out_of_place_twin(node)
+        if twin is not None:
+            node.target = twin
+            n += 1
     return n
+
+
+def out_of_place_twin(node) -> Any:
+    """The out-of-place form of an update in place the capture marked
+    (``meta["inplace"]``: the graph already reads its result where Paddle would read the
+    updated tensor): ``"multiply"`` for ``x.multiply_(y)``, ``_C_ops.relu`` for
+    ``_C_ops.relu_``, ``F.relu`` for ``F.relu_``; None for any other node."""
+    if not node.meta.get("inplace") or node.op not in ("call_function", "call_method"):
+        return None
+    if node.op == "call_method":
+        # x.multiply_(y): to_static refuses one whose tensor has a view taken
+        # ("multiply_'s output variable is a viewed Tensor in dygraph")
+        name = node.target if isinstance(node.target, str) else ""
+        if _is_update_name(name) and callable(getattr(paddle.Tensor, name[:-1], None)):
+            return name[:-1]
+        return None
+    name = getattr(node.target, "__name__", "") or ""
+    if not _is_update_name(name):
+        return None
+    # _C_ops.relu_, paddle.subtract_, F.relu_: the twin from the same module
+    module = sys.modules.get(getattr(node.target, "__module__", None) or "")
+    for home in (paddle._C_ops, module):
+        if home is not None and getattr(home, name, None) is node.target:
+            return getattr(home, name[:-1], None)
+    return None
 
 
 def _is_update_name(name: str) -> bool:

@@ -1,0 +1,251 @@
+"""ONNX lowerings of Paddle's ``_C_ops`` functions, as programs written against them call
+them (GraphNet's samples, the fused paths of library models).
+
+A ``_C_ops`` function is written in C++: Python sees no parameter names, so each lowering
+names its positional parameters (``direct.positional``), in the order Paddle's own Python
+APIs pass them, and reuses the lowering of the API that computes the same.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict
+
+import paddle
+
+from . import lowerings as api
+from . import lowerings_tensor as tensor
+from .direct import Exporter, positional
+
+
+def _full(ex: Exporter, a: Dict[str, Any]) -> str:
+    return tensor._full(ex, {"fill_value": a["value"]})
+
+
+def _empty(ex: Exporter, a: Dict[str, Any]) -> str:
+    # the values of an empty tensor are whatever its memory held: zeros are as good
+    return tensor.constant_result(ex, 0)
+
+
+def _full_int_array(ex: Exporter, a: Dict[str, Any]) -> str:
+    return ex.constant(list(ex.known(a["value"])), ex.out_dtype())
+
+
+def _full_like(ex: Exporter, a: Dict[str, Any]) -> str:
+    return api._full_like(None)(ex, {"x": a["x"], "fill_value": ex.known(a["fill_value"])})
+
+
+def _shape(ex: Exporter, a: Dict[str, Any]) -> str:
+    # the sizes as the model runs them (int64), cast to the result's dtype (int32: shape)
+    sizes = ex.op("Shape", [ex.input(a["x"])])
+    out = ex.out_dtype()
+    return sizes if out == "int64" else ex.cast(sizes, out)
+
+
+def _slice(ex: Exporter, a: Dict[str, Any]) -> str:
+    """``slice(x, axes, starts, ends, infer_flags, decrease_axis)``: a Slice, reshaped to
+    the result (which drops the dimensions of ``decrease_axis``)."""
+    axes, starts, ends = (ex.known(a[k]) for k in ("axes", "starts", "ends"))
+    return _sliced(ex, a["x"], axes, starts, ends, [1] * len(axes))
+
+
+def _strided_slice(ex: Exporter, a: Dict[str, Any]) -> str:
+    axes, starts, ends, strides = (ex.known(a[k]) for k in ("axes", "starts", "ends", "strides"))
+    return _sliced(ex, a["x"], axes, starts, ends, strides)
+
+
+def _sliced(ex: Exporter, x: Any, axes, starts, ends, steps) -> str:
+    for values in (axes, starts, ends, steps):
+        if not isinstance(values, (list, tuple)) or not all(isinstance(v, int) for v in values):
+            ex.decline("slice bounds that are not constants")
+    out = ex.op(
+        "Slice",
+        [ex.input(x), ex.ints(starts), ex.ints(ends), ex.ints(axes), ex.ints(steps)],
+    )
+    return tensor._reshaped(ex, out)
+
+
+def _split(ex: Exporter, a: Dict[str, Any]) -> tuple:
+    return tensor._split(ex, {"x": a["x"], "num_or_sections": a["sections"], "axis": a["axis"]})
+
+
+def _concat(ex: Exporter, a: Dict[str, Any]) -> str:
+    return api._concat(ex, {"x": a["x"], "axis": ex.known(a["axis"])})
+
+
+def _reduce(onnx_op: str) -> Callable:
+    lower = api._reduce(onnx_op)
+
+    def reduce(ex: Exporter, a: Dict[str, Any]) -> str:
+        axis = ex.known(a.get("axis"))
+        # ``[]`` is every axis, as ``None`` is for the API
+        return lower(ex, {**a, "axis": None if axis in ([], ()) else axis})
+
+    return reduce
+
+
+def _layer_norm(ex: Exporter, a: Dict[str, Any]) -> str:
+    x, begin = a["x"], a["begin_norm_axis"]
+    if not isinstance(begin, int):
+        ex.decline("a begin_norm_axis that is not an int")
+    shape = ex.shape(x)[begin:]
+    return api._layer_norm(ex, x, shape, a.get("scale"), a.get("bias"), a["epsilon"])
+
+
+def _dropout(ex: Exporter, a: Dict[str, Any]) -> str:
+    if not a.get("is_test"):
+        ex.decline("dropout in training")
+    return api._dropout(
+        ex, {"x": a["x"], "p": ex.known(a["p"]), "training": False, "mode": a["mode"]}
+    )
+
+
+def _conv2d(ex: Exporter, a: Dict[str, Any]) -> str:
+    return api._conv(
+        ex, a["x"], a["weight"], None, a["strides"], a["paddings"], a["padding_algorithm"],
+        a["dilations"], a["groups"], a["data_format"],
+    )  # fmt: skip
+
+
+def _pool2d(ex: Exporter, a: Dict[str, Any]) -> str:
+    kind = {"max": "MaxPool", "avg": "AveragePool"}.get(a["pooling_type"])
+    if kind is None or a.get("global_pooling") or a.get("adaptive"):
+        ex.decline(f"{a['pooling_type']} pooling (global or adaptive)")
+    if a["padding_algorithm"] != "EXPLICIT":
+        ex.decline(f"padding algorithm {a['padding_algorithm']}")
+    args = {
+        "x": a["x"],
+        "kernel_size": ex.known(a["kernel_size"]),
+        "stride": a["strides"],
+        "padding": a["paddings"],
+        "ceil_mode": a["ceil_mode"],
+        "exclusive": a["exclusive"],
+        "data_format": a["data_format"],
+    }
+    return api._pool(ex, args, kind)
+
+
+def _embedding(ex: Exporter, a: Dict[str, Any]) -> str:
+    # (-1 is "none" here; F.embedding turns a negative padding_idx into its row first)
+    pad = a.get("padding_idx", -1)
+    return tensor._embedding(ex, a["x"], a["weight"], None if pad == -1 else pad)
+
+
+def _cumsum(ex: Exporter, a: Dict[str, Any]) -> str:
+    axis = None if a.get("flatten") else a["axis"]
+    return tensor._cumsum(ex, {**a, "axis": axis})
+
+
+#: name -> (positional parameters, lowering); the exporter lowers an update in place
+#: (``relu_``) as its out-of-place twin
+_TABLE = {
+    "add": (("x", "y"), api._binary("Add")),
+    "subtract": (("x", "y"), api._binary("Sub")),
+    "multiply": (("x", "y"), api._binary("Mul")),
+    "divide": (("x", "y"), api._binary("Div")),
+    "maximum": (("x", "y"), api._binary("Max")),
+    "minimum": (("x", "y"), api._binary("Min")),
+    "matmul": (("x", "y", "transpose_x", "transpose_y"), api._matmul),
+    "pow": (("x", "y"), api._pow),
+    "greater_than": (("x", "y"), api._compare("Greater")),
+    "less_than": (("x", "y"), api._compare("Less")),
+    "greater_equal": (("x", "y"), api._compare("GreaterOrEqual")),
+    "less_equal": (("x", "y"), api._compare("LessOrEqual")),
+    "equal": (("x", "y"), api._compare("Equal")),
+    "not_equal": (("x", "y"), api._compare("Equal", negate=True)),
+    "relu": (("x",), api._relu),
+    "exp": (("x",), api._unary("Exp")),
+    "tanh": (("x",), api._unary("Tanh")),
+    "sigmoid": (("x",), api._unary("Sigmoid")),
+    "sqrt": (("x",), api._sqrt),
+    "rsqrt": (("x",), api._rsqrt),
+    "log": (("x",), api._unary("Log")),
+    "abs": (("x",), api._unary("Abs", False)),
+    "gelu": (("x", "approximate"), api._gelu),
+    "silu": (("x",), api._silu),
+    "softmax": (("x", "axis"), api._softmax),
+    "scale": (("x", "scale", "bias", "bias_after_scale"), api._scale),
+    "cast": (("x", "dtype"), api._cast),
+    "assign": (("x",), api._identity),
+    "where": (("condition", "x", "y"), api._where),
+    "clip": (("x", "min", "max"), api._clip),
+    "reshape": (("x", "shape"), api._to_result_shape),
+    "flatten": (("x", "start_axis", "stop_axis"), api._to_result_shape),
+    "squeeze": (("x", "axis"), api._to_result_shape),
+    "unsqueeze": (("x", "axis"), api._to_result_shape),
+    "transpose": (("x", "perm"), api._transpose),
+    "expand": (("x", "shape"), api._expand),
+    "concat": (("x", "axis"), _concat),
+    "stack": (("x", "axis"), tensor._stack),
+    "split": (("x", "sections", "axis"), _split),
+    "slice": (("x", "axes", "starts", "ends", "infer_flags", "decrease_axis"), _slice),
+    "strided_slice": (("x", "axes", "starts", "ends", "strides"), _strided_slice),
+    "gather": (("x", "index", "axis"), tensor._gather),
+    "index_select": (("x", "index", "axis"), tensor._gather),
+    "tile": (("x", "repeat_times"), tensor._tile),
+    "sum": (("x", "axis", "dtype", "keepdim"), _reduce("ReduceSum")),
+    "mean": (("x", "axis", "keepdim"), _reduce("ReduceMean")),
+    "max": (("x", "axis", "keepdim"), _reduce("ReduceMax")),
+    "min": (("x", "axis", "keepdim"), _reduce("ReduceMin")),
+    "cumsum": (("x", "axis", "flatten", "exclusive", "reverse"), _cumsum),
+    "layer_norm": (("x", "scale", "bias", "epsilon", "begin_norm_axis"), _layer_norm),
+    "conv2d": (
+        (
+            "x",
+            "weight",
+            "strides",
+            "paddings",
+            "padding_algorithm",
+            "dilations",
+            "groups",
+            "data_format",
+        ),
+        _conv2d,
+    ),
+    "depthwise_conv2d": (
+        (
+            "x",
+            "weight",
+            "strides",
+            "paddings",
+            "padding_algorithm",
+            "groups",
+            "dilations",
+            "data_format",
+        ),
+        _conv2d,
+    ),
+    "pool2d": (
+        (
+            "x",
+            "kernel_size",
+            "strides",
+            "paddings",
+            "ceil_mode",
+            "exclusive",
+            "data_format",
+            "pooling_type",
+            "global_pooling",
+            "adaptive",
+            "padding_algorithm",
+        ),
+        _pool2d,
+    ),
+    "dropout": (("x", "seed_tensor", "p", "is_test", "mode", "seed", "fix_seed"), _dropout),
+    "embedding": (("x", "weight", "padding_idx", "sparse"), _embedding),
+    "full": (("shape", "value", "dtype", "place"), _full),
+    "full_like": (("x", "fill_value", "dtype", "place"), _full_like),
+    "full_int_array": (("value", "dtype", "place"), _full_int_array),
+    "empty": (("shape", "dtype", "place"), _empty),
+    "shape": (("x",), _shape),
+    "shape64": (("x",), _shape),
+}
+
+
+def c_ops_lowerings() -> Dict[Any, Callable]:
+    """The lowerings of this module, by ``_C_ops`` function (those this Paddle has)."""
+    table: Dict[Any, Callable] = {}
+    for name, (parameters, lowering) in _TABLE.items():
+        fn = getattr(paddle._C_ops, name, None)
+        if fn is not None:
+            table[fn] = positional(*parameters)(lowering)
+    return table

@@ -1,0 +1,357 @@
+"""ONNX lowerings of the operations that make, index, join and split tensors: ``full``,
+``zeros``, indexing (``x[1:, None, -1]``), ``stack``, ``split``, ``gather``, ``tile``,
+``embedding``, ``cumsum``, ``interpolate``.
+
+Registered with jit-core's other lowerings (``lowerings.builtin_lowerings``). Sizes come
+from the recorded shapes; a result whose sizes follow the graph's dynamic dimensions is
+declined where the lowering needs them.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any, Callable, Dict, List, Optional
+
+import numpy as np
+import paddle
+import paddle.nn.functional as F
+
+from .direct import Exporter
+
+_FLOATS = ("float16", "bfloat16", "float32", "float64")
+_INT64_MAX = 2**63 - 1
+_INT64_MIN = -(2**63)
+
+
+# -- creation --------------------------------------------------------------------------------
+def constant_result(ex: Exporter, value: Any) -> str:
+    """The result as a constant: ``value`` broadcast to the recorded shape and dtype (a
+    ``full`` of one number is remembered: ``ex.known`` gives it to its readers)."""
+    shape, dtype = ex.out_shape(), ex.out_dtype()
+    array = np.full(shape, value, dtype=np.dtype(dtype) if dtype != "bfloat16" else np.float32)
+    if array.size == 1:
+        ex.remember(array.reshape(-1)[0].item())
+    return ex.constant(array, dtype)
+
+
+def _full(ex: Exporter, a: Dict[str, Any]) -> str:
+    value = ex.known(a.get("fill_value", a.get("value")))
+    if not isinstance(value, (int, float, bool)):
+        ex.decline("a fill value that is not a number")
+    return constant_result(ex, value)
+
+
+def _filled(value: Any) -> Callable:
+    def lower(ex: Exporter, a: Dict[str, Any]) -> str:
+        return constant_result(ex, value)
+
+    return lower
+
+
+def _arange(ex: Exporter, a: Dict[str, Any]) -> str:
+    start, end, step = (ex.known(a.get(k)) for k in ("start", "end", "step"))
+    if end is None:
+        start, end = 0, start
+    values = np.arange(start, end, 1 if step is None else step)
+    if list(values.shape) != ex.out_shape():
+        ex.decline("a range whose length differs from the recorded one")
+    return ex.constant(values, ex.out_dtype())
+
+
+# -- indexing --------------------------------------------------------------------------------
+def _getitem(ex: Exporter, a: Dict[str, Any]) -> str:
+    x, index = a["x"], a["y"]
+    items = ex.items(x)
+    if items is not None:
+        # one result of a call with several (``split``)
+        if not isinstance(index, int) or not -len(items) <= index < len(items):
+            ex.decline("an index into a list of results that is not a constant int")
+        return items[index]
+    if not ex.is_tensor(x):
+        ex.decline("indexing something other than a tensor")
+    index = index if isinstance(index, tuple) else (index,)
+    tensors = [i for i in index if ex.is_tensor(i)]
+    if tensors:
+        return _gather_index(ex, x, index)
+    return _basic_index(ex, x, index)
+
+
+def _basic_index(ex: Exporter, x: Any, index: tuple) -> str:
+    """Ints, slices, None and ``...``: one Slice, then a Reshape to the result's shape
+    (which drops the dimensions an int took and adds those None made)."""
+    rank = ex.rank(x)
+    used = sum(1 for i in index if i is not None and i is not Ellipsis)
+    if used > rank or sum(1 for i in index if i is Ellipsis) > 1:
+        ex.decline("more indices than dimensions")
+    starts: List[int] = []
+    ends: List[int] = []
+    axes: List[int] = []
+    steps: List[int] = []
+    dim = 0
+    for item in index:
+        if item is None:
+            continue
+        if item is Ellipsis:
+            dim += rank - used
+            continue
+        if isinstance(item, bool) or not isinstance(item, (int, slice)):
+            ex.decline(f"an index of type {type(item).__name__}")
+        if isinstance(item, int):
+            size = ex.dim(x, dim)
+            if not -size <= item < size:
+                ex.decline(f"index {item} out of range for size {size}")
+            starts.append(item)
+            ends.append(item + 1 if item != -1 else _INT64_MAX)
+            axes.append(dim)
+            steps.append(1)
+        else:
+            parts = (item.start, item.stop, item.step)
+            if not all(
+                p is None or (isinstance(p, int) and not isinstance(p, bool)) for p in parts
+            ):
+                ex.decline("a slice whose bounds are not ints")
+            step = 1 if item.step is None else item.step
+            if step == 0:
+                ex.decline("a slice step of 0")
+            if item.start is not None or item.stop is not None or step != 1:
+                first, last = (0, _INT64_MAX) if step > 0 else (-1, _INT64_MIN)
+                starts.append(first if item.start is None else item.start)
+                ends.append(last if item.stop is None else item.stop)
+                axes.append(dim)
+                steps.append(step)
+        dim += 1
+    out = ex.input(x)
+    if axes:
+        out = ex.op("Slice", [out, ex.ints(starts), ex.ints(ends), ex.ints(axes), ex.ints(steps)])
+    return _reshaped(ex, out)
+
+
+def _gather_index(ex: Exporter, x: Any, index: tuple) -> str:
+    """``x[ids]`` and ``x[:, ids]``: one integer tensor after full slices, a Gather."""
+    position = next(i for i, item in enumerate(index) if ex.is_tensor(item))
+    ids = index[position]
+    before, after = index[:position], index[position + 1 :]
+    if any(i != slice(None) for i in before) or any(
+        i not in (slice(None), Ellipsis) for i in after
+    ):
+        ex.decline("an integer tensor index with other indices")
+    if ex.dtype(ids) not in ("int32", "int64"):
+        ex.decline(f"a {ex.dtype(ids)} tensor index")
+    return _gather(ex, {"x": x, "index": ids, "axis": position})
+
+
+def _reshaped(ex: Exporter, name: str) -> str:
+    """``name`` reshaped to the result's recorded shape (-1 for its one dynamic size)."""
+    sizes = ex.sizes(ex.node)
+    if sizes.count(None) > 1 or (None in sizes and 0 in sizes):
+        ex.decline("a result with more than one dynamic size")
+    shape = [-1 if d is None else d for d in sizes]
+    return ex.op("Reshape", [name, ex.ints(shape)], allowzero=1 if 0 in shape else None)
+
+
+def _gather(ex: Exporter, a: Dict[str, Any]) -> str:
+    # Paddle's gather and index_select take an index along one axis; a 0-D index drops it
+    x, index = a["x"], a["index"]
+    axis = ex.known(a.get("axis"))
+    axis = 0 if axis is None else axis
+    if not isinstance(axis, int):
+        ex.decline("an axis that is not an int")
+    if ex.dtype(index) not in ("int32", "int64"):
+        ex.decline(f"a {ex.dtype(index)} index")
+    if ex.rank(index) > 1:
+        ex.decline("an index of more than one dimension")
+    out = ex.op("Gather", [ex.input(x), ex.input(index)], axis=axis % ex.rank(x))
+    return _reshaped(ex, out)
+
+
+# -- joining and splitting ---------------------------------------------------------------------
+def _stack(ex: Exporter, a: Dict[str, Any]) -> str:
+    xs, axis = a["x"], ex.known(a.get("axis", 0))
+    if not isinstance(xs, (list, tuple)) or not xs or not isinstance(axis, int):
+        ex.decline("not a list of tensors along a constant axis")
+    axis = axis % ex.rank(ex.node)
+    out = ex.out_dtype()
+    parts = [ex.op("Unsqueeze", [ex.input(x, out), ex.ints([axis])]) for x in xs]
+    return ex.op("Concat", parts, axis=axis)
+
+
+def _split(ex: Exporter, a: Dict[str, Any]) -> tuple:
+    x = a["x"]
+    sections = ex.known(a.get("num_or_sections", a.get("sections")))
+    axis = ex.known(a.get("axis", 0))
+    if not isinstance(axis, int):
+        ex.decline("an axis that is not an int")
+    axis = axis % ex.rank(x)
+    size = ex.dim(x, axis)
+    if isinstance(sections, int):
+        if sections <= 0 or size % sections:
+            ex.decline(f"{sections} parts of a size {size}")
+        sizes = [size // sections] * sections
+    elif isinstance(sections, (list, tuple)) and all(isinstance(s, int) for s in sections):
+        sizes = list(sections)
+        if sizes.count(-1) == 1:
+            sizes[sizes.index(-1)] = size - (sum(sizes) + 1)
+        if sum(sizes) != size or any(s < 0 for s in sizes):
+            ex.decline(f"sections {sections} of a size {size}")
+    else:
+        ex.decline("sections that are not constants")
+    return tuple(ex.op("Split", [ex.input(x), ex.ints(sizes)], outputs=len(sizes), axis=axis))
+
+
+def _chunk(ex: Exporter, a: Dict[str, Any]) -> tuple:
+    return _split(ex, {"x": a["x"], "num_or_sections": a["chunks"], "axis": a.get("axis", 0)})
+
+
+def _tile(ex: Exporter, a: Dict[str, Any]) -> str:
+    x, repeats = a["x"], ex.known(a["repeat_times"])
+    if not isinstance(repeats, (list, tuple)) or not all(isinstance(r, int) for r in repeats):
+        ex.decline("repeat times that are not constants")
+    rank = ex.rank(x)
+    name = ex.input(x)
+    if len(repeats) > rank:
+        # Paddle tiles a tensor of fewer dimensions as one with leading 1s
+        name = ex.op("Unsqueeze", [name, ex.ints(list(range(len(repeats) - rank)))])
+    repeats = [1] * (rank - len(repeats)) + list(repeats)
+    return ex.op("Tile", [name, ex.ints(repeats)])
+
+
+# -- lookups and scans --------------------------------------------------------------------------
+def _embedding(ex: Exporter, ids: Any, weight: Any, padding_idx: Optional[int]) -> str:
+    """Paddle's lookup: the row of each id, and zeros for ``padding_idx``'s."""
+    if ex.dtype(ids) not in ("int32", "int64"):
+        ex.decline(f"{ex.dtype(ids)} ids")
+    rows = ex.op("Gather", [ex.input(weight), ex.input(ids)], axis=0)
+    if padding_idx is None:
+        return rows
+    padding = ex.op("Equal", [ex.input(ids), ex.constant(padding_idx, ex.dtype(ids))])
+    padding = ex.op("Unsqueeze", [padding, ex.ints([-1])])
+    return ex.op("Where", [padding, ex.constant(0, ex.out_dtype()), rows])
+
+
+def _f_embedding(ex: Exporter, a: Dict[str, Any]) -> str:
+    if a.get("max_norm") is not None:
+        ex.decline("max_norm (it renormalizes the weight in place)")
+    pad = a.get("padding_idx")
+    if pad is not None and pad < 0:
+        pad += ex.shape(a["weight"])[0]
+    return _embedding(ex, a["x"], a["weight"], pad)
+
+
+def _layer_embedding(ex: Exporter, a: Dict[str, Any]) -> str:
+    layer = a["layer"]
+    pad = layer._padding_idx
+    if pad is not None and pad < 0:
+        pad += layer.weight.shape[0]
+    return _embedding(ex, a["x"], layer.weight, pad)
+
+
+def _cumsum(ex: Exporter, a: Dict[str, Any]) -> str:
+    x, axis = a["x"], ex.known(a.get("axis"))
+    if a.get("dtype") is not None:
+        ex.decline("a dtype argument")
+    out = ex.out_dtype()
+    name = ex.input(x, out)
+    if axis is None:
+        name, axis = ex.op("Reshape", [name, ex.ints([-1])]), 0
+    if not isinstance(axis, int):
+        ex.decline("an axis that is not an int")
+    exclusive, reverse = bool(a.get("exclusive")), bool(a.get("reverse"))
+    return ex.op(
+        "CumSum",
+        [name, ex.constant(axis, "int64")],
+        exclusive=1 if exclusive else None,
+        reverse=1 if reverse else None,
+    )
+
+
+# -- resizing --------------------------------------------------------------------------------------
+def _interpolate(ex: Exporter, a: Dict[str, Any]) -> str:
+    """``nearest`` and ``bilinear`` (NCHW) to the recorded size, with the source positions
+    Paddle's kernels take."""
+    x = a["x"]
+    mode = str(a.get("mode", "nearest")).lower()
+    if a.get("data_format") not in (None, "NCHW") or ex.rank(x) != 4:
+        ex.decline(f"data_format={a.get('data_format')!r} on a rank-{ex.rank(x)} input")
+    if a.get("antialias"):
+        ex.decline("antialias=True")
+    if mode not in ("nearest", "bilinear"):
+        ex.decline(f"mode={mode!r}")
+    if ex.dtype(x) != "float32":
+        ex.decline(f"a {ex.dtype(x)} input (ONNX Runtime's Resize is float32 only)")
+    in_hw, out_hw = ex.shape(x)[2:], ex.out_shape()[2:]
+    scale = a.get("scale_factor")
+    if scale is not None and a.get("size") is None:
+        # Paddle maps positions by the scale given, ONNX by the sizes' ratio: they
+        # agree where the scale gives the size exactly
+        scales = [scale, scale] if not isinstance(scale, (list, tuple)) else list(scale)
+        if not all(isinstance(s, (int, float)) for s in scales):
+            ex.decline("a scale factor that is not a constant")
+        if [float(i * s) for i, s in zip(in_hw, scales)] != [float(o) for o in out_hw]:
+            ex.decline(f"scale_factor {scale}, which does not give the size exactly")
+    align_corners = bool(a.get("align_corners", False))
+    if mode == "nearest":
+        if align_corners:
+            ex.decline("nearest with align_corners=True")
+        attrs = {
+            "mode": "nearest",
+            "coordinate_transformation_mode": "asymmetric",
+            "nearest_mode": "floor",
+        }
+    elif align_corners:
+        attrs = {"mode": "linear", "coordinate_transformation_mode": "align_corners"}
+    else:
+        half = int(a.get("align_mode", 0)) == 0
+        attrs = {
+            "mode": "linear",
+            "coordinate_transformation_mode": "half_pixel" if half else "asymmetric",
+        }
+    sizes = ex.ints(ex.out_shape())
+    return ex.op("Resize", [ex.input(x), "", "", sizes], **attrs)
+
+
+def _upsample_layer(mode: Optional[str] = None, align_corners: bool = False) -> Callable:
+    """``nn.Upsample`` (its own mode), or the layers of one mode: ``UpsamplingNearest2D``,
+    and ``UpsamplingBilinear2D``, which aligns corners."""
+
+    def lower(ex: Exporter, a: Dict[str, Any]) -> str:
+        layer = a["layer"]
+        args = {"x": a["x"], "size": layer.size, "scale_factor": layer.scale_factor}
+        args["data_format"] = layer.data_format
+        if mode is None:
+            args.update(mode=layer.mode, align_corners=layer.align_corners)
+            args["align_mode"] = layer.align_mode
+        else:
+            args.update(mode=mode, align_corners=align_corners)
+        return _interpolate(ex, args)
+
+    return lower
+
+
+def tensor_lowerings() -> Dict[Any, Callable]:
+    """The lowerings of this module, by target."""
+    nn = paddle.nn
+    table: Dict[Any, Callable] = {}
+
+    def add(targets, fn):
+        for t in targets if isinstance(targets, list) else [targets]:
+            if t is not None:
+                table[t] = fn
+
+    add([paddle.full], _full)
+    add([paddle.zeros], _filled(0))
+    add([paddle.ones], _filled(1))
+    add([paddle.arange], _arange)
+    add([operator.getitem, "Tensor.__getitem__"], _getitem)
+    add([paddle.gather, paddle.index_select, "Tensor.gather", "Tensor.index_select"], _gather)
+    add([paddle.stack], _stack)
+    add([paddle.split, "Tensor.split"], _split)
+    add([paddle.chunk, "Tensor.chunk"], _chunk)
+    add([paddle.tile, "Tensor.tile"], _tile)
+    add([F.embedding], _f_embedding)
+    add(nn.Embedding, _layer_embedding)
+    add([paddle.cumsum, "Tensor.cumsum"], _cumsum)
+    add([F.interpolate, F.upsample], _interpolate)
+    add(nn.Upsample, _upsample_layer())
+    add(nn.UpsamplingNearest2D, _upsample_layer("nearest"))
+    add(nn.UpsamplingBilinear2D, _upsample_layer("bilinear", align_corners=True))
+    return table

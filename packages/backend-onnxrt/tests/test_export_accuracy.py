@@ -14,7 +14,7 @@ import jit_core
 from jit_core.compile_cache import ENV_VAR
 from jit_core.onnx import check_against_paddle, unavailable_reason
 
-#: 3.13: paddle2onnx 2.x has no wheels; the check's own tests run without an export
+#: where the ONNX export cannot run (onnx missing), the check's own tests run without one
 WHY_NOT = unavailable_reason()
 needs_export = pytest.mark.skipif(
     bool(WHY_NOT), reason=f"the ONNX export cannot run here: {WHY_NOT}"

@@ -19,11 +19,12 @@ from jit_backend_onnxrt import plugin
 from jit_backend_onnxrt.backend import OrtGraph, stats
 
 import jit_core
+from jit_core import compile_cache
 from jit_core.compile_cache import ENV_VAR
 from jit_core.errors import BackendCompileError, BackendUnavailableError, MissingDependencyError
 from jit_core.onnx.export import EXPORTER_ENV
 
-#: why the backend cannot run here (3.13: paddle2onnx 2.x has no wheels); what needs no
+#: why the backend cannot run here (onnx missing); what needs no
 #: export (registration, the reasons, ONNX Runtime's own side) is tested everywhere
 WHY_NOT = plugin.unavailable_reason()
 needs_export = pytest.mark.skipif(
@@ -585,6 +586,7 @@ def test_a_corrupt_entry_is_rebuilt_with_a_warning(cache_dir):
     with paddle.no_grad():
         expected = net(x)
         jit_core.optimize(net, backend="onnxrt")(x)
+        compile_cache.wait_for_writes()  # (written in the background)
         (entry,) = [
             os.path.join(d, f) for d, _, files in os.walk(cache_dir / "onnxrt") for f in files
         ]
@@ -595,6 +597,7 @@ def test_a_corrupt_entry_is_rebuilt_with_a_warning(cache_dir):
             out = jit_core.optimize(net, backend="onnxrt")(x)
     close(out, expected, 1e-4)
     assert stats["exports"] == exports + 1
+    compile_cache.wait_for_writes()
     assert os.path.getsize(entry) > 0
 
 
@@ -628,8 +631,10 @@ def test_a_forged_model_in_a_keyless_remote_cache_is_not_used(redis_server, monk
         set_remote_cache(redis_server.url)
         with paddle.no_grad():
             jit_core.optimize(f, backend="onnxrt")(x)
+            compile_cache.wait_for_writes()  # (written in the background)
             (name_f,) = db.keys(pattern)
             jit_core.optimize(g, backend="onnxrt")(x)
+            compile_cache.wait_for_writes()
         (name_g,) = set(db.keys(pattern)) - {name_f}
         forged = b"".join(db.lrange(name_g, 1, -1))  # g's model under f's name
         digest = hashlib.sha256(forged).hexdigest()
@@ -662,6 +667,7 @@ def test_the_environment_variable_moves_the_cache(tmp_path, monkeypatch):
     monkeypatch.setenv(ENV_VAR, str(elsewhere))
     with paddle.no_grad():
         jit_core.optimize(lambda t: paddle.tanh(t) * 3, backend="onnxrt")(paddle.rand([5]))
+    compile_cache.wait_for_writes()  # (written in the background)
     assert len(list((elsewhere / "onnxrt").rglob("*"))) >= 2  # a folder and an entry
 
 

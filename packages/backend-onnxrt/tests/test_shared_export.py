@@ -15,7 +15,7 @@ from jit_core.compile_cache import ENV_VAR
 from jit_core.onnx import unavailable_reason
 from jit_core.remote_cache import KEY_ENV, URL_ENV
 
-#: 3.13: paddle2onnx 2.x has no wheels, and there is no export to share
+#: where the ONNX export cannot run (onnx missing) there is no export to share
 WHY_NOT = unavailable_reason()
 pytestmark = pytest.mark.skipif(bool(WHY_NOT), reason=f"the ONNX export cannot run here: {WHY_NOT}")
 

@@ -35,7 +35,7 @@ HERE = unavailable_reason(probe())
 needs_unavailable = pytest.mark.skipif(
     not HERE, reason="TensorRT can run here: the unavailability path does not apply"
 )
-#: the shared ONNX export, which the lowering tests feed the stand-in (3.13: no paddle2onnx)
+#: the shared ONNX export, which the lowering tests feed the stand-in (where onnx is installed)
 NO_EXPORT = jit_core.onnx.unavailable_reason()
 needs_export = pytest.mark.skipif(
     bool(NO_EXPORT), reason=f"the ONNX export cannot run here: {NO_EXPORT}"

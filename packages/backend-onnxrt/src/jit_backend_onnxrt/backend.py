@@ -23,6 +23,7 @@ from jit_core.onnx import (
     check_against_paddle,
     export_onnx,
     exporter_fingerprint,
+    exporter_name,
     lift_parameters,
     live_tensors,
     require,
@@ -158,7 +159,7 @@ def compile_graph(
                 # one file: huge models get external data files)
                 if key is not None and os.listdir(folder) == ["optimized.onnx"]:
                     with open(optimized, "rb") as f:
-                        _CACHE.put(key, f.read())
+                        _CACHE.put_later(key, f.read())
         if dynamic_dims(gm) and specialize and len(model) <= SPECIALIZE_MAX_BYTES:
             level = graph_optimization_level
             compiled.specializer = _Specializer(ort, model, threads, level, providers, specialize)
@@ -654,14 +655,14 @@ def _probe_session(model: bytes, folder: str, level: str, providers: List[str]) 
 
 
 def validate(compiled: OrtGraph, gm, example_inputs) -> None:
-    """Refuse a model that paddle2onnx converted wrongly (see ``check_against_paddle``):
-    its results must be within ``RTOL`` and ``SCALED_ATOL`` of Paddle's."""
+    """Refuse a model that was converted wrongly (see ``check_against_paddle``): its
+    results must be within ``RTOL`` and ``SCALED_ATOL`` of Paddle's."""
     check_against_paddle(
         compiled,
         gm,
         example_inputs,
         OnnxRuntimeError,
-        "paddle2onnx",
+        exporter_name(gm),
         rtol=RTOL,
         scaled_atol=SCALED_ATOL,
     )

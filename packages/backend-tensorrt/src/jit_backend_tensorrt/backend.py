@@ -17,6 +17,7 @@ from jit_core.onnx import (
     OnnxExportError,
     check_against_paddle,
     export_onnx,
+    exporter_name,
     lift_parameters,
     live_tensors,
     run_on_paddle,
@@ -210,7 +211,7 @@ def validate(compiled: TrtGraph, gm, example_inputs, settings: BuilderSettings) 
         gm,
         example_inputs,
         TensorRTError,
-        "paddle2onnx or TensorRT",
+        f"{exporter_name(gm)} or TensorRT",
         rtol=rtol,
         scaled_atol=scaled_atol,
     )

@@ -33,6 +33,7 @@ from jit_core.onnx import (
     check_against_paddle,
     export_onnx,
     exporter_fingerprint,
+    exporter_name,
     input_free_outputs,
     lift_parameters,
     live_tensors,
@@ -281,7 +282,7 @@ def _check(compiled: TvmGraph, gm, inputs) -> None:
         gm,
         inputs,
         TvmCompileError,
-        "paddle2onnx or TVM's ONNX importer",
+        f"{exporter_name(gm)} or TVM's ONNX importer",
         rtol=RTOL,
         scaled_atol=SCALED_ATOL,
     )

@@ -183,6 +183,10 @@ def wrong_outputs(outs: Any, expected: List[tuple]) -> Optional[str]:
     return None
 
 
+#: ``gm.meta`` key of ``(example inputs, eager outputs)`` while a backend compiles
+EXAMPLE_RUN = "example_run"
+
+
 class CheckedFirstRun:
     """What an outside backend compiled, checked on its first run: when that run raises,
     or returns other outputs than the graph's (their number, shapes, dtypes), the graph
@@ -584,7 +588,20 @@ class FrameCompiler:
 
     def _compile(self, backend, gm, traced: Traced, options) -> Callable:
         """The backend's build of ``gm``; once per input shape (``PerShape``) where the
-        graph has dynamic dimensions the backend cannot serve."""
+        graph has dynamic dimensions the backend cannot serve. While it builds,
+        ``gm.meta["example_run"]`` holds the example inputs and eager Paddle's outputs
+        for them, as the capture computed them: a backend that checks its build against
+        Paddle need not run the graph again (``jit_core.onnx.check``)."""
+        outputs = [t.example for t in traced.tensors]
+        if all(isinstance(t, paddle.Tensor) for t in outputs):
+            gm.meta[EXAMPLE_RUN] = (list(traced.examples), outputs)
+        try:
+            return self._build(backend, gm, traced, options)
+        finally:
+            # (not kept: it holds the outputs' memory)
+            gm.meta.pop(EXAMPLE_RUN, None)
+
+    def _build(self, backend, gm, traced: Traced, options) -> Callable:
         if not traced.output.dynamic_inputs:
             return backend.compile(gm, traced.examples, **options)
         if not backend.dynamic_shapes:

@@ -10,6 +10,7 @@ export can run at all (the ONNX-based backends register as unavailable with that
 
 from .check import (
     check_against_paddle,
+    exporter_name,
     graph_operators,
     input_free_outputs,
     output_difference,
@@ -38,6 +39,7 @@ __all__ = [
     "check_against_paddle",
     "export_onnx",
     "exporter_fingerprint",
+    "exporter_name",
     "graph_operators",
     "input_free_outputs",
     "installed_version",

@@ -34,6 +34,7 @@ from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Tup
 
 import numpy as np
 
+from ..compile_cache import host_array
 from .export import OnnxExportError, require
 
 log = logging.getLogger("jit_core.onnx")
@@ -199,7 +200,11 @@ class Exporter:
         #: dimensions (``_dynamic_sizes``); empty for a graph of fixed shapes
         self.dynamic: Dict[Any, FrozenSet[int]] = dynamic or {}
         self.nodes: List[Any] = []
-        self.initializers: List[Any] = []
+        #: the model being written: its initializers are written into it at once (each
+        #: copy of ResNet18's 45 MB of weights costs 20 ms: make_graph and make_model
+        #: would copy them twice more)
+        self.model = self.onnx.ModelProto()
+        self.initializers = self.model.graph.initializer
         self._names: Dict[Any, str] = {}
         self._used: set = set()
         self._params: Dict[int, str] = {}
@@ -333,8 +338,8 @@ class Exporter:
             if name in self._used:
                 name = self.fresh(name)
             self._used.add(name)
-            array = np.asarray(tensor.numpy())
-            self.initializers.append(self.tensor(array, dtype_name(tensor.dtype), name))
+            array = host_array(tensor)
+            self._initializer(array, dtype_name(tensor.dtype), name)
             self._params[key] = name
         return self._params[key]
 
@@ -344,7 +349,7 @@ class Exporter:
         key = (dtype, array.shape, array.tobytes() if array.dtype != object else repr(value))
         if key not in self._consts:
             name = self.fresh("const")
-            self.initializers.append(self.tensor(array, dtype, name))
+            self._initializer(array, dtype, name)
             self._consts[key] = name
         return self._consts[key]
 
@@ -372,15 +377,28 @@ class Exporter:
         return getattr(self.onnx.TensorProto, _DTYPES[dtype])
 
     def tensor(self, value: Any, dtype: str, name: str = ""):
-        """``value`` as an ONNX TensorProto of ``dtype`` (an initializer's, an attribute's)."""
-        onnx_dtype = self._onnx_dtype(dtype)
+        """``value`` as an ONNX TensorProto of ``dtype`` (an attribute's)."""
+        array = self._array(value, dtype)
+        # the bytes as they are, one copy (numpy_helper.from_array makes two)
+        return self.onnx.helper.make_tensor(
+            name, self._onnx_dtype(dtype), array.shape, array.tobytes(), raw=True
+        )
+
+    def _initializer(self, value: Any, dtype: str, name: str) -> None:
+        """``value`` as an initializer of the model, written into it in place."""
+        array = self._array(value, dtype)
+        proto = self.initializers.add()
+        proto.name = name
+        proto.data_type = self._onnx_dtype(dtype)
+        proto.dims.extend(array.shape)
+        proto.raw_data = array.tobytes()
+
+    def _array(self, value: Any, dtype: str) -> np.ndarray:
+        self._onnx_dtype(dtype)
         if dtype == "bfloat16":
             self.decline("a bfloat16 constant")
-        # (a copy in C order: np.ascontiguousarray would make a 0-D value 1-D)
-        array = np.array(np.asarray(value).astype(np.dtype(dtype)), order="C")
-        proto = self.onnx.numpy_helper.from_array(array, name)
-        proto.data_type = onnx_dtype
-        return proto
+        # (C order without a copy where it is; np.ascontiguousarray would make 0-D 1-D)
+        return np.asarray(np.asarray(value).astype(np.dtype(dtype), copy=False), order="C")
 
     def value_info(self, name: str, value: Any, symbols: bool = False):
         """A graph input's or output's type: a dynamic dimension is a symbol of its own
@@ -566,15 +584,14 @@ def export_direct(gm, example_inputs: Sequence[Any], opset: int):
             outputs.append(ex.value_info(name, value))
         except _Declined as e:
             raise MissingLowering(f"graph output {i}", why=e.why) from None
-    model_graph = onnx.helper.make_graph(
-        ex.nodes, type(gm).__name__, inputs, outputs, initializer=ex.initializers
-    )
-    model = onnx.helper.make_model(
-        model_graph,
-        opset_imports=[onnx.helper.make_opsetid("", opset)],
-        producer_name="jit_core",
-        producer_version=str(DIRECT_EXPORTER_VERSION),
-    )
+    model = ex.model
+    model.graph.name = type(gm).__name__
+    model.graph.node.extend(ex.nodes)
+    model.graph.input.extend(inputs)
+    model.graph.output.extend(outputs)
+    model.opset_import.extend([onnx.helper.make_opsetid("", opset)])
+    model.producer_name = "jit_core"
+    model.producer_version = str(DIRECT_EXPORTER_VERSION)
     model.ir_version = IR_VERSION
     return model
 

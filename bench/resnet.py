@@ -23,7 +23,8 @@ the table says how many kernels were tuned now, how long it took, and how many r
 were reused from earlier runs, which add up across runs; ``--tvm-tune always`` tunes every
 kernel again, adding ``--tvm-trials`` on top of the records).
 
-Then, per ONNX backend, the first call of a fresh process: cold (empty compile cache: the
+Then, for the paddle backend (the baseline) and per ONNX backend, the first call of a
+fresh process: cold (empty compile cache: the
 export runs; tvm builds with sampled schedules) and warm (the model or library comes from
 the on-disk cache; for tvm the tuned library); for tvm also "records": an empty compile
 cache that holds only the tuning database, so the tuned build is compiled from the records
@@ -211,6 +212,12 @@ def main() -> None:
     print()
     print("First call in a fresh process, freeze=True (capture + compile + run):")
     print(f"{'':12} {'cold s':>8} {'warm s':>8} {'warm/cold':>10} {'records s':>10}")
+    # the baseline the ONNX backends' first call is held to: the paddle backend's (it
+    # keeps nothing in the compile cache, so cold and warm differ by noise alone)
+    with tempfile.TemporaryDirectory(prefix="jit_bench_cache_") as cache:
+        cold = first_call_s("paddle", args.size, cache)
+        warm = first_call_s("paddle", args.size, cache)
+    print(f"{'paddle':12} {cold:8.2f} {warm:8.2f} {warm / cold:9.0%} {'-':>10}")
     for backend in onnx_backends:
         if backend == "tvm":
             cold, warm, records = tvm_first_calls(args.size)

@@ -1,11 +1,12 @@
 """GraphModule -> ONNX, shared by every ONNX-based backend.
 
 ``export_onnx`` lowers a graph directly (``direct``) where every call has a lowering. The
-other graphs take the older path, where paddle2onnx is installed (without it, they run on
-the paddle backend: ``GraphDeclined``): the GraphModule -> ``paddle.jit.to_static(full_graph=True)`` with the example
-inputs' shapes and dtypes -> ``paddle.jit.save`` into a temporary folder -> paddle2onnx
-(opset ``DEFAULT_OPSET``, ``optimize_tool="None"``), run in a worker process -> an
-``onnx.ModelProto`` whose inputs are named like the graph's placeholders.
+other graphs take the older path where paddle2onnx is installed (without it, they run on
+the paddle backend: ``GraphDeclined``): the GraphModule ->
+``paddle.jit.to_static(full_graph=True)`` with the example inputs' shapes and dtypes ->
+``paddle.jit.save`` into a temporary folder -> paddle2onnx (opset ``DEFAULT_OPSET``,
+``optimize_tool="None"``), run in a worker process -> an ``onnx.ModelProto`` whose inputs
+are named like the graph's placeholders.
 
 Shapes are those of the example inputs, except the dynamic dimensions of a graph's inputs
 (``meta["dynamic_dims"]``), which the model serves at every size (sizes the graph reads

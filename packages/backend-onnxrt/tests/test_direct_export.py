@@ -629,3 +629,13 @@ def test_c_ops_programs_are_exported_directly(capture, name):
 def test_a_0_d_value_stays_0_d(capture):
     # constants were written 1-D, which made a 0-D result [1]
     check(capture, lambda x: F.relu(x) * 2.0 + paddle.full([], 0.5), paddle.to_tensor(-1.5))
+
+
+def test_each_onnx_node_names_its_graph_node_and_the_users_line(capture):
+    def f(x):
+        return F.relu(x) * 2
+
+    gm, example = capture(f, paddle.rand([2, 3]))
+    model = export_direct(gm, example, DEFAULT_OPSET)
+    relu = [n for n in model.graph.node if n.name.startswith("relu__")]
+    assert relu and all("test_direct_export.py:" in n.doc_string for n in relu)

@@ -361,12 +361,17 @@ class Exporter:
         return self.op("Cast", [name], to=self._onnx_dtype(dtype))
 
     def op(self, op_type: str, inputs: Sequence[str], outputs: int = 1, **attrs) -> Any:
-        """Add one ONNX node; its output name (a list of them when ``outputs`` > 1)."""
+        """Add one ONNX node; its output name (a list of them when ``outputs`` > 1). The
+        node is named after the graph node it computes and says the user's line in its
+        ``doc_string``, so that a runtime's error about it leads back to the code."""
         hint = self.node.name if self.node is not None else op_type.lower()
         names = [self.fresh(f"{hint}__{op_type}") for _ in range(outputs)]
         attrs = {k: v for k, v in attrs.items() if v is not None}
+        where = _where(self.node) if self.node is not None else ""
         self.nodes.append(
-            self.onnx.helper.make_node(op_type, list(inputs), names, name=names[0], **attrs)
+            self.onnx.helper.make_node(
+                op_type, list(inputs), names, name=names[0], doc_string=where or None, **attrs
+            )
         )
         return names if outputs > 1 else names[0]
 

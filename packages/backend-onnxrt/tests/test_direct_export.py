@@ -54,7 +54,16 @@ def capture(install_plugin):
 
 def on_ort(gm, inputs):
     model = export_direct(gm, inputs, DEFAULT_OPSET)
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    try:
+        session = ort.InferenceSession(
+            model.SerializeToString(), providers=["CPUExecutionProvider"]
+        )
+    except Exception as e:  # noqa: BLE001 - ORT's exception types differ between releases
+        if "Could not find an implementation" not in str(e):
+            raise
+        # (1.19 and 1.23 have no float64 Cos: the backend then runs the graph on paddle,
+        # test_onnxrt.py's test_a_kernel_onnx_runtime_lacks_sends_the_graph_to_paddle)
+        pytest.skip(f"onnxruntime {ort.__version__} has no kernel: {str(e)[-120:]}")
     names = [i.name for i in session.get_inputs()]
     placeholders = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
     feeds = {name: inputs[placeholders.index(name)].numpy() for name in names}
@@ -133,9 +142,6 @@ if hasattr(paddle.Tensor, "softmax"):  # Paddle 3.3's Tensor.softmax(input, dim)
 @pytest.mark.parametrize("name,fn", UNARY, ids=[u[0] for u in UNARY])
 def test_unary_lowerings_match_eager_on_edge_values(capture, name, fn, dtype):
     x = edge_values([3, 8], dtype)
-    old_ort = tuple(int(p) for p in ort.__version__.split(".")[:2]) < (1, 20)
-    if name == "sin_cos" and dtype == "float64" and old_ort:
-        pytest.skip(f"onnxruntime {ort.__version__} has no float64 Sin and Cos kernels")
     if name == "sqrt" and dtype == "float32":
         # Paddle's float32 kernel takes 8 values at a time approximately (sqrt(inf) is
         # NaN there) and the rest exactly: the lowering is exact

@@ -51,7 +51,7 @@ def test_auto_chooses_the_faster_of_paddle_and_this_backend(backend):
         return
     timed = {name: float(us) for name, us in re.findall(r"(\w+) ([\d.]+) us", graph.backend)}
     assert "paddle" in timed and backend in timed, graph.backend
+    # (which one wins is the machine's to say: ONNX Runtime runs this net in 0.7 ms
+    # against Paddle's 1.0 ms on a quiet machine, but CI's parallel workers once timed it
+    # the other way round; a timed test would fail on a loaded machine)
     assert chosen.group(1) == min(timed, key=timed.get), graph.backend
-    if backend == "onnxrt":
-        # convolutions: ONNX Runtime's kernels run this net about 2x faster than Paddle's
-        assert chosen.group(1) == "onnxrt", graph.backend

@@ -43,9 +43,9 @@ CONFORMANCE_BACKENDS = {"onnxrt": {}, "tvm": {"JIT_TVM_TUNE": "off"}, "tensorrt"
 CONFORMANCE_WORKERS = {"tensorrt": "0"}
 #: the compile cache tvm's conformance runs share across the Pythons of one ``./dev test``
 #: (TVM compiles the same graphs alike on every Python, and the entries do not depend on the
-#: process: 3.11 to 3.13 load what 3.10 built, 40 s instead of 4 minutes each on 2 cores;
-#: on 3.13 the graphs without a lowering run on paddle, so a few entries differ). The
-#: first Python with TVM starts it empty.
+#: process: 3.11 and 3.12 load what 3.10 built, 40 s instead of 4 minutes each on 2 cores;
+#: 3.13 builds its own, as the keys hold paddle2onnx's version, which it lacks). The first
+#: Python with TVM starts it empty.
 TVM_SHARED_CACHE = os.path.abspath(os.path.join(".nox", "tvm-conformance-cache"))
 FIRST_TVM_PYTHON = "3.10"
 #: example plugins that exist to be installed in the test environment (see their READMEs)

@@ -111,6 +111,12 @@ _writers: list = []
 _pending_lock = threading.Lock()
 
 
+def _built_here() -> None:
+    """A miss the caller is now storing: ``last_origin()`` says "built here"."""
+    if getattr(_origin, "value", None) == "miss":
+        _origin.value = "built"
+
+
 def wait_for_writes() -> None:
     """Return once the entries written in the background (``put_later``, the local copies
     of remote hits) are on disk."""
@@ -184,8 +190,7 @@ class DiskCache:
         """Store ``data`` on disk (atomically) and in the remote store; returns the path,
         or None when the disk refused (a cache that cannot be written only costs time)."""
         path = self.put_local(key, data)
-        if getattr(_origin, "value", None) == "miss":
-            _origin.value = "built"
+        _built_here()
         tier = _remote()
         if tier is not None and tier.store_entry(self.namespace, key, data, self.kind):
             _count(self.namespace, "remote_stores", self.directory)
@@ -196,8 +201,7 @@ class DiskCache:
         writing and syncing ResNet18's ONNX Runtime model: 0.18 s of its 0.85 s). Until it
         is written, ``get`` in this process serves it from memory; ``wait_for_writes()``
         waits for it, and the interpreter does before it exits."""
-        if getattr(_origin, "value", None) == "miss":
-            _origin.value = "built"
+        _built_here()
         self._write_later(key, data, remote=True)
 
     def _put_local_later(self, key: str, payload: bytes) -> None:

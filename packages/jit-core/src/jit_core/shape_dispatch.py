@@ -69,11 +69,13 @@ class PerShape:
         examples: List[Any] = list(args)
         if not self.builds:
             # the first build is the capture's: its errors are the capture's to report
+            from .convert_frame import EXAMPLE_RUN
+
             try:
                 fn = self.backend.compile(copy, examples, **self.options)
             finally:
-                # (the capture's outputs, which the copy need not keep: convert_frame)
-                copy.meta.pop("example_run", None)
+                # (the capture's outputs, which the copy need not keep)
+                copy.meta.pop(EXAMPLE_RUN, None)
         else:
             try:
                 propagate_shapes(copy, examples)

@@ -323,11 +323,16 @@ def _to_result_shape(ex: Exporter, a: Dict[str, Any]) -> str:
         return ex.op("Reshape", [ex.input(a["x"]), ex.input(shape, "int64")])
     if isinstance(shape, (list, tuple)) and any(ex.is_tensor(d) for d in shape):
         ex.decline("a shape list holding tensors")
+    return reshaped_to_result(ex, ex.input(a["x"]))
+
+
+def reshaped_to_result(ex: Exporter, name: str) -> str:
+    """``name`` reshaped to the result's recorded shape (-1 for its one dynamic size)."""
     sizes = ex.sizes(ex.node)
     if sizes.count(None) > 1 or (None in sizes and 0 in sizes):
         ex.decline("a result with more than one dynamic size")
     shape = [-1 if d is None else d for d in sizes]
-    return ex.op("Reshape", [ex.input(a["x"]), ex.ints(shape)], allowzero=1 if 0 in shape else None)
+    return ex.op("Reshape", [name, ex.ints(shape)], allowzero=1 if 0 in shape else None)
 
 
 def _expand(ex: Exporter, a: Dict[str, Any]) -> str:

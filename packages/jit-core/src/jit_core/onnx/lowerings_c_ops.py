@@ -61,7 +61,7 @@ def _sliced(ex: Exporter, x: Any, axes, starts, ends, steps) -> str:
         "Slice",
         [ex.input(x), ex.ints(starts), ex.ints(ends), ex.ints(axes), ex.ints(steps)],
     )
-    return tensor._reshaped(ex, out)
+    return api.reshaped_to_result(ex, out)
 
 
 def _split(ex: Exporter, a: Dict[str, Any]) -> tuple:

@@ -17,8 +17,8 @@ import paddle
 import paddle.nn.functional as F
 
 from .direct import Exporter
+from .lowerings import reshaped_to_result
 
-_FLOATS = ("float16", "bfloat16", "float32", "float64")
 _INT64_MAX = 2**63 - 1
 _INT64_MIN = -(2**63)
 
@@ -123,7 +123,7 @@ def _basic_index(ex: Exporter, x: Any, index: tuple) -> str:
     out = ex.input(x)
     if axes:
         out = ex.op("Slice", [out, ex.ints(starts), ex.ints(ends), ex.ints(axes), ex.ints(steps)])
-    return _reshaped(ex, out)
+    return reshaped_to_result(ex, out)
 
 
 def _gather_index(ex: Exporter, x: Any, index: tuple) -> str:
@@ -140,15 +140,6 @@ def _gather_index(ex: Exporter, x: Any, index: tuple) -> str:
     return _gather(ex, {"x": x, "index": ids, "axis": position})
 
 
-def _reshaped(ex: Exporter, name: str) -> str:
-    """``name`` reshaped to the result's recorded shape (-1 for its one dynamic size)."""
-    sizes = ex.sizes(ex.node)
-    if sizes.count(None) > 1 or (None in sizes and 0 in sizes):
-        ex.decline("a result with more than one dynamic size")
-    shape = [-1 if d is None else d for d in sizes]
-    return ex.op("Reshape", [name, ex.ints(shape)], allowzero=1 if 0 in shape else None)
-
-
 def _gather(ex: Exporter, a: Dict[str, Any]) -> str:
     # Paddle's gather and index_select take an index along one axis; a 0-D index drops it
     x, index = a["x"], a["index"]
@@ -161,7 +152,7 @@ def _gather(ex: Exporter, a: Dict[str, Any]) -> str:
     if ex.rank(index) > 1:
         ex.decline("an index of more than one dimension")
     out = ex.op("Gather", [ex.input(x), ex.input(index)], axis=axis % ex.rank(x))
-    return _reshaped(ex, out)
+    return reshaped_to_result(ex, out)
 
 
 # -- joining and splitting ---------------------------------------------------------------------

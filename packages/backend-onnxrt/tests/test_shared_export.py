@@ -63,7 +63,7 @@ def test_a_second_machine_takes_the_export_from_redis(redis_server, tmp_path):
     assert first["stats"]["exports"] == 1
     assert first["cache"] == {"misses": 1, "stores": 1, "remote_stores": 1}
     # the second exported nothing: the model came from Redis and is now on its disk
-    assert second["stats"] == {"exports": 0, "cache_hits": 1, "fallbacks": 0}
+    assert second["stats"] == {"exports": 0, "cache_hits": 1, "fallbacks": 0, "checks_failed": 0}
     assert second["cache"] == {"remote": 1, "stores": 1}
     assert first["explain"] == ["Artifact: built here (and cached)"]
     assert second["explain"] == ["Artifact: from the remote compile cache"]

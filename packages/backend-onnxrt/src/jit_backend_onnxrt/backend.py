@@ -29,6 +29,7 @@ from jit_core.onnx import (
     require,
     restored_shapes,
     run_on_paddle,
+    runtime_checks,
 )
 from jit_core.shape_dispatch import check_other_sizes, dynamic_dims
 
@@ -58,7 +59,7 @@ SPECIALIZE_MAX_BYTES = 64 << 20
 
 #: what this process did: models exported, models taken from the disk cache, graphs that
 #: fell back to the paddle backend
-stats: Dict[str, int] = {"exports": 0, "cache_hits": 0, "fallbacks": 0}
+stats: Dict[str, int] = {"exports": 0, "cache_hits": 0, "fallbacks": 0, "checks_failed": 0}
 
 
 class OnnxRuntimeError(JitError):
@@ -160,7 +161,12 @@ def compile_graph(
                 if key is not None and os.listdir(folder) == ["optimized.onnx"]:
                     with open(optimized, "rb") as f:
                         _CACHE.put_later(key, f.read())
-        if dynamic_dims(gm) and specialize and len(model) <= SPECIALIZE_MAX_BYTES:
+        if (
+            dynamic_dims(gm)
+            and specialize
+            and len(model) <= SPECIALIZE_MAX_BYTES
+            and not compiled.checks
+        ):
             level = graph_optimization_level
             compiled.specializer = _Specializer(ort, model, threads, level, providers, specialize)
     except (OnnxExportError, OnnxRuntimeError) as e:
@@ -327,6 +333,10 @@ def _to_paddle(a: np.ndarray, dtype: Optional[str]) -> paddle.Tensor:
     return t
 
 
+#: how many calls of a graph may fail its model's run-time checks (each ran the model, then
+#: Paddle) before the graph runs on Paddle alone (``OrtGraph``)
+CHECK_FAILURES_LIMIT = 3
+
 #: how many input shapes of one graph keep their output layouts (``OrtGraph``)
 MAX_LAYOUTS = 256
 
@@ -343,6 +353,10 @@ class OrtGraph:
     output whose shape depends on the data makes ONNX Runtime refuse the buffer, and a
     buffer it left unwritten (handing out another value) is seen at the first bound run
     at each shape; either way the call runs plainly, as every later one does.
+
+    A model with run-time checks (``jit_core.onnx.runtime_checks``: a lowering exact only
+    for some data, such as scores without ties) returns them as extra outputs; a call
+    where one fails is computed by the graph's Paddle code instead.
     """
 
     def __init__(self, session, gm, live: Dict[str, paddle.Tensor]):
@@ -359,13 +373,20 @@ class OrtGraph:
             raise OnnxRuntimeError(f"the exported model has inputs {unknown} the graph lacks")
         self._live = [_LiveFeed(n, live[n]) for n in names if n not in placeholders]
         self._outputs = [o.name for o in session.get_outputs()]
+        #: the positions of the model's run-time checks among its outputs (the last ones)
+        self.checks = runtime_checks(self._outputs)
+        #: what computes a call where a check fails, and how many have
+        self._paddle = gm.forward if self.checks else None
+        self._failed = 0
+        if self.checks:
+            self.__class__ = _CheckedOrtGraph
         out = gm.graph.output_values()
         self._dtypes = [getattr(n, "meta", {}).get("dtype") for n in out]
         self._shapes = restored_shapes(gm)
-        if len(self._dtypes) != len(self._outputs):
+        if len(self._dtypes) != len(self._outputs) - len(self.checks):
             raise OnnxRuntimeError(
-                f"the exported model has {len(self._outputs)} outputs, the graph "
-                f"{len(self._dtypes)}"
+                f"the exported model has {len(self._outputs) - len(self.checks)} outputs, "
+                f"the graph {len(self._dtypes)}"
             )
         # the key of the layouts: nothing when every input's shape is fixed
         self._fixed = all(all(isinstance(d, int) for d in shapes[n]) for n, _, _ in self._feeds)
@@ -373,8 +394,9 @@ class OrtGraph:
         # hands back the fed array itself, whose memory dies with the feed, and ignores
         # a buffer bound for it
         self._echoes = [i for i, name in enumerate(self._outputs) if name in shapes]
+        bindable = session.get_providers() == ["CPUExecutionProvider"]
         self._layouts: Optional[Dict[tuple, Any]] = (
-            {} if session.get_providers() == ["CPUExecutionProvider"] and not self._echoes else None
+            {} if bindable and not self._echoes and not self.checks else None
         )
         #: the input shapes at which ONNX Runtime was seen writing into every bound output
         self._honoured: set = set()
@@ -487,6 +509,43 @@ class OrtGraph:
                 return None
             self._honoured.add(key)
         return tuple(result)
+
+
+class _CheckedOrtGraph(OrtGraph):
+    """An ``OrtGraph`` whose model has run-time checks (its last outputs): a call where one
+    fails is computed by the graph's Paddle code, and after ``CHECK_FAILURES_LIMIT`` such
+    calls every call is. (A class of its own, so that other graphs pay nothing for it;
+    such a model has no output layouts and no sessions of fixed shapes.)"""
+
+    def __call__(self, *tensors):
+        feeds = dict((name, read(tensors[i])) for name, i, read in self._feeds)
+        for live in self._live:
+            feeds[live.name] = live.read()
+        outs = self.session.run(self._outputs, feeds)
+        checks = self.checks
+        if all(bool(outs[i]) for i in checks):
+            return self._to_paddle(outs[: checks[0]])
+        stats["checks_failed"] += 1
+        self._failed += 1
+        if self._failed >= CHECK_FAILURES_LIMIT:
+            # the data keeps failing them (scores with ties): stop paying for both runs
+            log.info(
+                "%s: its run-time checks failed %d times: it runs on Paddle from now",
+                type(self).__name__,
+                self._failed,
+            )
+            self.__class__ = _OnPaddle
+        else:
+            log.info("%s: a run-time check failed: this call runs on Paddle", type(self).__name__)
+        return self._paddle(*tensors)
+
+
+class _OnPaddle(OrtGraph):
+    """An ``OrtGraph`` whose model's run-time checks kept failing: Paddle runs it (the
+    class is swapped, so that the graphs whose checks hold pay nothing for this)."""
+
+    def __call__(self, *tensors):
+        return self._paddle(*tensors)
 
 
 class _Specializer:

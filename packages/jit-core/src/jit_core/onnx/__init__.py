@@ -17,7 +17,13 @@ from .check import (
     restored_shapes,
     run_on_paddle,
 )
-from .direct import MissingLowering, exporter_fingerprint
+from .direct import (
+    MissingLowering,
+    data_dependent_sizes,
+    exporter_fingerprint,
+    refuse_runtime_checks,
+    runtime_checks,
+)
 from .export import (
     DEFAULT_OPSET,
     EXPORT_REVISION,
@@ -37,6 +43,7 @@ __all__ = [
     "MissingLowering",
     "OnnxExportError",
     "check_against_paddle",
+    "data_dependent_sizes",
     "export_onnx",
     "exporter_fingerprint",
     "exporter_name",
@@ -49,7 +56,9 @@ __all__ = [
     "paddle2onnx_missing",
     "require",
     "restored_shapes",
+    "refuse_runtime_checks",
     "run_on_paddle",
+    "runtime_checks",
     "save_static",
     "unavailable_reason",
 ]

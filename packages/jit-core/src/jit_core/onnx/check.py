@@ -139,11 +139,13 @@ def restored_shapes(gm) -> List[Optional[List[int]]]:
     """The shape to put back on each graph output, or None: paddle2onnx gives 0-D results
     the shape [1]. The shapes recorded are the example's: with dynamic dimensions only a
     0-D one holds at every size (an output of as many elements at another size, [5, 3]
-    where the example's was [3, 5], must not be bent into the example's shape)."""
+    where the example's was [3, 5], must not be bent into the example's shape), and so
+    where sizes follow the data."""
     from ..shape_dispatch import dynamic_dims
+    from .direct import data_dependent_sizes
 
     shapes = [getattr(n, "meta", {}).get("shape") for n in gm.graph.output_values()]
-    if dynamic_dims(gm):
+    if dynamic_dims(gm) or data_dependent_sizes(gm):
         shapes = [s if s == [] else None for s in shapes]
     return shapes
 

@@ -22,6 +22,13 @@ installed (the paddle backend runs the graph where it is not), and says so in
 Dynamic dimensions: the graph runs once more with each dynamic input dimension one longer
 (``_dynamic_sizes``); the sizes that change are dynamic, inputs get a symbol for each, and
 a lowering that needs such a size declines (``Exporter.shape``).
+
+Sizes that follow the data (``generate_proposals`` keeps as many boxes as survive): a
+lowering marked ``@data_dependent(perturb)`` says how to change its result's sizes, the
+graph runs once more with its results so changed, and the sizes that change downstream are
+dynamic too. A lowering exact only for some data (no ties among the scores it sorts)
+states that as a run-time check (``Exporter.require``): the model returns the check as an
+extra output (``runtime_checks``), and a backend runs the call on Paddle where it fails.
 """
 
 from __future__ import annotations
@@ -43,6 +50,10 @@ log = logging.getLogger("jit_core.onnx")
 #: key of a directly exported model (2: 0-D constants stay 0-D, ``sum(axis=[])`` is over
 #: every axis, dynamic dimensions are symbols)
 DIRECT_EXPORTER_VERSION = 2
+
+#: the names of a model's run-time checks among its outputs (``Exporter.require``): each a
+#: bool scalar, True where the model's results are Paddle's for that call
+RUNTIME_CHECK_PREFIX = "runtime_check__"
 
 #: ONNX's IR version of the models written: opset 17 needs 8, and ONNX Runtime 1.19 (the
 #: last with Python 3.8 wheels) reads up to 10
@@ -213,6 +224,8 @@ class Exporter:
         self.node: Any = None
         #: node -> the value it is known to hold when the model runs (``remember``)
         self._known: Dict[Any, Any] = {}
+        #: (a bool scalar of the model, why the results need it) per ``require``
+        self.checks: List[Tuple[str, str]] = []
 
     # names ----------------------------------------------------------------------------
     def fresh(self, hint: str) -> str:
@@ -228,6 +241,13 @@ class Exporter:
     def decline(self, why: str):
         """Refuse the call: the graph is exported another way, ``why`` in ``explain()``."""
         raise _Declined(why)
+
+    def require(self, condition: str, why: str) -> None:
+        """State that the model computes Paddle's result only where ``condition`` (a bool
+        scalar of the model) holds: the backend runs the call on Paddle where it does not
+        (``why`` says what the condition is, for the log)."""
+        where = _where(self.node) if self.node is not None else ""
+        self.checks.append((condition, f"{why} ({where})" if where else why))
 
     def is_tensor(self, value: Any) -> bool:
         return value in self._names if _is_node(value) else _is_paddle_tensor(value)
@@ -432,6 +452,57 @@ def positional(*names: str) -> Callable[[Callable], Callable]:
     return wrap
 
 
+def data_dependent(perturb: Callable[[Any], Any]) -> Callable[[Callable], Callable]:
+    """Marks a lowering whose result's sizes follow the data: ``perturb(result)`` returns
+    the result with those sizes changed (one row fewer), so that the exporter finds which
+    sizes downstream follow them (``_dynamic_sizes``)."""
+
+    def wrap(lowering: Callable) -> Callable:
+        lowering.perturb = perturb  # type: ignore[attr-defined]
+        return lowering
+
+    return wrap
+
+
+def runtime_checks(output_names: Sequence[str]) -> List[int]:
+    """The positions of a model's run-time checks among its outputs' names."""
+    return [i for i, name in enumerate(output_names) if name.startswith(RUNTIME_CHECK_PREFIX)]
+
+
+def refuse_runtime_checks(model, backend: str) -> None:
+    """For a backend that cannot act on a model's run-time checks: decline a model that
+    has some (``errors.GraphDeclined``: the graph runs on the paddle backend, the reason
+    in ``explain()``)."""
+    from ..errors import GraphDeclined
+
+    checks = runtime_checks([o.name for o in model.graph.output])
+    if checks:
+        whys = {p.key: p.value for p in model.metadata_props}
+        why = whys.get(model.graph.output[checks[0]].name, "a run-time check")
+        raise GraphDeclined(
+            f"its model is exact only where run-time checks hold ({why}), and {backend} "
+            "does not act on them"
+        )
+
+
+def data_dependent_sizes(gm) -> bool:
+    """Whether a call of ``gm`` has results whose sizes follow the data (the shapes the
+    capture recorded are the example's only)."""
+    return bool(_perturbers(gm))
+
+
+def _perturbers(gm) -> Dict[Any, Callable]:
+    table = lowerings()
+    found = {}
+    for node in gm.graph.nodes:
+        if node.op in ("call_function", "call_method", "call_module"):
+            fn = _lowering_for(node, table, gm)[0]
+            perturb = getattr(fn, "perturb", None)
+            if perturb is not None:
+                found[node] = perturb
+    return found
+
+
 def _is_node(value: Any) -> bool:
     from ..fx import Node
 
@@ -523,7 +594,10 @@ def export_direct(gm, example_inputs: Sequence[Any], opset: int):
     ``MissingLowering`` for a call that no lowering serves."""
     from ..shape_dispatch import dynamic_dims
 
-    dynamic = _dynamic_sizes(gm, example_inputs) if dynamic_dims(gm) else {}
+    perturbers = _perturbers(gm)
+    dynamic = {}
+    if dynamic_dims(gm) or perturbers:
+        dynamic = _dynamic_sizes(gm, example_inputs, perturbers)
     ex = Exporter(gm, opset, dynamic)
     onnx = ex.onnx
     table = lowerings()
@@ -589,6 +663,13 @@ def export_direct(gm, example_inputs: Sequence[Any], opset: int):
             outputs.append(ex.value_info(name, value))
         except _Declined as e:
             raise MissingLowering(f"graph output {i}", why=e.why) from None
+    for i, (condition, why) in enumerate(ex.checks):
+        name = f"{RUNTIME_CHECK_PREFIX}{i}"
+        ex.nodes.append(ex.onnx.helper.make_node("Identity", [condition], [name], name=name))
+        bool_type = ex.onnx.TensorProto.BOOL
+        outputs.append(ex.onnx.helper.make_tensor_value_info(name, bool_type, []))
+        entry = ex.model.metadata_props.add()
+        entry.key, entry.value = name, why
     model = ex.model
     model.graph.name = type(gm).__name__
     model.graph.node.extend(ex.nodes)
@@ -601,21 +682,43 @@ def export_direct(gm, example_inputs: Sequence[Any], opset: int):
     return model
 
 
-def _dynamic_sizes(gm, example_inputs: Sequence[Any]) -> Dict[Any, FrozenSet[int]]:
+def _dynamic_sizes(
+    gm, example_inputs: Sequence[Any], perturbers: Optional[Dict[Any, Callable]] = None
+) -> Dict[Any, FrozenSet[int]]:
     """Node -> the dimensions of its value that follow the graph's dynamic input
-    dimensions: those whose size changes when the graph runs with every dynamic input
-    dimension one longer (``shape_dispatch.other_sizes``). The backends check the model at
-    each of those sizes before they use it, a dimension grown alone included."""
+    dimensions or the data: those whose size changes when the graph runs with every
+    dynamic input dimension one longer (``shape_dispatch.other_sizes``), or with the results
+    of the calls of ``perturbers`` changed by them (each run alone, so that the two changes
+    cannot cancel). The backends check the model at each of those sizes before they use
+    it, a dimension grown alone included."""
+
+    from ..shape_dispatch import dynamic_dims, other_sizes
+
+    perturbers = perturbers or {}
+    runs = []
+    if dynamic_dims(gm):
+        runs.append(("a graph with dynamic dimensions", next(other_sizes(example_inputs, gm)), {}))
+    if perturbers:
+        runs.append(("a graph whose sizes follow the data", list(example_inputs), perturbers))
+    dynamic: Dict[Any, FrozenSet[int]] = {}
+    for what, inputs, perturb in runs:
+        for node, changed in _sizes_changed(gm, what, inputs, perturb).items():
+            dynamic[node] = dynamic.get(node, frozenset()) | changed
+    return dynamic
+
+
+def _sizes_changed(gm, what: str, inputs, perturb) -> Dict[Any, FrozenSet[int]]:
     import paddle
 
     from ..fx import Interpreter
-    from ..shape_dispatch import other_sizes
 
     grown: Dict[Any, List[int]] = {}
 
     class Sizes(Interpreter):
         def run_node(self, node):
             value = super().run_node(node)
+            if node in perturb:
+                value = perturb[node](value)
             if isinstance(value, paddle.Tensor):
                 grown[node] = list(value.shape)
             return value
@@ -625,14 +728,13 @@ def _dynamic_sizes(gm, example_inputs: Sequence[Any]) -> Dict[Any, FrozenSet[int
 
             return _run_leaf_layer(getattr(self.gm, target), args, kwargs)
 
-    inputs = next(other_sizes(example_inputs, gm))
     state = paddle.get_rng_state()
     try:
         with paddle.no_grad():
             Sizes(gm).run(*inputs)
     except Exception as e:  # noqa: BLE001 - its export is then of one size at a time
         why = f"it does not run at other sizes ({type(e).__name__}: {str(e)[:200]})"
-        raise MissingLowering("a graph with dynamic dimensions", why=why) from None
+        raise MissingLowering(what, why=why) from None
     finally:
         paddle.set_rng_state(state)
     dynamic: Dict[Any, FrozenSet[int]] = {}
@@ -659,10 +761,15 @@ __all__ = [
     "Exporter",
     "Lowering",
     "MissingLowering",
+    "RUNTIME_CHECK_PREFIX",
+    "data_dependent",
+    "data_dependent_sizes",
     "dtype_name",
     "export_direct",
     "exporter_fingerprint",
     "lowerings",
     "operation_name",
     "positional",
+    "refuse_runtime_checks",
+    "runtime_checks",
 ]

@@ -6,7 +6,8 @@ declines the rest (``ex.decline``: the graph then takes the paddle2onnx path, or
 the paddle backend where paddle2onnx is missing). Every operation that only changes a
 shape (``reshape``, ``flatten``, ``squeeze``...) is one ``Reshape`` to the result's
 recorded shape (-1 for its one dynamic size, if any). ``builtin_lowerings`` adds those of
-``lowerings_tensor`` (making, indexing, joining tensors) and ``lowerings_c_ops``.
+``lowerings_tensor`` (making, indexing, joining tensors), ``lowerings_c_ops`` and
+``lowerings_detection`` (``generate_proposals``).
 """
 
 from __future__ import annotations
@@ -858,10 +859,12 @@ def builtin_lowerings() -> Dict[Any, Callable]:
     add(nn.Swish, _silu)
     add([nn.Dropout, nn.Dropout2D, nn.Dropout3D], _dropout)
     from .lowerings_c_ops import c_ops_lowerings
+    from .lowerings_detection import detection_lowerings
     from .lowerings_tensor import tensor_lowerings
 
     table.update(tensor_lowerings())
     table.update(c_ops_lowerings())
+    table.update(detection_lowerings())
     return table
 
 

@@ -8,6 +8,7 @@ import numpy as np
 import paddle
 import paddle.nn.functional as F
 import pytest
+from paddle import _C_ops
 
 import jit_core
 from jit_core.onnx import DEFAULT_OPSET, exporter_fingerprint, paddle2onnx_missing
@@ -524,6 +525,9 @@ def test_a_bool_mask_expands(capture):
     check(capture, f, mask, paddle.rand([2, 1, 4, 4]))
 
 
+#: ``out_size``, ``size_tensor``, ``scale_tensor`` and ``data_format`` of an ``*_interp`` kernel
+NO_TENSORS = (None, None, None, "NCHW")
+
 INTERPOLATE = [
     ("nearest_scale_2", lambda x: F.interpolate(x, scale_factor=2)),
     ("nearest_int_scale", lambda x: F.interpolate(x, scale_factor=3, mode="nearest")),
@@ -538,7 +542,13 @@ INTERPOLATE = [
     ("upsample_layer", paddle.nn.Upsample(scale_factor=2, mode="bilinear")),
     ("nearest_layer", paddle.nn.UpsamplingNearest2D(scale_factor=2)),
     ("bilinear_layer", paddle.nn.UpsamplingBilinear2D(size=[6, 10])),
-]
+    # as GraphNet's samples call the kernels
+    ("c_nearest_scale", lambda x: _C_ops.nearest_interp(x, *NO_TENSORS, -1, -1, -1, [2.0, 2.0], "nearest", False, 0)),
+    ("c_nearest_int_scale", lambda x: _C_ops.nearest_interp(x, *NO_TENSORS, -1, -1, -1, [2, 2], "nearest", False, 1)),
+    ("c_bilinear_size", lambda x: _C_ops.bilinear_interp(x, *NO_TENSORS, -1, 7, 9, [], "bilinear", False, 0)),
+    ("c_bilinear_scale", lambda x: _C_ops.bilinear_interp(x, *NO_TENSORS, -1, -1, -1, [2.0, 2.0], "bilinear", False, 0)),
+    ("c_bilinear_corners", lambda x: _C_ops.bilinear_interp(x, *NO_TENSORS, -1, 8, 9, [], "bilinear", True, 0)),
+]  # fmt: skip
 
 
 @pytest.mark.parametrize("name,fn", INTERPOLATE, ids=[i[0] for i in INTERPOLATE])

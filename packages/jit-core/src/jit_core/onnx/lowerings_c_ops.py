@@ -124,6 +124,27 @@ def _pool2d(ex: Exporter, a: Dict[str, Any]) -> str:
     return api._pool(ex, args, kind)
 
 
+def _interp(ex: Exporter, a: Dict[str, Any]) -> str:
+    """``nearest_interp``/``bilinear_interp``/...: the ``interpolate`` the API would have
+    called, from the kernel's arguments (an output size as ``out_h``/``out_w``, or a scale
+    list; sizes passed as tensors are declined, as values only the run knows)."""
+    for name in ("out_size", "size_tensor", "scale_tensor"):
+        if a.get(name) is not None:
+            ex.decline(f"{a['interp_method']}_interp with {name} given as a tensor")
+    out_h, out_w = ex.known(a["out_h"]), ex.known(a["out_w"])
+    scale = list(ex.known(a.get("scale") or []))
+    args = {
+        "x": a["x"],
+        "mode": a["interp_method"],
+        "align_corners": ex.known(a["align_corners"]),
+        "align_mode": ex.known(a["align_mode"]),
+        "data_format": a["data_format"],
+        "size": [out_h, out_w] if out_h > 0 and out_w > 0 else None,
+        "scale_factor": scale or None,
+    }
+    return tensor._interpolate(ex, args)
+
+
 def _embedding(ex: Exporter, a: Dict[str, Any]) -> str:
     # (-1 is "none" here; F.embedding turns a negative padding_idx into its row first)
     pad = a.get("padding_idx", -1)
@@ -134,6 +155,22 @@ def _cumsum(ex: Exporter, a: Dict[str, Any]) -> str:
     axis = None if a.get("flatten") else a["axis"]
     return tensor._cumsum(ex, {**a, "axis": axis})
 
+
+#: the parameters of every ``*_interp`` kernel, in the order ``F.interpolate`` passes them
+_INTERP_PARAMETERS = (
+    "x",
+    "out_size",
+    "size_tensor",
+    "scale_tensor",
+    "data_format",
+    "out_d",
+    "out_h",
+    "out_w",
+    "scale",
+    "interp_method",
+    "align_corners",
+    "align_mode",
+)
 
 #: name -> (positional parameters, lowering); the exporter lowers an update in place
 #: (``relu_``) as its out-of-place twin
@@ -232,6 +269,10 @@ _TABLE = {
     ),
     "dropout": (("x", "seed_tensor", "p", "is_test", "mode", "seed", "fix_seed"), _dropout),
     "embedding": (("x", "weight", "padding_idx", "sparse"), _embedding),
+    **{
+        f"{method}_interp": (_INTERP_PARAMETERS, _interp)
+        for method in ("nearest", "bilinear", "linear", "bicubic", "trilinear")
+    },
     "full": (("shape", "value", "dtype", "place"), _full),
     "full_like": (("x", "fill_value", "dtype", "place"), _full_like),
     "full_int_array": (("value", "dtype", "place"), _full_int_array),

@@ -137,6 +137,17 @@ UNARY = [
 ]
 if hasattr(paddle.Tensor, "softmax"):  # Paddle 3.3's Tensor.softmax(input, dim)
     UNARY.append(("softmax_method", lambda x: x.softmax(-1)))
+# the kernels as GraphNet's samples call them
+UNARY += [
+    ("c_sin_cos_floor", lambda x: _C_ops.sin(x) + _C_ops.cos(x) * _C_ops.floor(x)),
+    ("c_relu6", lambda x: _C_ops.relu6(x)),
+    ("c_leaky_relu", lambda x: _C_ops.leaky_relu(x, 0.1)),
+    ("c_hardswish", lambda x: _C_ops.hardswish(x)),
+    ("c_hardsigmoid", lambda x: _C_ops.hardsigmoid(x, 0.2, 0.5)),
+    ("c_swish", lambda x: _C_ops.swish(x)),
+    ("c_square", lambda x: _C_ops.square(x)),
+    ("c_pow", lambda x: _C_ops.elementwise_pow(x, x * 0.5)),
+]
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -640,6 +651,44 @@ def test_c_ops_programs_are_exported_directly(capture, name):
     assert len(got) == len(want)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_c_ops_batch_norm_with_running_statistics(capture):
+    x = edge_values([2, 3, 4, 4])
+    mean, var = paddle.to_tensor([0.5, -1.0, 0.0]), paddle.to_tensor([1.0, 0.25, 4.0])
+    w, b = paddle.to_tensor([1.5, -1.0, 0.0]), paddle.to_tensor([0.1, 0.0, -2.0])
+
+    def f(x, mean, var, w, b):
+        # is_test, then use_global_stats in a program traced in training mode
+        y, mean_out, var_out, *_ = _C_ops.batch_norm(
+            x, mean, var, w, b, True, 0.9, 1e-5, "NCHW", False, False
+        )
+        z = _C_ops.batch_norm(y, mean, var, w, b, False, 0.9, 1e-3, "NCHW", True, False)[0]
+        return z, mean_out * 1.0, var_out * 1.0
+
+    check(capture, f, x, mean, var, w, b, rtol=1e-5, atol=1e-5)
+
+
+def test_c_ops_that_make_and_join_tensors(capture):
+    def f(x, y):
+        a, b, c = _C_ops.split_with_num(x, 3, 1)
+        gx, gy = _C_ops.meshgrid([x[0], y])
+        value = _C_ops.assign_value_(
+            paddle.zeros([2]), [2], paddle.float32, [1.5, -0.0], paddle.CPUPlace()
+        )
+        return _C_ops.add_n([a, b, c]), gx * gy, x[:, :2] + value
+
+    check(capture, f, edge_values([3, 6]), paddle.rand([4]))
+
+
+def test_a_batch_norm_result_its_lowering_does_not_compute_is_declined(capture):
+    def f(x, mean, var):
+        outs = _C_ops.batch_norm(x, mean, var, None, None, True, 0.9, 1e-5, "NCHW", False, False)
+        return outs[0] + 1.0, outs[3]
+
+    gm, example = capture(f, paddle.rand([2, 3, 4]), paddle.zeros([3]), paddle.ones([3]))
+    with pytest.raises(MissingLowering, match="result 3 of .*does not compute"):
+        export_direct(gm, example, DEFAULT_OPSET)
 
 
 def test_a_0_d_value_stays_0_d(capture):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict
 
+import numpy as np
 import paddle
 
 from . import lowerings as api
@@ -145,6 +146,82 @@ def _interp(ex: Exporter, a: Dict[str, Any]) -> str:
     return tensor._interpolate(ex, args)
 
 
+def _batch_norm(ex: Exporter, a: Dict[str, Any]) -> tuple:
+    """``batch_norm(x, mean, variance, scale, bias, is_test, momentum, epsilon,
+    data_format, use_global_stats, trainable_statistics)`` with the running statistics
+    (``is_test`` or ``use_global_stats``): its result, and the statistics unchanged. Its
+    other results (the batch's statistics, a reserve) are not computed: a graph that reads
+    them is exported another way."""
+    if not (ex.known(a["is_test"]) or ex.known(a["use_global_stats"])):
+        ex.decline("batch statistics (training)")
+    out = api._batch_norm(
+        ex, a["x"], a["mean"], a["variance"], a["scale"], a["bias"], ex.known(a["epsilon"]),
+        ex.known(a["data_format"]),
+    )  # fmt: skip
+    mean = ex.op("Identity", [ex.input(a["mean"])])
+    variance = ex.op("Identity", [ex.input(a["variance"])])
+    return (out, mean, variance, None, None, None)
+
+
+def _split_with_num(ex: Exporter, a: Dict[str, Any]) -> tuple:
+    return tensor._split(
+        ex, {"x": a["x"], "num_or_sections": ex.known(a["num"]), "axis": a["axis"]}
+    )
+
+
+def _square(ex: Exporter, a: Dict[str, Any]) -> str:
+    x = ex.input(a["x"])
+    return ex.op("Mul", [x, x])
+
+
+def _add_n(ex: Exporter, a: Dict[str, Any]) -> str:
+    """The inputs added left to right, as Paddle's kernel accumulates them."""
+    xs = a["inputs"]
+    if not isinstance(xs, (list, tuple)) or not xs:
+        ex.decline("add_n of something other than a list of tensors")
+    out = ex.out_dtype()
+    total = ex.input(xs[0], out)
+    for x in xs[1:]:
+        total = ex.op("Add", [total, ex.input(x, out)])
+    return total if len(xs) > 1 else ex.op("Identity", [total])
+
+
+def _meshgrid(ex: Exporter, a: Dict[str, Any]) -> tuple:
+    """Each 1-D input laid along its own axis and expanded to the grid."""
+    xs = a["inputs"]
+    if not isinstance(xs, (list, tuple)) or not xs:
+        ex.decline("meshgrid of something other than a list of tensors")
+    sizes = []
+    for x in xs:
+        shape = ex.shape(x)
+        if len(shape) > 1:
+            ex.decline("meshgrid of an input of more than one dimension")
+        sizes.append(shape[0] if shape else 1)
+    grids = []
+    for i, x in enumerate(xs):
+        along = [1] * len(xs)
+        along[i] = sizes[i]
+        laid = ex.op("Reshape", [ex.input(x), ex.ints(along)])
+        grids.append(ex.op("Expand", [laid, ex.ints(sizes)]))
+    return tuple(grids)
+
+
+def _assign_value(ex: Exporter, a: Dict[str, Any]) -> str:
+    """``assign_value_(output, shape, dtype, values, place)``: a constant of those values."""
+    values = ex.known(a["values"])
+    shape = ex.known(a["shape"])
+    if not isinstance(values, (list, tuple)) or not isinstance(shape, (list, tuple)):
+        ex.decline("values or a shape that are not constants")
+    dtype = ex.out_dtype()
+    array = np.asarray(values, dtype=np.dtype(dtype) if dtype != "bfloat16" else np.float32)
+    if array.size != (int(np.prod(shape)) if shape else 1):
+        ex.decline(f"{array.size} values for the shape {list(shape)}")
+    array = array.reshape(shape)
+    if array.size == 1:
+        ex.remember(array.reshape(-1)[0].item())
+    return ex.constant(array, dtype)
+
+
 def _embedding(ex: Exporter, a: Dict[str, Any]) -> str:
     # (-1 is "none" here; F.embedding turns a negative padding_idx into its row first)
     pad = a.get("padding_idx", -1)
@@ -269,6 +346,36 @@ _TABLE = {
     ),
     "dropout": (("x", "seed_tensor", "p", "is_test", "mode", "seed", "fix_seed"), _dropout),
     "embedding": (("x", "weight", "padding_idx", "sparse"), _embedding),
+    "batch_norm": (
+        (
+            "x",
+            "mean",
+            "variance",
+            "scale",
+            "bias",
+            "is_test",
+            "momentum",
+            "epsilon",
+            "data_format",
+            "use_global_stats",
+            "trainable_statistics",
+        ),
+        _batch_norm,
+    ),
+    "split_with_num": (("x", "num", "axis"), _split_with_num),
+    "square": (("x",), _square),
+    "add_n": (("inputs",), _add_n),
+    "meshgrid": (("inputs",), _meshgrid),
+    "assign_value_": (("output", "shape", "dtype", "values", "place"), _assign_value),
+    "sin": (("x",), api._unary("Sin")),
+    "cos": (("x",), api._unary("Cos")),
+    "floor": (("x",), api._unary("Floor")),
+    "relu6": (("x",), api._relu6),
+    "leaky_relu": (("x", "negative_slope"), api._leaky_relu),
+    "hardswish": (("x",), api._hardswish),
+    "hardsigmoid": (("x", "slope", "offset"), api._hardsigmoid),
+    "swish": (("x",), api._silu),
+    "elementwise_pow": (("x", "y"), api._pow),
     **{
         f"{method}_interp": (_INTERP_PARAMETERS, _interp)
         for method in ("nearest", "bilinear", "linear", "bicubic", "trilinear")

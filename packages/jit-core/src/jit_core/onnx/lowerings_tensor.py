@@ -66,6 +66,8 @@ def _getitem(ex: Exporter, a: Dict[str, Any]) -> str:
         # one result of a call with several (``split``)
         if not isinstance(index, int) or not -len(items) <= index < len(items):
             ex.decline("an index into a list of results that is not a constant int")
+        if items[index] is None:
+            ex.decline(f"result {index} of {x.name}, which its lowering does not compute")
         return items[index]
     if not ex.is_tensor(x):
         ex.decline("indexing something other than a tensor")

@@ -249,6 +249,21 @@ class Exporter:
         where = _where(self.node) if self.node is not None else ""
         self.checks.append((condition, f"{why} ({where})" if where else why))
 
+    def require_none(self, flags: Sequence[str], why: str) -> None:
+        """``require`` that no element of the bool tensors ``flags`` is set."""
+        counts = [
+            self.op(
+                "ReduceSum",
+                [self.cast(self.op("Reshape", [f, self.ints([-1])]), "int64")],
+                keepdims=0,
+            )
+            for f in flags
+        ]
+        total = counts[0]
+        for count in counts[1:]:
+            total = self.op("Add", [total, count])
+        self.require(self.op("Equal", [total, self.constant(0, "int64")]), why)
+
     def is_tensor(self, value: Any) -> bool:
         return value in self._names if _is_node(value) else _is_paddle_tensor(value)
 

@@ -222,6 +222,97 @@ def _assign_value(ex: Exporter, a: Dict[str, Any]) -> str:
     return ex.constant(array, dtype)
 
 
+def _full_with_tensor(ex: Exporter, a: Dict[str, Any]) -> str:
+    """``full_with_tensor(value, shape, dtype)``: the one value, expanded to a shape the
+    model reads when it runs (``shape64`` of another tensor)."""
+    value = ex.op("Reshape", [ex.input(a["value"], ex.out_dtype()), ex.ints([])])
+    shape = a["shape"]
+    if isinstance(shape, (list, tuple)) and all(isinstance(d, int) for d in shape):
+        sizes = ex.ints(shape)
+    else:
+        sizes = ex.input(shape, "int64")
+    return ex.op("Expand", [value, sizes])
+
+
+def _integer_division(onnx_mod: bool) -> Callable:
+    """``floor_divide`` and ``remainder`` of integers, rounding toward -inf as Python and
+    Paddle do (ONNX's ``Div`` truncates). Paddle raises on a zero divisor, where ONNX
+    Runtime would crash: the model divides by 1 there instead and says so in a run-time
+    check, so that such a call runs on Paddle and raises its error."""
+
+    def lower(ex: Exporter, a: Dict[str, Any]) -> str:
+        out = ex.out_dtype()
+        if out not in ("int32", "int64"):
+            ex.decline(f"{'remainder' if onnx_mod else 'floor_divide'} of {out}")
+        x, y = ex.input(a["x"], out), ex.input(a["y"], out)
+        zero, one = ex.constant(0, out), ex.constant(1, out)
+        is_zero = ex.op("Equal", [y, zero])
+        ex.require_none([is_zero], "integer division: no divisor is zero (Paddle raises)")
+        y = ex.op("Where", [is_zero, one, y])
+        mod = ex.op("Mod", [x, y], fmod=0)  # the sign of the divisor, as Python's %
+        if onnx_mod:
+            return mod
+        return ex.op("Div", [ex.op("Sub", [x, mod]), y])
+
+    return lower
+
+
+def _topk(ex: Exporter, a: Dict[str, Any]) -> tuple:
+    """``topk(x, k, axis, largest, sorted)`` in order. Paddle's kernel orders equal values
+    as ``std::partial_sort`` leaves them and NaN as it compares them: the model is exact
+    where the values that decide the result (the first k + 1 along the axis) are distinct
+    and not NaN, and says so in a run-time check."""
+    x = a["x"]
+    k, axis = ex.known(a["k"]), ex.known(a.get("axis", -1))
+    if not ex.known(a.get("sorted", True)):
+        ex.decline("topk with sorted=False (the kernel's own order)")
+    if not isinstance(k, int) or not isinstance(axis, int):
+        ex.decline("k or an axis that is not a constant int")
+    axis = axis % ex.rank(x)
+    size = ex.dim(x, axis)
+    if not 0 < k <= size:
+        ex.decline(f"k={k} of a size {size}")
+    largest = 1 if ex.known(a.get("largest", True)) else 0
+    name = ex.input(x)
+    ranked = min(k + 1, size)
+    values, indices = ex.op(
+        "TopK", [name, ex.ints([ranked])], outputs=2, axis=axis, largest=largest, sorted=1
+    )
+    ties = []
+    if ex.dtype(x) in ("float16", "float32", "float64", "bfloat16"):
+        ties.append(ex.op("IsNaN", [name]))
+    if ranked > 1:
+        upper = ex.op("Slice", [values, ex.ints([0]), ex.ints([ranked - 1]), ex.ints([axis])])
+        lower = ex.op("Slice", [values, ex.ints([1]), ex.ints([ranked]), ex.ints([axis])])
+        ties.append(ex.op("Equal", [upper, lower]))
+    if ties:
+        ex.require_none(ties, "topk: the values that decide it are distinct and not NaN")
+    if ranked > k:
+        values = ex.op("Slice", [values, ex.ints([0]), ex.ints([k]), ex.ints([axis])])
+        indices = ex.op("Slice", [indices, ex.ints([0]), ex.ints([k]), ex.ints([axis])])
+    return values, indices
+
+
+def _one_hot(ex: Exporter, a: Dict[str, Any]) -> str:
+    """``one_hot(x, num_classes)`` as float32. Paddle raises for an index outside [0,
+    num_classes), where ONNX gives a row of zeros: a run-time check sends such a call to
+    Paddle."""
+    depth = ex.known(a["num_classes"])
+    if not isinstance(depth, int) or depth <= 0:
+        ex.decline("a number of classes that is not a constant")
+    x = ex.input(a["x"], "int64")
+    outside = ex.op(
+        "Or",
+        [
+            ex.op("Less", [x, ex.constant(0, "int64")]),
+            ex.op("GreaterOrEqual", [x, ex.constant(depth, "int64")]),
+        ],
+    )
+    ex.require_none([outside], "one_hot: every index is in [0, num_classes)")
+    values = ex.constant([0.0, 1.0], ex.out_dtype())
+    return ex.op("OneHot", [x, ex.constant([depth], "int64"), values], axis=-1)
+
+
 def _embedding(ex: Exporter, a: Dict[str, Any]) -> str:
     # (-1 is "none" here; F.embedding turns a negative padding_idx into its row first)
     pad = a.get("padding_idx", -1)
@@ -363,6 +454,12 @@ _TABLE = {
         _batch_norm,
     ),
     "split_with_num": (("x", "num", "axis"), _split_with_num),
+    "full_with_tensor": (("value", "shape", "dtype"), _full_with_tensor),
+    "floor_divide": (("x", "y"), _integer_division(onnx_mod=False)),
+    "remainder": (("x", "y"), _integer_division(onnx_mod=True)),
+    "topk": (("x", "k", "axis", "largest", "sorted"), _topk),
+    "one_hot": (("x", "num_classes"), _one_hot),
+    "arange": (("start", "end", "step", "dtype", "place"), tensor._arange),
     "square": (("x",), _square),
     "add_n": (("inputs",), _add_n),
     "meshgrid": (("inputs",), _meshgrid),

@@ -170,3 +170,17 @@ def capture_graph(install_plugin):
         return graphs[0]
 
     return run
+
+
+def test_prior_box_is_a_constant_of_the_shapes(capture_graph):
+    def fn(feature, image):
+        boxes, variances = paddle._C_ops.prior_box(
+            feature, image, [16.0, 24.0], [], [1.0], [0.1, 0.1, 0.2, 0.2], False, False,
+            8.0, 8.0, 0.5, False,
+        )  # fmt: skip
+        return boxes.reshape([-1, 4]) * 2.0, variances
+
+    feature, image = paddle.rand([1, 8, 4, 5]), paddle.rand([1, 3, 32, 40])
+    assert_same(jit_core.optimize(fn, backend="onnxrt")(feature, image), fn(feature, image), 0)
+    gm, example = capture_graph(fn, feature, image)
+    export_direct(gm, example, DEFAULT_OPSET)  # directly: paddle2onnx cannot convert it

@@ -1,5 +1,6 @@
-"""ONNX lowerings of Paddle's detection operations: ``generate_proposals`` (the region
-proposals of Faster/Mask R-CNN's RPN), written as Paddle's CPU kernel computes them.
+"""ONNX lowerings of Paddle's detection operations: ``prior_box`` (SSD's anchors, a
+constant at fixed shapes) and ``generate_proposals`` (the region proposals of
+Faster/Mask R-CNN's RPN), written as Paddle's CPU kernel computes them.
 
 Per image: the ``pre_nms_top_n`` best scores (``TopK``), their anchors decoded by the
 deltas, clipped to the image, the boxes smaller than ``min_size`` dropped, then a greedy
@@ -21,7 +22,7 @@ from typing import Any, Dict, List, Tuple
 
 import paddle
 
-from .direct import Exporter, data_dependent, positional
+from .direct import Exporter, data_dependent, dtype_name, positional
 
 #: the largest log-scale a delta may ask for, as Paddle clips it (``kBBoxClipDefault``)
 _BBOX_CLIP = math.log(1000.0 / 16.0)
@@ -394,6 +395,39 @@ def _overlap_exceeds(
     return ex.op("Not", [ex.op("LessOrEqual", [overlap, const(threshold)])])
 
 
+#: ``prior_box``'s parameters, in the order ``paddle.vision.ops.prior_box`` passes them
+_PRIOR_BOX = (
+    "input",
+    "image",
+    "min_sizes",
+    "max_sizes",
+    "aspect_ratios",
+    "variances",
+    "flip",
+    "clip",
+    "step_w",
+    "step_h",
+    "offset",
+    "min_max_aspect_ratios_order",
+)
+
+
+def _prior_box(ex: Exporter, a: Dict[str, Any]) -> Tuple[str, str]:
+    """``prior_box``: its boxes and variances follow from the sizes of its inputs and its
+    attributes alone, never their values, so they are constants of a model of fixed
+    shapes, computed once by Paddle's own kernel."""
+    shapes = [ex.shape(a["input"]), ex.shape(a["image"])]  # declines dynamic sizes
+    dtype = ex.dtype(a["input"])
+    attributes = [ex.known(a[name]) for name in _PRIOR_BOX[2:]]
+    zeros = [paddle.zeros(shape, dtype=dtype) for shape in shapes]
+    with paddle.no_grad():
+        boxes, variances = paddle._C_ops.prior_box(*zeros, *attributes)
+    return (
+        ex.constant(boxes.numpy(), dtype_name(boxes.dtype)),
+        ex.constant(variances.numpy(), dtype_name(variances.dtype)),
+    )
+
+
 def detection_lowerings() -> Dict[Any, Any]:
     """The lowerings of this module, by the Paddle callable they serve."""
     table: Dict[Any, Any] = {}
@@ -414,4 +448,7 @@ def detection_lowerings() -> Dict[Any, Any]:
         )
         table[c_op] = positional(*names)(_generate_proposals)
     table[paddle.vision.ops.generate_proposals] = _generate_proposals
+    prior_box = getattr(paddle._C_ops, "prior_box", None)
+    if prior_box is not None:
+        table[prior_box] = positional(*_PRIOR_BOX)(_prior_box)
     return table

@@ -313,6 +313,28 @@ def test_results_are_classified(tmp_path, test_backends):
     assert r["error"]["kind"] == "bad_sample" and "input_meta.py" in r["error"]["message"]
 
 
+def test_a_forward_of_args_and_kwargs_is_fed_by_name(tmp_path):
+    # GraphNet calls model(**inputs); PaddleX/squeezenet1_1 has forward(self, *args, **kwargs)
+    model = MODEL.replace(
+        "def forward(self, parameter_0, parameter_1, data_0, data_1):",
+        "def forward(self, *args, **kwargs):\n"
+        "        parameter_0, parameter_1 = kwargs['parameter_0'], kwargs['parameter_1']\n"
+        "        data_0, data_1 = kwargs['data_0'], kwargs['data_1']",
+    )
+    r = _run_in_process(write(tmp_path / "kwargs", model=model), ["paddle"])["paddle"]
+    assert r["status"] == "correct", r["error"]
+
+
+def test_random_draws_are_reseeded_before_each_compared_call(tmp_path):
+    # dropout in training mode: two plain eager calls differ, reseeded ones agree
+    model = MODEL.replace(
+        "relu_0 = paddle._C_ops.relu(add_0)",
+        "relu_0 = paddle.nn.functional.dropout(paddle._C_ops.relu(add_0), 0.5, training=True)",
+    )
+    r = _run_in_process(write(tmp_path / "dropout", model=model), ["paddle"])["paddle"]
+    assert r["status"] == "correct" and r["correct_at"] == {"-6": True, "-1": True}, r["error"]
+
+
 def test_log_lines_carry_graphnet_markers(tmp_path, test_backends):
     by = _run_in_process(write(tmp_path / "good"), ["paddle", "test-broken"])
     config = {"warmup": 1, "trials": 2, "backends": ["paddle"]}

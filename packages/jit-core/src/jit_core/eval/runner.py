@@ -215,6 +215,7 @@ def _run_backend(sample, backend: str, kwargs, expected, cfg: EvalConfig) -> Dic
         compiled = paddle.jit.to_static(model, full_graph=False)
     else:
         compiled = jit_core.optimize(model, backend=backend, dynamic=False)
+    paddle.seed(cfg.seed)
     start = time.perf_counter()
     try:
         out = compiled(**kwargs)
@@ -286,6 +287,9 @@ def run_sample_in_process(path: str, name: str, cfg: EvalConfig, send: Callable)
         # samples are inference graphs (GraphNet's are): no gradients, as for a user's
         # eval() under no_grad(), which is also what inference-only backends compile
         with paddle.no_grad():
+            # reseeded before each compared call: a sample that draws random numbers
+            # (dropout in training mode) draws the same ones eagerly and compiled
+            paddle.seed(cfg.seed)
             expected = _to_numpy(_flat_outputs(module(**kwargs)))
         _sync()
     except Exception as e:  # noqa: BLE001

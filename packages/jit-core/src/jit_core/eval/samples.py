@@ -284,14 +284,15 @@ def load_graph_module(model_path: str):
 
 
 def check_signature(sample: Sample, module) -> None:
-    """Every parameter of ``forward`` has a tensor meta, and every meta a parameter."""
+    """Every parameter of ``forward`` has a tensor meta, and every meta a parameter (or a
+    ``**kwargs`` that takes it: GraphNet calls ``model(**inputs)``, and
+    ``forward(self, *args, **kwargs)`` runs that way)."""
     import inspect
 
-    params = [
-        p.name
-        for p in inspect.signature(module.forward).parameters.values()
-        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-    ]
+    signature = inspect.signature(module.forward).parameters.values()
+    params = [p.name for p in signature if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    if any(p.kind == p.VAR_KEYWORD for p in signature):
+        return
     metas = [m.name for m in sample.weights + sample.inputs]
     missing = [p for p in params if p not in metas]
     if missing:

@@ -74,6 +74,29 @@ def test_slowdown_penalty_p_matches_the_aggregated_form():
     assert s[0] == pytest.approx((2 * 0.25 * 1e-4) ** (1 / 6))
 
 
+def test_one_comparison_answers_every_tolerance_as_allclose_does(monkeypatch):
+    monkeypatch.setattr(scores.Comparison, "CHUNK", 1000)  # several chunks
+    rng = np.random.default_rng(0)
+    dtypes = ("float16", "bfloat16", "float32", "float64")
+    rows = [[scores.tolerance_pair(t, d) for t in range(-10, 6)] for d in dtypes]
+    cases = []
+    for dt in ("float32", "float64"):
+        e = rng.standard_normal(5000).astype(dt)
+        for noise in (0, 1e-9, 1e-6, 1e-3, 1e-1, 10):
+            cases.append((e, (e + rng.standard_normal(5000) * noise).astype(dt)))
+        nan, inf = e.copy(), e.copy()
+        nan[3], inf[4500] = np.nan, np.inf
+        cases += [(e, nan), (nan, nan.copy()), (inf, inf.copy()), (inf, -inf)]
+    ints = rng.integers(0, 5, 100)
+    cases += [(ints, ints.copy()), (ints, ints + (np.arange(100) == 7))]
+    for e, a in cases:
+        firsts = scores.Comparison(e, a).first_closes(rows)
+        for row, first in zip(rows, firsts):
+            for i, (rtol, atol) in enumerate(row):
+                expected = np.allclose(a.astype("float64"), e.astype("float64"), rtol, atol, True)
+                assert (i >= first) == expected, (e.dtype, rtol, atol)
+
+
 def test_tolerance_pairs_per_dtype():
     assert scores.tolerance_pair(-5, "float32") == (float(f"{10 ** (-5 * 5.886 / 5):.3g}"), 1e-5)
     assert scores.tolerance_pair(-5, "float16") == (1e-3, 1e-5)

@@ -167,14 +167,24 @@ def _compare(result, expected, compiled_out, cfg: EvalConfig) -> None:
         )
         return
     levels = sorted(set(cfg.tolerances) | ({1} if max(cfg.tolerances) >= 1 else set()))
-    for t in levels:
-        result["correct_at"][str(t)] = all(scores.outputs_close(exp, got, t, exp_dtypes))
+    # each output compared in one pass for every chain of levels, not once per pair
+    rows = [[scores.tolerance_pair(t, d) for t in _GRAPHNET_LOG_LEVELS] for d in _GRAPHNET_DTYPES]
+    own: List[int] = []
+    row_firsts: Dict[str, List[int]] = {d: [] for d in _GRAPHNET_DTYPES}
+    for e, g, dtype in zip(exp, got, exp_dtypes):
+        chain = [scores.tolerance_pair(t, dtype) for t in levels]
+        firsts = scores.Comparison(e, g).first_closes([chain, *rows])
+        own.append(firsts[0])
+        for d, first in zip(_GRAPHNET_DTYPES, firsts[1:]):
+            row_firsts[d].append(first)
+    for i, t in enumerate(levels):
+        result["correct_at"][str(t)] = all(i >= first for first in own)
     gn["correctness"]["[equal]"] = [int(scores.close(e, g, 0, 0)) for e, g in zip(exp, got)]
-    for t in _GRAPHNET_LOG_LEVELS:
-        for dtype in _GRAPHNET_DTYPES:
-            rtol, atol = scores.tolerance_pair(t, dtype)
+    for i in range(len(_GRAPHNET_LOG_LEVELS)):
+        for d, row in zip(_GRAPHNET_DTYPES, rows):
+            rtol, atol = row[i]
             key = f"[all_close_atol_{atol:.2E}_rtol_{rtol:.2E}]"
-            gn["correctness"][key] = [int(scores.close(e, g, rtol, atol)) for e, g in zip(exp, got)]
+            gn["correctness"][key] = [int(i >= first) for first in row_firsts[d]]
     loosest = str(max(cfg.tolerances))
     if not result["correct_at"][loosest]:
         worst = max(

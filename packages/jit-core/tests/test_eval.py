@@ -471,6 +471,27 @@ def test_extract_writes_each_graph_and_the_samples_rerun_eager_equal(tmp_path):
     assert "jit-extract" not in jit_core.backends()
 
 
+def test_plots_show_every_sample_failures_included(tmp_path):
+    from jit_core.eval import plots
+
+    pytest.importorskip("matplotlib")
+    results = [
+        {"name": "a", "backend": "paddle", "error": None, "speedup": 1.5},
+        {"name": "b", "backend": "paddle", "error": {"kind": "run_error"}, "speedup": None},
+        {"name": "a", "backend": "onnxrt", "error": None, "speedup": 3.0},
+        {"name": "b", "backend": "onnxrt", "error": None, "speedup": 0.5},
+    ]
+    points = plots.speedup_points(results, ["paddle", "onnxrt"])
+    assert points == [
+        {"backend": "paddle", "speedups": [1.5], "failed": 1},
+        {"backend": "onnxrt", "speedups": [3.0, 0.5], "failed": 0},
+    ]
+    summary = {b: {"S": {"0": 1.0}, "ES": {"0": 1.0}} for b in ("paddle", "onnxrt")}
+    written = plots.plot_all(str(tmp_path), results, summary, [0])
+    assert [os.path.basename(p) for p in written] == ["scores.png", "speedups.png"]
+    assert all(os.path.getsize(p) > 1000 for p in written)
+
+
 def test_plots_without_matplotlib_name_the_package(tmp_path, capsys, monkeypatch):
     import sys
 

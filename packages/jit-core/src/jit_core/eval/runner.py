@@ -68,8 +68,11 @@ def _new_result(sample: str, name: str, backend: str) -> Dict[str, Any]:
         "status": scores.CORRECT,
         "error": None,
         "compile_s": None,
+        #: medians of the timed calls, and GraphNet's statistics of them
         "eager_ms": None,
         "compiled_ms": None,
+        "eager_stats": None,
+        "compiled_stats": None,
         "speedup": None,
         "graphs": None,
         "breaks": None,
@@ -265,6 +268,8 @@ def _run_backend(sample, backend: str, kwargs, expected, cfg: EvalConfig) -> Dic
     if eager_ms:
         result["eager_ms"] = statistics.median(eager_ms)
         result["compiled_ms"] = statistics.median(compiled_ms)
+        result["eager_stats"] = scores.timing_stats(eager_ms)
+        result["compiled_stats"] = scores.timing_stats(compiled_ms)
         if result["compiled_ms"] > 0:
             result["speedup"] = result["eager_ms"] / result["compiled_ms"]
     return result

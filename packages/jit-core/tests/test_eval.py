@@ -428,6 +428,37 @@ def test_a_crash_or_a_hang_costs_one_sample(tmp_path):
     assert crash["status"] == hang["status"] == "eager_fail"
 
 
+class _CrashingBackend:
+    @jit_core.hookimpl
+    def jit_register_backends(self, register):
+        def crash(gm, example_inputs):
+            os._exit(7)  # ONNX Runtime aborting the process, say
+
+        register("test-crash", crash)
+
+
+def test_a_backend_that_kills_its_process_costs_only_its_result(tmp_path, monkeypatch):
+    import multiprocessing
+
+    from jit_core.eval import runner
+
+    # forked workers inherit this process's plugins (the fork server's would not)
+    monkeypatch.setattr(runner, "_context", lambda: multiprocessing.get_context("fork"))
+    plugins.register_plugin(_CrashingBackend(), name="test-crash-backend")
+    try:
+        paths = find_samples([write(tmp_path / "good")])
+        cfg = EvalConfig(backends=["test-crash", "paddle"], tolerances=[-1], warmup=0, trials=1)
+        arrived = []
+        crashed, ok = run(paths, ["good"], cfg, on_result=arrived.append)
+    finally:
+        plugins.unregister_plugin("test-crash-backend")
+    assert crashed["error"]["kind"] == "crash" and "exit code 7" in crashed["error"]["message"]
+    assert crashed["status"] == "runtime_fail"
+    # the backend after it ran in a worker of its own
+    assert ok["error"] is None and ok["status"] == "correct"
+    assert sorted(r["backend"] for r in arrived) == ["paddle", "test-crash"]
+
+
 def test_cli_refuses_unknown_backends_and_bad_ranges(tmp_path, capsys):
     folder = write(tmp_path / "s")
     with pytest.raises(SystemExit):
@@ -440,6 +471,36 @@ def test_cli_refuses_unknown_backends_and_bad_ranges(tmp_path, capsys):
     with pytest.raises(SystemExit):
         jit_eval([str(tmp_path / "missing")])
     assert "no such folder" in capsys.readouterr().err
+
+
+def test_an_interrupted_run_resumes_where_it_stopped(tmp_path, capsys):
+    root = tmp_path / "set"
+    write(root / "a")
+    write(root / "b")
+    out = str(tmp_path / "run.json")
+    args = [str(root), "--json", out, "--tolerance", "-1", "--warmup", "0", "--trials", "1"]
+    assert jit_eval(args + ["--quiet"]) == 0
+    assert not os.path.exists(out + ".partial")  # removed once the JSON is written
+    with open(out) as f:
+        first = json.load(f)["results"]
+    # as if the run had been stopped after sample a: its journal, no final JSON
+    os.remove(out)
+    with open(out + ".partial", "w") as f:
+        f.write(json.dumps({"settings": {"tolerances": [-1], "warmup": 0, "trials": 1}}) + "\n")
+        f.write(json.dumps(first[0]) + "\n" + '{"cut sho')
+    capsys.readouterr()
+    assert jit_eval(args + ["--resume"]) == 0
+    err = capsys.readouterr().err
+    assert "resuming, 1 results kept" in err
+    with open(out) as f:
+        resumed = json.load(f)["results"]
+    # a was not run again (its timing would differ), b was
+    assert resumed[0] == first[0] and resumed[1]["name"].endswith("b")
+    assert resumed[1]["status"] == "correct"
+    # other settings: refused, saying which
+    with pytest.raises(SystemExit):
+        jit_eval(args[:-1] + ["2", "--resume"])
+    assert "run with trials=1, this run has 2" in capsys.readouterr().err
 
 
 # -- extract() -------------------------------------------------------------------------

@@ -84,7 +84,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--jobs", type=_positive("--jobs", 1), default=1, help="samples run at once (default 1)"
     )
-    p.add_argument("--json", metavar="FILE", help="write every result and the summary as JSON")
+    p.add_argument(
+        "--json",
+        metavar="FILE",
+        help="write every result and the summary as JSON (results go to FILE.partial as they "
+        "arrive)",
+    )
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="with --json: keep the results of FILE or FILE.partial (an interrupted run) and "
+        "run only the samples and backends they lack",
+    )
     p.add_argument(
         "--plot", metavar="DIR", help="write S(t)/ES(t) and speedup plots as PNG (needs matplotlib)"
     )
@@ -177,8 +188,30 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             file=sys.stderr,
             flush=True,
         )
+    if args.resume and not args.json:
+        parser.error("--resume needs --json FILE (the run to resume)")
+    journal, done = None, {}
+    if args.json:
+        journal = report.Journal(args.json, {**vars(args), "tolerances": args.tolerance})
+        if args.resume:
+            try:
+                done = journal.earlier(args.json)
+            except ValueError as e:
+                parser.error(str(e))
+            wanted = {(p, b) for p in paths for b in backends}
+            done = {k: v for k, v in done.items() if k in wanted}
+            if not args.quiet:
+                print(f"jit-eval: resuming, {len(done)} results kept", file=sys.stderr)
+        journal.start(done)
     start = time.monotonic()
-    results = run(paths, names, cfg, None if args.quiet else _progress)
+    results = run(
+        paths,
+        names,
+        cfg,
+        None if args.quiet else _progress,
+        on_result=journal.add if journal is not None else None,
+        done=done,
+    )
     summary = report.summarize(results, backends, args.tolerance)
     config = {
         "backends": backends,
@@ -194,6 +227,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print(report.format_table(summary, args.tolerance))
     if args.json:
         report.write_json(args.json, config, results, summary)
+        journal.close()
         print(f"wrote {args.json}", file=sys.stderr)
     if args.log:
         for path in report.write_graphnet_logs(args.log, results, config):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List, Sequence, Tuple
 
 from . import scores
 
@@ -55,6 +55,68 @@ def write_json(path: str, config: Dict[str, Any], results, summary) -> None:
             indent=1,
         )
         f.write("\n")
+
+
+#: the settings a resumed run must share with the run it resumes
+RESUME_SETTINGS = ("tolerances", "warmup", "trials", "seed")
+
+
+class Journal:
+    """``<json>.partial``: the results of a run as they arrive, one JSON line each after a
+    line of the run's settings, so that ``jit-eval --resume`` goes on where an interrupted
+    run stopped. Removed once the final JSON is written."""
+
+    def __init__(self, json_path: str, settings: Dict[str, Any]):
+        self.path = json_path + ".partial"
+        self.settings = {k: settings[k] for k in RESUME_SETTINGS}
+
+    def earlier(self, json_path: str) -> Dict[Tuple[str, str], Dict[str, Any]]:
+        """The results of the run to resume, by (sample, backend): from the final JSON of a
+        finished run, then from this journal; an error naming the setting where they were
+        made with other settings."""
+        found: Dict[Tuple[str, str], Dict[str, Any]] = {}
+        if os.path.exists(json_path):
+            with open(json_path, encoding="utf-8") as f:
+                data = json.load(f)
+            self._same_settings(data.get("config", {}), json_path)
+            for r in data.get("results", []):
+                found[(r["sample"], r["backend"])] = r
+        if os.path.exists(self.path):
+            with open(self.path, encoding="utf-8") as f:
+                lines = [line for line in f.read().splitlines() if line.strip()]
+            if lines:
+                self._same_settings(json.loads(lines[0]).get("settings", {}), self.path)
+            for line in lines[1:]:
+                try:
+                    r = json.loads(line)
+                except ValueError:
+                    continue  # a line cut short when the run was interrupted
+                found[(r["sample"], r["backend"])] = r
+        return found
+
+    def _same_settings(self, settings: Dict[str, Any], where: str) -> None:
+        for key in RESUME_SETTINGS:
+            if key in settings and settings[key] != self.settings[key]:
+                raise ValueError(
+                    f"cannot resume {where}: it was run with {key}={settings[key]!r}, this "
+                    f"run has {self.settings[key]!r} (run without --resume to start over)"
+                )
+
+    def start(self, keep: Dict[Tuple[str, str], Dict[str, Any]]) -> None:
+        """Begin the journal: the settings, then the results kept from earlier."""
+        os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+        with open(self.path, "w", encoding="utf-8") as f:
+            f.write(json.dumps({"settings": self.settings}) + "\n")
+            for r in keep.values():
+                f.write(json.dumps(r) + "\n")
+
+    def add(self, result: Dict[str, Any]) -> None:
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(result) + "\n")
+
+    def close(self) -> None:
+        if os.path.exists(self.path):
+            os.remove(self.path)
 
 
 def graphnet_log_lines(result: Dict[str, Any], config: Dict[str, Any]) -> List[str]:

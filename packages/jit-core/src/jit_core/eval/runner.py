@@ -15,9 +15,9 @@ import os
 import statistics
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from multiprocessing.connection import wait
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import scores
 from .samples import SampleError
@@ -348,6 +348,8 @@ class _Worker:
     process: Any
     conn: Any
     deadline: float
+    #: the run's settings, with the one backend this worker runs
+    cfg: Any = None
     phase: str = "start"
     results: Dict[str, Dict[str, Any]] = field(default_factory=dict)
     done: bool = False
@@ -390,34 +392,60 @@ def run(
     names: Sequence[str],
     cfg: EvalConfig,
     on_sample: Optional[Callable[[int, int, str, List[Dict[str, Any]]], None]] = None,
+    on_result: Optional[Callable[[Dict[str, Any]], None]] = None,
+    done: Optional[Dict[Tuple[str, str], Dict[str, Any]]] = None,
 ) -> List[Dict[str, Any]]:
-    """Run every sample on every backend of ``cfg``, ``cfg.jobs`` workers at a time;
-    ``on_sample(done, total, name, results)`` is called as each sample finishes. The
+    """Run every sample on every backend of ``cfg``: each (sample, backend) in a worker
+    process of its own, ``cfg.jobs`` at a time, so that a backend that crashes or hangs
+    costs exactly that result. ``on_result(result)`` is called as each result arrives,
+    ``on_sample(done, total, name, results)`` as each sample has all of its; ``done``
+    holds results of an earlier run by ``(sample path, backend)``, not run again. The
     results come back in the order of ``paths``, backends in the order of ``cfg``."""
     ctx = _context()
-    pending = list(zip(paths, names))
-    total = len(pending)
+    done = dict(done or {})
+    by_sample: Dict[str, Dict[str, Dict[str, Any]]] = {p: {} for p in paths}
+    for (path, backend), result in done.items():
+        if path in by_sample:
+            by_sample[path][backend] = result
+    pending = [
+        (path, name, backend)
+        for path, name in zip(paths, names)
+        for backend in cfg.backends
+        if backend not in by_sample[path]
+    ]
+    total = len(paths)
     running: List[_Worker] = []
-    finished: Dict[str, List[Dict[str, Any]]] = {}
+    complete: List[str] = []
 
-    def start(path: str, name: str) -> None:
+    def start(path: str, name: str, backend: str) -> None:
         parent, child = ctx.Pipe(duplex=False)
-        process = ctx.Process(target=_worker_main, args=(child, path, name, cfg), daemon=True)
+        one = replace(cfg, backends=[backend])
+        process = ctx.Process(target=_worker_main, args=(child, path, name, one), daemon=True)
         process.start()
         child.close()
         grace = max(cfg.timeout, STARTUP_GRACE)
-        running.append(_Worker(path, name, process, parent, time.monotonic() + grace))
+        running.append(_Worker(path, name, process, parent, time.monotonic() + grace, one))
+
+    def sample_done(path: str, name: str) -> None:
+        if path not in complete and len(by_sample[path]) == len(cfg.backends):
+            complete.append(path)
+            if on_sample is not None:
+                on_sample(len(complete), total, name, [by_sample[path][b] for b in cfg.backends])
+
+    for path, name in zip(paths, names):
+        sample_done(path, name)
 
     def finish(worker: _Worker, lost: List[Dict[str, Any]]) -> None:
         running.remove(worker)
         worker.conn.close()
-        by_backend = dict(worker.results)
+        results = dict(worker.results)
         for r in lost:
-            by_backend[r["backend"]] = r
-        results = [by_backend[b] for b in cfg.backends]
-        finished[worker.path] = results
-        if on_sample is not None:
-            on_sample(len(finished), total, worker.name, results)
+            results[r["backend"]] = r
+        for backend in worker.cfg.backends:
+            by_sample[worker.path][backend] = results[backend]
+            if on_result is not None:
+                on_result(results[backend])
+        sample_done(worker.path, worker.name)
 
     while pending or running:
         while pending and len(running) < max(1, cfg.jobs):
@@ -439,13 +467,13 @@ def run(
                 why = f"the worker died (exit code {code})"
                 if code is not None and code < 0:
                     why = f"the worker was killed by signal {-code}"
-                finish(worker, _lost(worker, cfg, CRASH, why))
+                finish(worker, _lost(worker, worker.cfg, CRASH, why))
             elif time.monotonic() > worker.deadline:
                 worker.process.kill()
                 worker.process.join(5)
                 why = f"no progress within the {cfg.timeout:g} s limit"
-                finish(worker, _lost(worker, cfg, TIMEOUT, why))
-    return [r for p in paths for r in finished[p]]
+                finish(worker, _lost(worker, worker.cfg, TIMEOUT, why))
+    return [by_sample[p][b] for p in paths for b in cfg.backends]
 
 
 def _read_messages(worker, cfg) -> None:

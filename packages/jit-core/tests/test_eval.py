@@ -503,6 +503,20 @@ def test_an_interrupted_run_resumes_where_it_stopped(tmp_path, capsys):
     assert "run with trials=1, this run has 2" in capsys.readouterr().err
 
 
+def test_json_to_stdout_is_the_json_alone(tmp_path, capsys):
+    root = tmp_path / "set"
+    write(root / "a")
+    write(root / "b")
+    args = [str(root), "--json", "-", "--tolerance", "-1", "--warmup", "0", "--trials", "1"]
+    assert jit_eval(args) == 0
+    captured = capsys.readouterr()
+    data = json.loads(captured.out)  # nothing else on stdout
+    assert [r["status"] for r in data["results"]] == ["correct", "correct"]
+    assert "S(t) paddle" in captured.err  # the table went to stderr
+    assert "left)" in captured.err  # the progress line says the time left
+    assert not list(tmp_path.glob("*.partial"))
+
+
 # -- extract() -------------------------------------------------------------------------
 
 

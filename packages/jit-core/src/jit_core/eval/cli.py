@@ -87,8 +87,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--json",
         metavar="FILE",
-        help="write every result and the summary as JSON (results go to FILE.partial as they "
-        "arrive)",
+        help="write every result and the summary as JSON ('-': to stdout, the table to "
+        "stderr); results go to FILE.partial as they arrive",
     )
     p.add_argument(
         "--resume",
@@ -120,7 +120,35 @@ def _check_backends(names: Sequence[str], parser) -> None:
             parser.error(f"backend {name!r} cannot run here: {installed[name].unavailable}")
 
 
-def _progress(done: int, total: int, name: str, results) -> None:
+class _Progress:
+    """One line per sample on stderr: a bar, the count, the time left at the pace so far
+    (counted in sample-backend runs, each a worker of its own), and each backend's
+    verdict."""
+
+    def __init__(self, runs: int):
+        self.runs, self.done = runs, 0
+        self.started = time.monotonic()
+
+    def result(self, result) -> None:
+        self.done += 1
+
+    def sample(self, done: int, total: int, name: str, results) -> None:
+        left = ""
+        if 0 < self.done < self.runs:
+            pace = (time.monotonic() - self.started) / self.done
+            left = f" (about {_duration(pace * (self.runs - self.done))} left)"
+        _progress(done, total, name, results, left)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def _progress(done: int, total: int, name: str, results, left: str = "") -> None:
     width = 20
     filled = int(width * done / total)
     parts = []
@@ -130,7 +158,7 @@ def _progress(done: int, total: int, name: str, results) -> None:
         else:
             parts.append(f"{r['backend']} {r['speedup']:.2f}x" if r["speedup"] else r["backend"])
     bar = "#" * filled + "." * (width - filled)
-    print(f"[{bar}] {done}/{total} {name}: {', '.join(parts)}", file=sys.stderr, flush=True)
+    print(f"[{bar}] {done}/{total}{left} {name}: {', '.join(parts)}", file=sys.stderr, flush=True)
     for r in results:
         if r["error"] is not None:
             first = r["error"]["message"].splitlines()[0] if r["error"]["message"] else ""
@@ -188,10 +216,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             file=sys.stderr,
             flush=True,
         )
-    if args.resume and not args.json:
+    to_stdout = args.json == "-"
+    if args.resume and (not args.json or to_stdout):
         parser.error("--resume needs --json FILE (the run to resume)")
     journal, done = None, {}
-    if args.json:
+    if args.json and not to_stdout:
         journal = report.Journal(args.json, {**vars(args), "tolerances": args.tolerance})
         if args.resume:
             try:
@@ -204,12 +233,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 print(f"jit-eval: resuming, {len(done)} results kept", file=sys.stderr)
         journal.start(done)
     start = time.monotonic()
+    progress = None if args.quiet else _Progress(len(paths) * len(backends) - len(done))
+
+    def on_result(result) -> None:
+        if journal is not None:
+            journal.add(result)
+        if progress is not None:
+            progress.result(result)
+
     results = run(
         paths,
         names,
         cfg,
-        None if args.quiet else _progress,
-        on_result=journal.add if journal is not None else None,
+        None if progress is None else progress.sample,
+        on_result=on_result,
         done=done,
     )
     summary = report.summarize(results, backends, args.tolerance)
@@ -224,8 +261,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         "device": _device(),
         "seconds": round(time.monotonic() - start, 2),
     }
-    print(report.format_table(summary, args.tolerance))
-    if args.json:
+    # with --json - the JSON alone goes to stdout
+    print(
+        report.format_table(summary, args.tolerance), file=sys.stderr if to_stdout else sys.stdout
+    )
+    if to_stdout:
+        report.write_json(sys.stdout, config, results, summary)
+    elif args.json:
         report.write_json(args.json, config, results, summary)
         journal.close()
         print(f"wrote {args.json}", file=sys.stderr)

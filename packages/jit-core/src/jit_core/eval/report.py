@@ -41,20 +41,20 @@ def summarize(
     return out
 
 
-def write_json(path: str, config: Dict[str, Any], results, summary) -> None:
+def write_json(path, config: Dict[str, Any], results, summary) -> None:
+    """The run as JSON into ``path``, a file name or an open text stream."""
+    if not isinstance(path, str):
+        _dump_json(path, config, results, summary)
+        return
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w", encoding="utf-8") as f:
-        json.dump(
-            {
-                "version": JSON_VERSION,
-                "config": config,
-                "results": list(results),
-                "summary": summary,
-            },
-            f,
-            indent=1,
-        )
-        f.write("\n")
+        _dump_json(f, config, results, summary)
+
+
+def _dump_json(f, config: Dict[str, Any], results, summary) -> None:
+    data = {"version": JSON_VERSION, "config": config, "results": list(results), "summary": summary}
+    json.dump(data, f, indent=1)
+    f.write("\n")
 
 
 #: the settings a resumed run must share with the run it resumes

@@ -93,13 +93,21 @@ def ensure_redis_server(session: nox.Session) -> None:
     )
 
 
+#: the one Python whose session installs jit-core's "cluster" extra (Ray, 80 MB) and runs
+#: jit-eval's test on a local two-node Ray cluster; elsewhere that test is skipped, saying so
+CLUSTER_PYTHON = "3.12"
+
+
 def install_project(session: nox.Session) -> None:
     """Paddle, the test tools and every package (editable) in one pip call.
 
     jit-core and jit-opcodes depend on each other, so they are installed together.
     """
     paddle = PADDLE.get(str(session.python), PADDLE_DEFAULT)
-    editable = [arg for pkg in PACKAGES + TEST_PLUGINS for arg in ("-e", pkg)]
+    packages = list(PACKAGES)
+    if session.python == CLUSTER_PYTHON:
+        packages[0] = packages[0].replace("[onnx,redis]", "[onnx,redis,cluster]")
+    editable = [arg for pkg in packages + TEST_PLUGINS for arg in ("-e", pkg)]
     session.install(paddle, "-r", "requirements-test.txt", *editable)
 
 

@@ -102,6 +102,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--log", metavar="DIR", help="write one GraphNet-form log per backend (<backend>.log)"
     )
+    p.add_argument(
+        "--cluster",
+        metavar="ADDRESS",
+        help="run on a Ray cluster, one task per sample and backend: ray://HOST:PORT, a "
+        "cluster's address, or 'auto' for a Ray started here (pip install 'jit-core[cluster]')",
+    )
+    p.add_argument(
+        "--task-cpus", type=float, default=1.0, help="with --cluster: CPUs per task (default 1)"
+    )
+    p.add_argument(
+        "--task-gpus", type=float, default=0.0, help="with --cluster: GPUs per task (default 0)"
+    )
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     return p
 
@@ -190,6 +202,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         except MissingDependencyError as e:
             parser.error(str(e))
     _check_backends(backends, parser)
+    if args.cluster:
+        from .cluster import unavailable_reason
+
+        why = unavailable_reason()
+        if why:
+            parser.error(f"--cluster is not available: {why}")
     try:
         paths = find_samples(args.samples)
     except SampleError as e:
@@ -212,7 +230,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if not args.quiet:
         print(
             f"jit-eval: {len(paths)} samples on {', '.join(backends)} "
-            f"(warmup {args.warmup}, trials {args.trials}, {args.jobs} at a time)",
+            f"(warmup {args.warmup}, trials {args.trials}, "
+            + (
+                f"on the Ray cluster {args.cluster})" if args.cluster else f"{args.jobs} at a time)"
+            ),
             file=sys.stderr,
             flush=True,
         )
@@ -241,14 +262,23 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if progress is not None:
             progress.result(result)
 
-    results = run(
-        paths,
-        names,
-        cfg,
-        None if progress is None else progress.sample,
-        on_result=on_result,
-        done=done,
-    )
+    on_sample = None if progress is None else progress.sample
+    if args.cluster:
+        from .cluster import run_on_ray
+
+        results = run_on_ray(
+            args.cluster,
+            paths,
+            names,
+            cfg,
+            on_sample,
+            on_result=on_result,
+            done=done,
+            task_cpus=args.task_cpus,
+            task_gpus=args.task_gpus,
+        )
+    else:
+        results = run(paths, names, cfg, on_sample, on_result=on_result, done=done)
     summary = report.summarize(results, backends, args.tolerance)
     config = {
         "backends": backends,
@@ -258,6 +288,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         "seed": args.seed,
         "timeout": args.timeout,
         "samples": list(args.samples),
+        "cluster": args.cluster,
         "device": _device(),
         "seconds": round(time.monotonic() - start, 2),
     }

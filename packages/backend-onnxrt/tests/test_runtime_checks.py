@@ -84,3 +84,84 @@ def test_full_with_tensor_reads_its_shape_when_the_model_runs():
         return _C_ops.full_with_tensor(value, _C_ops.shape64(x), paddle.float32) + x
 
     runs(fn, [paddle.rand([3, 4]), paddle.to_tensor([2.5])], [])
+
+
+class ConvRelu(paddle.nn.Layer):
+    """A convolution, a batch norm and a residual, each followed by a relu (what ONNX
+    Runtime fuses), and a relu of something else."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = paddle.nn.Conv2D(3, 4, 3, padding=1)
+        self.bn = paddle.nn.BatchNorm2D(4)
+        self.conv2 = paddle.nn.Conv2D(4, 4, 1)
+
+    def forward(self, x, y):
+        a = paddle.nn.functional.relu(self.bn(self.conv(x)))
+        b = paddle.nn.functional.relu(self.conv2(a) + a)
+        return b, paddle.nn.functional.relu(y * 2.0)
+
+
+def test_a_convolutions_relu_is_fused_and_checked_for_nan():
+    paddle.seed(0)
+    net = ConvRelu()
+    net.eval()
+    x, y = paddle.rand([1, 3, 6, 6]) - 0.5, paddle.to_tensor([-0.0, 1.0, float("nan")])
+    with paddle.no_grad():
+        compiled = jit_core.optimize(net, backend="onnxrt")
+        got = compiled(x, y)
+        # the relu of y * 2 is exact (Where): NaN and -0.0 give 0.0 there without a check
+        np.testing.assert_array_equal(np.signbit(got[1].numpy()), [False, False, False])
+        np.testing.assert_allclose(got[0].numpy(), net(x, y)[0].numpy(), rtol=1e-5, atol=1e-6)
+        before = ort_backend.stats["checks_failed"]
+        bad = x.clone()
+        bad[0, 1, 2, 2] = float("nan")
+        same(compiled(bad, y), net(bad, y))  # Paddle's relu turned the NaN into 0
+        assert ort_backend.stats["checks_failed"] == before + 1
+
+
+def test_relus_the_backend_fuses_are_onnx_relus(install_plugin):
+    from jit_core.onnx.direct import export_direct
+
+    graphs = []
+
+    class Recorder:
+        @jit_core.hookimpl
+        def jit_register_backends(self, register):
+            def compile_fn(gm, example_inputs, **options):
+                graphs.append((gm, list(example_inputs)))
+                return gm.forward
+
+            register("relu-recorder", compile_fn, description="records graphs")
+
+    install_plugin(Recorder(), "relu-recorder")
+    net = ConvRelu()
+    net.eval()
+    with paddle.no_grad():
+        jit_core.optimize(net, backend="relu-recorder")(paddle.rand([1, 3, 6, 6]), paddle.rand([3]))
+    gm, example = graphs[0]
+    checked = export_direct(gm, example, 17, acts_on_checks=True)
+    plain = export_direct(gm, example, 17)
+    ops = [n.op_type for n in checked.graph.node]
+    assert ops.count("Relu") == 2 and ops.count("Where") == 1  # y * 2's relu stays exact
+    assert [n.op_type for n in plain.graph.node].count("Relu") == 0
+    assert len(checked.graph.output) == len(plain.graph.output) + 1  # one NaN check
+
+
+def test_sessions_of_fixed_shapes_check_alike():
+    paddle.seed(1)
+    net = ConvRelu()
+    net.eval()
+    y = paddle.rand([3])
+    with paddle.no_grad():
+        compiled = jit_core.optimize(net, backend="onnxrt")
+        for batch in (1, 2, 3, 3, 3, 3):  # dynamic from the second size; 3 gets its own session
+            x = paddle.rand([batch, 3, 6, 6])
+            np.testing.assert_allclose(
+                compiled(x, y)[0].numpy(), net(x, y)[0].numpy(), rtol=1e-5, atol=1e-6
+            )
+        before = ort_backend.stats["checks_failed"]
+        bad = paddle.rand([3, 3, 6, 6])
+        bad[2, 0, 1, 1] = float("nan")
+        same(compiled(bad, y), net(bad, y))
+        assert ort_backend.stats["checks_failed"] == before + 1

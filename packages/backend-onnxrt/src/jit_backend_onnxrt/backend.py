@@ -161,12 +161,7 @@ def compile_graph(
                 if key is not None and os.listdir(folder) == ["optimized.onnx"]:
                     with open(optimized, "rb") as f:
                         _CACHE.put_later(key, f.read())
-        if (
-            dynamic_dims(gm)
-            and specialize
-            and len(model) <= SPECIALIZE_MAX_BYTES
-            and not compiled.checks
-        ):
+        if dynamic_dims(gm) and specialize and len(model) <= SPECIALIZE_MAX_BYTES:
             level = graph_optimization_level
             compiled.specializer = _Specializer(ort, model, threads, level, providers, specialize)
     except (OnnxExportError, OnnxRuntimeError) as e:
@@ -227,7 +222,7 @@ def _model_bytes(gm, example_inputs, opset: int, ort, use_cache: bool, setup: tu
             stats["cache_hits"] += 1
             log.info("%s: ONNX model from the cache (%s)", type(gm).__name__, key[:12])
             return data, key, True
-    model = export_onnx(gm, example_inputs, opset)
+    model = export_onnx(gm, example_inputs, opset, acts_on_checks=True)
     stats["exports"] += 1
     if not frozen:
         lift_parameters(model, live_tensors(gm))
@@ -438,7 +433,7 @@ class OrtGraph:
 
     def with_fixed_shapes(self, session) -> OrtGraph:
         """This graph on ``session``, a build of its model for one set of input shapes."""
-        copy = object.__new__(OrtGraph)
+        copy = object.__new__(type(self))
         copy.__dict__.update(self.__dict__)
         copy.session = session
         copy._fixed = True
@@ -511,20 +506,21 @@ class OrtGraph:
         return tuple(result)
 
 
+class _CheckFailed(Exception):
+    """A run-time check of the model failed for this call."""
+
+
 class _CheckedOrtGraph(OrtGraph):
     """An ``OrtGraph`` whose model has run-time checks (its last outputs): a call where one
     fails is computed by the graph's Paddle code, and after ``CHECK_FAILURES_LIMIT`` such
-    calls every call is. (A class of its own, so that other graphs pay nothing for it;
-    such a model has no output layouts and no sessions of fixed shapes.)"""
+    calls every call is. (A class of its own, so that other graphs pay nothing for it; its
+    outputs are not bound, sessions of fixed shapes are checked alike.)"""
 
     def __call__(self, *tensors):
-        feeds = dict((name, read(tensors[i])) for name, i, read in self._feeds)
-        for live in self._live:
-            feeds[live.name] = live.read()
-        outs = self.session.run(self._outputs, feeds)
-        checks = self.checks
-        if all(bool(outs[i]) for i in checks):
-            return self._to_paddle(outs[: checks[0]])
+        try:
+            return OrtGraph.__call__(self, *tensors)
+        except _CheckFailed:
+            pass
         stats["checks_failed"] += 1
         self._failed += 1
         if self._failed >= CHECK_FAILURES_LIMIT:
@@ -538,6 +534,16 @@ class _CheckedOrtGraph(OrtGraph):
         else:
             log.info("%s: a run-time check failed: this call runs on Paddle", type(self).__name__)
         return self._paddle(*tensors)
+
+    def _run(self, inputs: list, key: tuple) -> tuple:
+        feeds = dict(inputs)
+        for live in self._live:
+            feeds[live.name] = live.read()
+        outs = self.session.run(self._outputs, feeds)
+        checks = self.checks
+        if not all(bool(outs[i]) for i in checks):
+            raise _CheckFailed()
+        return self._to_paddle(outs[: checks[0]])
 
 
 class _OnPaddle(OrtGraph):

@@ -48,8 +48,9 @@ log = logging.getLogger("jit_core.onnx")
 
 #: raised whenever what a lowering writes for the same graph changes: part of every cache
 #: key of a directly exported model (2: 0-D constants stay 0-D, ``sum(axis=[])`` is over
-#: every axis, dynamic dimensions are symbols)
-DIRECT_EXPORTER_VERSION = 2
+#: every axis, dynamic dimensions are symbols; 3: a convolution's relu for a backend that
+#: acts on run-time checks)
+DIRECT_EXPORTER_VERSION = 3
 
 #: the names of a model's run-time checks among its outputs (``Exporter.require``): each a
 #: bool scalar, True where the model's results are Paddle's for that call
@@ -204,9 +205,21 @@ def dtype_name(dtype: Any) -> str:
 class Exporter:
     """What a lowering writes the model through."""
 
-    def __init__(self, gm, opset: int, dynamic: Optional[Dict[Any, FrozenSet[int]]] = None):
+    def __init__(
+        self,
+        gm,
+        opset: int,
+        dynamic: Optional[Dict[Any, FrozenSet[int]]] = None,
+        acts_on_checks: bool = False,
+    ):
         self.onnx = require("onnx")
+        self.gm = gm
         self.opset = opset
+        #: whether the backend acts on run-time checks (``require``): a lowering may then
+        #: take a faster form that is exact only where a check holds
+        self.acts_on_checks = acts_on_checks
+        #: scalars whose NaN means a check failed (``require_no_nan``)
+        self._nan_probes: List[str] = []
         #: node -> the dimensions of its value that follow the graph's dynamic input
         #: dimensions (``_dynamic_sizes``); empty for a graph of fixed shapes
         self.dynamic: Dict[Any, FrozenSet[int]] = dynamic or {}
@@ -263,6 +276,15 @@ class Exporter:
         for count in counts[1:]:
             total = self.op("Add", [total, count])
         self.require(self.op("Equal", [total, self.constant(0, "int64")]), why)
+
+    def require_no_nan(self, name: str) -> None:
+        """``require`` that ``name`` holds no NaN, for a value that is NaN-free exactly
+        where the sum of its elements is (no infinities of both signs: a ``Relu``'s
+        output). The sums of every such value make one check of the model."""
+        total = self.op("ReduceSum", [name], keepdims=0)
+        self._nan_probes.append(
+            total if self.dtype(self.node) == "float64" else self.cast(total, "float64")
+        )
 
     def is_tensor(self, value: Any) -> bool:
         return value in self._names if _is_node(value) else _is_paddle_tensor(value)
@@ -604,16 +626,17 @@ def _key(op: str, target: Any) -> Any:
     return f"Tensor.{target}" if op == "call_method" else target
 
 
-def export_direct(gm, example_inputs: Sequence[Any], opset: int):
+def export_direct(gm, example_inputs: Sequence[Any], opset: int, acts_on_checks: bool = False):
     """The ONNX model of ``gm`` for inputs shaped like ``example_inputs``; raises
-    ``MissingLowering`` for a call that no lowering serves."""
+    ``MissingLowering`` for a call that no lowering serves. ``acts_on_checks``: the backend
+    computes a call whose run-time checks fail another way (``Exporter.acts_on_checks``)."""
     from ..shape_dispatch import dynamic_dims
 
     perturbers = _perturbers(gm)
     dynamic = {}
     if dynamic_dims(gm) or perturbers:
         dynamic = _dynamic_sizes(gm, example_inputs, perturbers)
-    ex = Exporter(gm, opset, dynamic)
+    ex = Exporter(gm, opset, dynamic, acts_on_checks)
     onnx = ex.onnx
     table = lowerings()
     graph = gm.graph
@@ -678,6 +701,11 @@ def export_direct(gm, example_inputs: Sequence[Any], opset: int):
             outputs.append(ex.value_info(name, value))
         except _Declined as e:
             raise MissingLowering(f"graph output {i}", why=e.why) from None
+    if ex._nan_probes:
+        ex.node = None
+        probes = ex._nan_probes
+        total = ex.op("Sum", probes) if len(probes) > 1 else probes[0]
+        ex.checks.append((ex.op("Not", [ex.op("IsNaN", [total])]), "no NaN where Relu keeps it"))
     for i, (condition, why) in enumerate(ex.checks):
         name = f"{RUNTIME_CHECK_PREFIX}{i}"
         ex.nodes.append(ex.onnx.helper.make_node("Identity", [condition], [name], name=name))

@@ -150,8 +150,12 @@ def exporter_choice() -> str:
     return value
 
 
-def export_onnx(gm, example_inputs: Sequence[Any], opset: int = DEFAULT_OPSET):
-    """The ONNX model of ``gm`` for inputs shaped like ``example_inputs``.
+def export_onnx(
+    gm, example_inputs: Sequence[Any], opset: int = DEFAULT_OPSET, acts_on_checks: bool = False
+):
+    """The ONNX model of ``gm`` for inputs shaped like ``example_inputs``. A backend that
+    computes a call whose run-time checks fail another way passes ``acts_on_checks``
+    (lowerings may then take faster forms, ``direct.Exporter.require``).
 
     The direct exporter (``direct.export_direct``) lowers the graph itself; a graph with a
     call it has no lowering for is exported through a static program and paddle2onnx.
@@ -164,7 +168,7 @@ def export_onnx(gm, example_inputs: Sequence[Any], opset: int = DEFAULT_OPSET):
     lacking: Optional[Exception] = None
     if exporter_choice() == "direct":
         try:
-            return export_direct(gm, example_inputs, opset)
+            return export_direct(gm, example_inputs, opset, acts_on_checks)
         except MissingLowering as e:
             lacking = e
     missing = _paddle2onnx_missing(tuple(sys.version_info[:2]))

@@ -22,7 +22,7 @@ import paddle
 import paddle.nn.functional as F
 
 from .. import hookspecs
-from .direct import Exporter
+from .direct import Exporter, _resolve
 
 hookimpl = hookspecs.hookimpl
 
@@ -116,7 +116,36 @@ def _relu(ex: Exporter, a: Dict[str, Any]) -> str:
     # them
     x = _float_input(ex, a["x"])
     zero = ex.constant(0.0, ex.dtype(a["x"]))
+    if ex.acts_on_checks and _made_by_convolution(ex, a["x"]):
+        # ONNX Runtime fuses a convolution and its Relu (ResNet18: 17 ms -> 11 ms), not a
+        # Where: Relu, + 0.0 (which turns -0.0 into 0.0), and a check that no NaN came
+        # out (the call then runs on Paddle)
+        out = ex.op("Add", [ex.op("Relu", [x]), zero])
+        ex.require_no_nan(out)
+        return out
     return ex.op("Where", [ex.op("Greater", [x, zero]), x, zero])
+
+
+def _made_by_convolution(ex: Exporter, x: Any, depth: int = 3) -> bool:
+    """Whether ``x`` comes from a convolution, a batch norm of one, or a sum with one (a
+    residual): what ONNX Runtime fuses with the Relu that follows."""
+    if depth == 0 or getattr(x, "op", None) not in ("call_function", "call_module", "call_method"):
+        return False
+    if x.target is operator.getitem:  # one result of _C_ops.batch_norm
+        return _made_by_convolution(ex, x.args[0], depth - 1)
+    if x.op == "call_module":
+        name = type(_resolve(ex.gm, x.target)).__name__.lower()
+    elif x.op == "call_method":
+        name = str(x.target)
+    else:
+        name = getattr(x.target, "__name__", "").lower()
+    if "conv" in name:
+        return True
+    if "batch_norm" in name or "batchnorm" in name:
+        return _made_by_convolution(ex, x.args[0] if x.args else None, depth - 1)
+    if name in ("add", "__add__", "__radd__"):
+        return any(_made_by_convolution(ex, arg, depth - 1) for arg in x.args[:2])
+    return False
 
 
 @functools.lru_cache(maxsize=None)

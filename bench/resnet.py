@@ -111,14 +111,16 @@ def first_call_s(backend: str, size: int, cache: str, **options) -> float:
 
 
 def raw_ort_session(net, x):
-    """An ONNX Runtime session on the model jit_core exports for the frozen graph."""
+    """An ONNX Runtime session on the model jit_core exports for the frozen graph, as the
+    onnxrt backend asks for it (its relus fused, the model's NaN check among the outputs,
+    read by this session as by the backend)."""
     import onnxruntime as ort
 
     from jit_core.onnx import export_onnx
 
     with paddle.no_grad():
         gm = jit_core.capture(net, x, passes=None, freeze=True)
-    model = export_onnx(gm, [x]).SerializeToString()
+    model = export_onnx(gm, [x], acts_on_checks=True).SerializeToString()
     so = ort.SessionOptions()
     so.log_severity_level = 3
     sess = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])

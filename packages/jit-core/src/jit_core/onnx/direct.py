@@ -530,13 +530,19 @@ def data_dependent_sizes(gm) -> bool:
 
 def _perturbers(gm) -> Dict[Any, Callable]:
     table = lowerings()
+    marked = {target: fn.perturb for target, fn in table.items() if hasattr(fn, "perturb")}
+    if not marked:
+        return {}
     found = {}
     for node in gm.graph.nodes:
-        if node.op in ("call_function", "call_method", "call_module"):
-            fn = _lowering_for(node, table, gm)[0]
-            perturb = getattr(fn, "perturb", None)
-            if perturb is not None:
-                found[node] = perturb
+        if node.op == "call_module":
+            key = type(_resolve(gm, node.target))
+        elif node.op in ("call_function", "call_method"):
+            key = _key(node.op, node.target)
+        else:
+            continue
+        if key in marked:
+            found[node] = marked[key]
     return found
 
 

@@ -31,6 +31,12 @@ _OWN_TOP_LEVEL = (
     "astor",
 )
 
+#: installed packages that are never model code, matched by their folder under
+#: site-packages (not imported to find it). filelock (which Ray, Hugging Face's hub and
+#: PaddleNLP import) installs an audit hook for fork safety that Python calls on events
+#: like ``id()`` inside the user's own frames: captured, it counted as a graph of its own
+_NEVER_MODEL_CODE = frozenset({"filelock", "ray"})
+
 #: inside paddle, these folders hold models written like user code
 _PADDLE_USER_DIRS = ("vision/models", "text/models")
 
@@ -97,6 +103,10 @@ def is_skipped_file(filename: str) -> bool:
     base = os.path.basename(os.path.dirname(path))
     if base.startswith("jit_backend_"):
         return True
+    for marker in _SITE_MARKERS:
+        at = path.find(marker)
+        if at >= 0 and path[at + len(marker) :].split(os.sep, 1)[0] in _NEVER_MODEL_CODE:
+            return True
     return False
 
 

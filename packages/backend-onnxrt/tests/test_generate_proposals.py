@@ -124,8 +124,8 @@ def test_no_box_left_gives_one_box_of_zeros():
     assert_same(jit_core.optimize(fn, backend="onnxrt")(*args), want, 0)
 
 
-def test_the_model_states_its_checks_and_backends_that_ignore_them_refuse_it(capture_graph):
-    gm, example = capture_graph(proposals(40, 12, 0.5), *inputs(0), *anchors_and_variances())
+def test_the_model_states_its_checks_and_backends_that_ignore_them_refuse_it(capture):
+    gm, example = capture(proposals(40, 12, 0.5), *inputs(0), *anchors_and_variances())
     model = export_direct(gm, example, DEFAULT_OPSET)
     names = [o.name for o in model.graph.output]
     assert len(runtime_checks(names)) == 2 * N  # per image: NaN and cut, suppression
@@ -136,43 +136,18 @@ def test_the_model_states_its_checks_and_backends_that_ignore_them_refuse_it(cap
         refuse_runtime_checks(model, "tvm")
 
 
-def test_an_adaptive_threshold_is_declined_with_its_reason(capture_graph):
+def test_an_adaptive_threshold_is_declined_with_its_reason(capture):
     def fn(scores, deltas, image, anchors, variances):
         return paddle._C_ops.generate_proposals(
             scores, deltas, image, anchors, variances, 40, 12, 0.7, 0.1, 0.9, True
         )
 
-    gm, example = capture_graph(fn, *inputs(0), *anchors_and_variances())
+    gm, example = capture(fn, *inputs(0), *anchors_and_variances())
     with pytest.raises(MissingLowering, match="eta < 1"):
         export_direct(gm, example, DEFAULT_OPSET)
 
 
-@pytest.fixture
-def capture_graph(install_plugin):
-    graphs = []
-
-    class Recorder:
-        @jit_core.hookimpl
-        def jit_register_backends(self, register):
-            def compile_fn(gm, example_inputs, **options):
-                graphs.append((gm, list(example_inputs)))
-                return gm.forward
-
-            register("proposals-recorder", compile_fn, description="records graphs")
-
-    install_plugin(Recorder(), "proposals-recorder")
-
-    def run(fn, *args):
-        graphs.clear()
-        with paddle.no_grad():
-            jit_core.optimize(fn, backend="proposals-recorder")(*args)
-        assert len(graphs) == 1
-        return graphs[0]
-
-    return run
-
-
-def test_prior_box_is_a_constant_of_the_shapes(capture_graph):
+def test_prior_box_is_a_constant_of_the_shapes(capture):
     def fn(feature, image):
         boxes, variances = paddle._C_ops.prior_box(
             feature, image, [16.0, 24.0], [], [1.0], [0.1, 0.1, 0.2, 0.2], False, False,
@@ -182,5 +157,5 @@ def test_prior_box_is_a_constant_of_the_shapes(capture_graph):
 
     feature, image = paddle.rand([1, 8, 4, 5]), paddle.rand([1, 3, 32, 40])
     assert_same(jit_core.optimize(fn, backend="onnxrt")(feature, image), fn(feature, image), 0)
-    gm, example = capture_graph(fn, feature, image)
+    gm, example = capture(fn, feature, image)
     export_direct(gm, example, DEFAULT_OPSET)  # directly: paddle2onnx cannot convert it

@@ -120,28 +120,12 @@ def test_a_convolutions_relu_is_fused_and_checked_for_nan():
         assert ort_backend.stats["checks_failed"] == before + 1
 
 
-def test_relus_the_backend_fuses_are_onnx_relus(install_plugin):
+def test_relus_the_backend_fuses_are_onnx_relus(capture):
     from jit_core.onnx.direct import export_direct
 
-    graphs = []
-
-    class Recorder:
-        @jit_core.hookimpl
-        def jit_register_backends(self, register):
-            def compile_fn(gm, example_inputs, **options):
-                graphs.append((gm, list(example_inputs)))
-                return gm.forward
-
-            register("relu-recorder", compile_fn, description="records graphs")
-
-    install_plugin(Recorder(), "relu-recorder")
     net = ConvRelu()
     net.eval()
-    with paddle.no_grad():
-        jit_core.optimize(net, backend="relu-recorder")(
-            paddle.rand([1, 3, 72, 72]), paddle.rand([3])
-        )
-    gm, example = graphs[0]
+    gm, example = capture(net, paddle.rand([1, 3, 72, 72]), paddle.rand([3]))
     checked = export_direct(gm, example, 17, acts_on_checks=True)
     plain = export_direct(gm, example, 17)
     ops = [n.op_type for n in checked.graph.node]
@@ -150,10 +134,7 @@ def test_relus_the_backend_fuses_are_onnx_relus(install_plugin):
     assert len(checked.graph.output) == len(plain.graph.output) + 1  # one NaN check
     # a small convolution keeps the exact relu: the pass the fusion saves is not worth a
     # check (and the unbound outputs it costs)
-    graphs.clear()
-    with paddle.no_grad():
-        jit_core.optimize(net, backend="relu-recorder")(paddle.rand([1, 3, 8, 8]), paddle.rand([3]))
-    gm, example = graphs[0]
+    gm, example = capture(net, paddle.rand([1, 3, 8, 8]), paddle.rand([3]))
     small = export_direct(gm, example, 17, acts_on_checks=True)
     assert [n.op_type for n in small.graph.node].count("Relu") == 0
     assert len(small.graph.output) == len(plain.graph.output)

@@ -16,10 +16,10 @@ import os
 import sys
 import tempfile
 from dataclasses import replace
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import MissingDependencyError
-from .runner import CRASH, EvalConfig, _fail, _new_result
+from .runner import CRASH, Done, EvalConfig, OnResult, OnSample, Results, _fail, _new_result
 from .scores import RUNTIME_FAIL
 
 #: the Pythons Ray has wheels for
@@ -90,9 +90,9 @@ def run_on_ray(
     paths: Sequence[str],
     names: Sequence[str],
     cfg: EvalConfig,
-    on_sample: Optional[Callable[[int, int, str, List[Dict[str, Any]]], None]] = None,
-    on_result: Optional[Callable[[Dict[str, Any]], None]] = None,
-    done: Optional[Dict[Tuple[str, str], Dict[str, Any]]] = None,
+    on_sample: Optional[OnSample] = None,
+    on_result: Optional[OnResult] = None,
+    done: Optional[Done] = None,
     task_cpus: float = 1.0,
     task_gpus: float = 0.0,
 ) -> List[Dict[str, Any]]:
@@ -122,47 +122,28 @@ def _schedule(ray, paths, names, cfg, on_sample, on_result, done, task_cpus, tas
     task = ray.remote(_run_task).options(
         num_cpus=task_cpus, num_gpus=task_gpus, max_retries=0, scheduling_strategy="SPREAD"
     )
-    by_sample: Dict[str, Dict[str, Dict[str, Any]]] = {p: {} for p in paths}
-    for (path, backend), result in (done or {}).items():
-        if path in by_sample:
-            by_sample[path][backend] = result
-    name_of = dict(zip(paths, names))
-    complete: List[str] = []
-
-    def sample_done(path: str) -> None:
-        if path not in complete and len(by_sample[path]) == len(cfg.backends):
-            complete.append(path)
-            if on_sample is not None:
-                results = [by_sample[path][b] for b in cfg.backends]
-                on_sample(len(complete), len(paths), name_of[path], results)
-
-    for path in paths:
-        sample_done(path)
-    files = {p: ray.put(_sample_files(p)) for p in paths}
-    pending: Dict[Any, Tuple[str, str]] = {}
-    for path, name in zip(paths, names):
-        for backend in cfg.backends:
-            if backend not in by_sample[path]:
-                one = replace(cfg, backends=[backend], jobs=1)
-                pending[task.remote(files[path], path, name, one)] = (path, backend)
+    results = Results(paths, names, cfg.backends, on_sample, on_result, done)
+    todo = results.todo()
+    files = {p: ray.put(_sample_files(p)) for p in {path for path, _, _ in todo}}
+    pending: Dict[Any, Tuple[str, str, str]] = {}
+    for path, name, backend in todo:
+        one = replace(cfg, backends=[backend], jobs=1)
+        pending[task.remote(files[path], path, name, one)] = (path, name, backend)
     while pending:
         ready, _ = ray.wait(list(pending), num_returns=1)
         for ref in ready:
-            path, backend = pending.pop(ref)
+            path, name, backend = pending.pop(ref)
             try:
                 result = ray.get(ref)
             except Exception as e:  # noqa: BLE001 - the node or its worker was lost
                 result = _fail(
-                    _new_result(path, name_of[path], backend),
+                    _new_result(path, name, backend),
                     RUNTIME_FAIL,
                     CRASH,
                     f"the Ray task was lost: {type(e).__name__}: {str(e)[:300]}",
                 )
-            by_sample[path][backend] = result
-            if on_result is not None:
-                on_result(result)
-            sample_done(path)
-    return [by_sample[p][b] for p in paths for b in cfg.backends]
+            results.add(result)
+    return results.ordered()
 
 
 __all__ = ["RAY_PYTHONS", "run_on_ray", "unavailable_reason"]

@@ -387,13 +387,73 @@ def _context():
     return ctx
 
 
+#: ``on_sample(done, total, name, results)``: a sample has every backend's result
+OnSample = Callable[[int, int, str, List[Dict[str, Any]]], None]
+#: ``on_result(result)``: one result arrived
+OnResult = Callable[[Dict[str, Any]], None]
+#: results of an earlier run, by (sample path, backend)
+Done = Dict[Tuple[str, str], Dict[str, Any]]
+
+
+class Results:
+    """The results of a run as they arrive, by sample and backend: ``on_result`` for each,
+    ``on_sample`` as each sample has all of its backends (the earlier run's ``done`` are
+    in from the start). Shared by the local runner and ``cluster``."""
+
+    def __init__(
+        self,
+        paths: Sequence[str],
+        names: Sequence[str],
+        backends: Sequence[str],
+        on_sample: Optional[OnSample] = None,
+        on_result: Optional[OnResult] = None,
+        done: Optional[Done] = None,
+    ):
+        self.paths, self.backends = list(paths), list(backends)
+        self.names = dict(zip(paths, names))
+        self._on_sample, self._on_result = on_sample, on_result
+        self._by_sample: Dict[str, Dict[str, Dict[str, Any]]] = {p: {} for p in paths}
+        self._complete: List[str] = []
+        for (path, backend), result in (done or {}).items():
+            if path in self._by_sample and backend in self.backends:
+                self._by_sample[path][backend] = result
+        for path in self.paths:
+            self._sample_done(path)
+
+    def todo(self) -> List[Tuple[str, str, str]]:
+        """(path, name, backend) of every result still to get, samples in order."""
+        return [
+            (path, self.names[path], backend)
+            for path in self.paths
+            for backend in self.backends
+            if backend not in self._by_sample[path]
+        ]
+
+    def add(self, result: Dict[str, Any]) -> None:
+        self._by_sample[result["sample"]][result["backend"]] = result
+        if self._on_result is not None:
+            self._on_result(result)
+        self._sample_done(result["sample"])
+
+    def ordered(self) -> List[Dict[str, Any]]:
+        return [self._by_sample[p][b] for p in self.paths for b in self.backends]
+
+    def _sample_done(self, path: str) -> None:
+        mine = self._by_sample[path]
+        if path not in self._complete and len(mine) == len(self.backends):
+            self._complete.append(path)
+            if self._on_sample is not None:
+                results = [mine[b] for b in self.backends]
+                self._on_sample(len(self._complete), len(self.paths), self.names[path], results)
+
+
 def run(
     paths: Sequence[str],
     names: Sequence[str],
     cfg: EvalConfig,
-    on_sample: Optional[Callable[[int, int, str, List[Dict[str, Any]]], None]] = None,
-    on_result: Optional[Callable[[Dict[str, Any]], None]] = None,
-    done: Optional[Dict[Tuple[str, str], Dict[str, Any]]] = None,
+    on_sample: Optional[OnSample] = None,
+    on_result: Optional[OnResult] = None,
+    done: Optional[Done] = None,
 ) -> List[Dict[str, Any]]:
     """Run every sample on every backend of ``cfg``: each (sample, backend) in a worker
     process of its own, ``cfg.jobs`` at a time, so that a backend that crashes or hangs
@@ -402,20 +462,9 @@ def run(
     holds results of an earlier run by ``(sample path, backend)``, not run again. The
     results come back in the order of ``paths``, backends in the order of ``cfg``."""
     ctx = _context()
-    done = dict(done or {})
-    by_sample: Dict[str, Dict[str, Dict[str, Any]]] = {p: {} for p in paths}
-    for (path, backend), result in done.items():
-        if path in by_sample:
-            by_sample[path][backend] = result
-    pending = [
-        (path, name, backend)
-        for path, name in zip(paths, names)
-        for backend in cfg.backends
-        if backend not in by_sample[path]
-    ]
-    total = len(paths)
+    results = Results(paths, names, cfg.backends, on_sample, on_result, done)
+    pending = results.todo()
     running: List[_Worker] = []
-    complete: List[str] = []
 
     def start(path: str, name: str, backend: str) -> None:
         parent, child = ctx.Pipe(duplex=False)
@@ -426,26 +475,15 @@ def run(
         grace = max(cfg.timeout, STARTUP_GRACE)
         running.append(_Worker(path, name, process, parent, time.monotonic() + grace, one))
 
-    def sample_done(path: str, name: str) -> None:
-        if path not in complete and len(by_sample[path]) == len(cfg.backends):
-            complete.append(path)
-            if on_sample is not None:
-                on_sample(len(complete), total, name, [by_sample[path][b] for b in cfg.backends])
-
-    for path, name in zip(paths, names):
-        sample_done(path, name)
-
     def finish(worker: _Worker, lost: List[Dict[str, Any]]) -> None:
         running.remove(worker)
         worker.conn.close()
-        results = dict(worker.results)
+        got = dict(worker.results)
         for r in lost:
-            results[r["backend"]] = r
+            got[r["backend"]] = r
         for backend in worker.cfg.backends:
-            by_sample[worker.path][backend] = results[backend]
-            if on_result is not None:
-                on_result(results[backend])
-        sample_done(worker.path, worker.name)
+            got[backend]["sample"] = worker.path
+            results.add(got[backend])
 
     while pending or running:
         while pending and len(running) < max(1, cfg.jobs):
@@ -473,7 +511,7 @@ def run(
                 worker.process.join(5)
                 why = f"no progress within the {cfg.timeout:g} s limit"
                 finish(worker, _lost(worker, worker.cfg, TIMEOUT, why))
-    return [by_sample[p][b] for p in paths for b in cfg.backends]
+    return results.ordered()
 
 
 def _read_messages(worker, cfg) -> None:

@@ -20,7 +20,6 @@ from jit_core.onnx import (
     exporter_name,
     lift_parameters,
     live_tensors,
-    refuse_runtime_checks,
     run_on_paddle,
 )
 from jit_core.shape_dispatch import check_other_sizes, dynamic_dims
@@ -135,7 +134,6 @@ def input_profile(gm, example_inputs, live: Dict[str, paddle.Tensor]) -> Profile
 def export_model(gm, example_inputs, opset: int, live: Dict[str, paddle.Tensor]) -> bytes:
     """The shared ONNX export (``jit_core.onnx``), parameters lifted to inputs when live."""
     model = export_onnx(gm, example_inputs, opset)
-    refuse_runtime_checks(model, "tensorrt")
     if live:
         lift_parameters(model, live)
     return model.SerializeToString()

@@ -37,7 +37,6 @@ from jit_core.onnx import (
     input_free_outputs,
     lift_parameters,
     live_tensors,
-    refuse_runtime_checks,
     require,
     restored_shapes,
     run_on_paddle,
@@ -330,7 +329,6 @@ def _build(
     started = time.perf_counter()
     step[0] = "ONNX export"
     model = export_onnx(gm, example_inputs, opset)
-    refuse_runtime_checks(model, "tvm")
     if live:
         lift_parameters(model, live)
     inputs = _model_inputs(model, gm)

@@ -262,20 +262,19 @@ class Exporter:
         where = _where(self.node) if self.node is not None else ""
         self.checks.append((condition, f"{why} ({where})" if where else why))
 
+    def none(self, *flags: str) -> str:
+        """A bool scalar of the model: no element of the bool tensors ``flags`` is set
+        (True where they are empty)."""
+        total = None
+        for f in flags:
+            flat = self.cast(self.op("Reshape", [f, self.ints([-1])]), "int64")
+            count = self.op("ReduceSum", [flat], keepdims=0)
+            total = count if total is None else self.op("Add", [total, count])
+        return self.op("Equal", [total, self.constant(0, "int64")])
+
     def require_none(self, flags: Sequence[str], why: str) -> None:
         """``require`` that no element of the bool tensors ``flags`` is set."""
-        counts = [
-            self.op(
-                "ReduceSum",
-                [self.cast(self.op("Reshape", [f, self.ints([-1])]), "int64")],
-                keepdims=0,
-            )
-            for f in flags
-        ]
-        total = counts[0]
-        for count in counts[1:]:
-            total = self.op("Add", [total, count])
-        self.require(self.op("Equal", [total, self.constant(0, "int64")]), why)
+        self.require(self.none(*flags), why)
 
     def require_no_nan(self, name: str) -> None:
         """``require`` that ``name`` holds no NaN, for a value that is NaN-free exactly
@@ -506,10 +505,10 @@ def runtime_checks(output_names: Sequence[str]) -> List[int]:
     return [i for i, name in enumerate(output_names) if name.startswith(RUNTIME_CHECK_PREFIX)]
 
 
-def refuse_runtime_checks(model, backend: str) -> None:
+def refuse_runtime_checks(model, backend: str = "the backend") -> None:
     """For a backend that cannot act on a model's run-time checks: decline a model that
     has some (``errors.GraphDeclined``: the graph runs on the paddle backend, the reason
-    in ``explain()``)."""
+    in ``explain()``). ``export.export_onnx`` does it for every such backend."""
     from ..errors import GraphDeclined
 
     checks = runtime_checks([o.name for o in model.graph.output])

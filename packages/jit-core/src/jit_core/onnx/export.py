@@ -155,22 +155,28 @@ def export_onnx(
 ):
     """The ONNX model of ``gm`` for inputs shaped like ``example_inputs``. A backend that
     computes a call whose run-time checks fail another way passes ``acts_on_checks``
-    (lowerings may then take faster forms, ``direct.Exporter.require``).
+    (lowerings may then take faster forms, ``direct.Exporter.require``); for any other, a
+    model with checks is declined (``errors.GraphDeclined``: the graph runs on paddle).
 
     The direct exporter (``direct.export_direct``) lowers the graph itself; a graph with a
     call it has no lowering for is exported through a static program and paddle2onnx.
     ``gm.meta["onnx_exporter"]`` then says why (``explain()`` shows it).
     """
-    from .direct import MissingLowering, export_direct
+    from .direct import MissingLowering, export_direct, refuse_runtime_checks
 
     onnx = require("onnx")
     _check_updates(gm.graph)
     lacking: Optional[Exception] = None
     if exporter_choice() == "direct":
         try:
-            return export_direct(gm, example_inputs, opset, acts_on_checks)
+            model = export_direct(gm, example_inputs, opset, acts_on_checks)
         except MissingLowering as e:
             lacking = e
+        else:
+            if not acts_on_checks:
+                # exact only where its checks hold, for a backend that would not look
+                refuse_runtime_checks(model)
+            return model
     missing = _paddle2onnx_missing(tuple(sys.version_info[:2]))
     if missing and lacking is None:
         raise MissingDependencyError(

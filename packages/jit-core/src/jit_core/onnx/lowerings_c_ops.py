@@ -216,10 +216,7 @@ def _assign_value(ex: Exporter, a: Dict[str, Any]) -> str:
     array = np.asarray(values, dtype=np.dtype(dtype) if dtype != "bfloat16" else np.float32)
     if array.size != (int(np.prod(shape)) if shape else 1):
         ex.decline(f"{array.size} values for the shape {list(shape)}")
-    array = array.reshape(shape)
-    if array.size == 1:
-        ex.remember(array.reshape(-1)[0].item())
-    return ex.constant(array, dtype)
+    return tensor.remembered_constant(ex, array.reshape(shape), dtype)
 
 
 def _full_with_tensor(ex: Exporter, a: Dict[str, Any]) -> str:

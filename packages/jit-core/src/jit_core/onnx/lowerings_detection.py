@@ -99,11 +99,11 @@ def _generate_proposals(ex: Exporter, a: Dict[str, Any]) -> Tuple[str, ...]:
         ranked = min(pre_n + 1, m)  # one past the cut: a tie across it matters
         top, order = ex.op("TopK", [s, ex.ints([ranked])], outputs=2, axis=0, largest=1, sorted=1)
         # NaN scores leave std::nth_element's order undefined
-        exact = _none(ex, ex.op("IsNaN", [s]))
+        inexact = [ex.op("IsNaN", [s])]
         if ranked > pre_n:
             at_cut = ex.op("Slice", [top, ex.ints([pre_n - 1]), ex.ints([pre_n + 1]), ex.ints([0])])
             first, second = ex.op("Split", [at_cut, ex.ints([1, 1])], outputs=2, axis=0)
-            exact = ex.op("And", [exact, _none(ex, ex.op("Equal", [first, second]))])
+            inexact.append(ex.op("Equal", [first, second]))
             top = ex.op("Slice", [top, ex.ints([0]), ex.ints([pre_n]), ex.ints([0])])
             order = ex.op("Slice", [order, ex.ints([0]), ex.ints([pre_n]), ex.ints([0])])
         boxes = _decode(
@@ -115,8 +115,8 @@ def _generate_proposals(ex: Exporter, a: Dict[str, Any]) -> Tuple[str, ...]:
             offset,
         )
         # a NaN box: the kernel's comparisons and std::min/max need not treat it as ONNX's
-        exact = ex.op("And", [exact, _none(ex, ex.op("IsNaN", [boxes]))])
-        ex.require(exact, "generate_proposals: no NaN, no tie across pre_nms_top_n")
+        inexact.append(ex.op("IsNaN", [boxes]))
+        ex.require_none(inexact, "generate_proposals: no NaN, no tie across pre_nms_top_n")
         boxes = _clip(ex, const, boxes, size, offset)
         kept = _large_enough(ex, const, boxes, size, min_size, offset, pixel_offset)
         keep = ex.op("Reshape", [ex.op("NonZero", [kept]), ex.ints([-1])])
@@ -149,19 +149,11 @@ def _generate_proposals(ex: Exporter, a: Dict[str, Any]) -> Tuple[str, ...]:
     return out_rois, out_probs, out_nums
 
 
-def _none(ex: Exporter, flags: str) -> str:
-    """A bool scalar: no element of ``flags`` is set (True for none at all)."""
-    count = ex.op(
-        "ReduceSum", [ex.cast(ex.op("Reshape", [flags, ex.ints([-1])]), "int64")], keepdims=0
-    )
-    return ex.op("Equal", [count, ex.constant(0, "int64")])
-
-
 def _distinct(ex: Exporter, ordered: str) -> str:
     """A bool scalar: no two neighbours of the 1-D ``ordered`` are equal."""
     upper = ex.op("Slice", [ordered, ex.ints([0]), ex.ints([-1]), ex.ints([0])])
     lower = ex.op("Slice", [ordered, ex.ints([1]), ex.ints([_BIG]), ex.ints([0])])
-    return _none(ex, ex.op("Equal", [upper, lower]))
+    return ex.none(ex.op("Equal", [upper, lower]))
 
 
 #: "to the end" for a Slice
@@ -328,7 +320,7 @@ def _greedy(
         after = ex.op("And", [full, ex.op("Greater", [positions, last])])
         agree = ex.op("Or", [agree, after])
         relevant = ex.op("Not", [ex.op("And", [full, ex.op("Less", [scores, lowest])])])
-    ok = _none(ex, ex.op("Not", [agree]))
+    ok = ex.none(ex.op("Not", [agree]))
     # at most one box of each score free of the chosen boxes of higher scores
     higher = ex.op(
         "Greater",

@@ -29,6 +29,11 @@ def constant_result(ex: Exporter, value: Any) -> str:
     ``full`` of one number is remembered: ``ex.known`` gives it to its readers)."""
     shape, dtype = ex.out_shape(), ex.out_dtype()
     array = np.full(shape, value, dtype=np.dtype(dtype) if dtype != "bfloat16" else np.float32)
+    return remembered_constant(ex, array, dtype)
+
+
+def remembered_constant(ex: Exporter, array: np.ndarray, dtype: str) -> str:
+    """``array`` as the result's constant; one of a single number is also remembered."""
     if array.size == 1:
         ex.remember(array.reshape(-1)[0].item())
     return ex.constant(array, dtype)

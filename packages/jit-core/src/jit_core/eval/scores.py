@@ -247,7 +247,7 @@ def close(e, a, rtol: float, atol: float) -> bool:
         return True
     if rtol == 0 and atol == 0:
         return bool(np.array_equal(e, a))
-    return bool(np.allclose(a.astype("float64"), e.astype("float64"), rtol, atol, True))
+    return Comparison(e, a).close(rtol, atol)
 
 
 __all__ = [

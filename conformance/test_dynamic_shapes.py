@@ -187,7 +187,7 @@ def test_a_loop_over_a_size_specialises_it(backend):
 
 
 def made_size(x):
-    y = paddle.concat([x, x], 0)
+    y = paddle.nonzero(x > 1e9)  # (a size that only the data decides)
     for _ in range(y.shape[0] // 2):
         x = x + 1
     return x
@@ -229,6 +229,81 @@ def test_a_fixed_size_of_a_made_tensor_is_a_constant(backend):
     fast = jit_core.optimize(net, backend=backend)
     for b, s in [(2, 3), (3, 5), (4, 6), (2, 7), (5, 2)]:
         _check(fast, net, paddle.randn([b, s, 8]))
+    assert fast.jit_stats.captures == 2, fast.jit_stats
+    assert "static" not in str(fast.jit_stats.dynamic_shapes)
+
+
+class CachedAttention(paddle.nn.Layer):
+    """A decoder step as PaddleNLP's LLaMA writes it: the KV cache grows by one row per
+    call; the code checks its shapes against sizes it computed (``!=`` on lists), slices a
+    rotary table by the length, and reads the cache length with ``paddle.shape``."""
+
+    def __init__(self):
+        super().__init__()
+        self.qkv = paddle.nn.Linear(8, 24)
+        self.register_buffer("table", paddle.rand([1, 64, 1, 4]))
+
+    def forward(self, x, past):
+        b, q_len, _ = x.shape
+        q, k, v = paddle.split(self.qkv(x).reshape([b, q_len, 2, 12]), 3, axis=-1)
+        kv_len = k.shape[-3]
+        kv_len += past[0].shape[-3]
+        cache_len = paddle.shape(past[0])[1]  # a 0-D tensor
+        rot = self.table[:, :kv_len].squeeze(axis=[0, 2])
+        position = paddle.arange(cache_len, cache_len + q_len).unsqueeze(0)
+        q = q * rot[position].unsqueeze(2)
+        k = paddle.concat([past[0], k], axis=1)
+        v = paddle.concat([past[1], v], axis=1)
+        w = paddle.matmul(q.transpose([0, 2, 1, 3]), k.transpose([0, 2, 3, 1]))
+        if w.shape != [b, 2, q_len, kv_len]:
+            raise ValueError(f"attention weights of shape {w.shape}")
+        mask = paddle.ones([b, cache_len + q_len]).reshape([b, 1, 1, kv_len])
+        out = paddle.matmul(paddle.nn.functional.softmax(w + mask, -1), v.transpose([0, 2, 1, 3]))
+        return out.transpose([0, 2, 1, 3]).reshape([b, q_len, 8]), (k, v)
+
+
+def test_a_growing_kv_cache_keeps_one_capture(backend):
+    """Sizes of tensors the graph made (the concatenated cache, the attention weights)
+    have expressions over the inputs, so comparing them with Python sizes guards a
+    relation instead of making the shapes static (which reached the recompile limit)."""
+    paddle.seed(0)
+    net = CachedAttention()
+    net.eval()
+    fast = jit_core.optimize(net, backend=backend)
+    x = paddle.randn([1, 1, 8])
+    past = (paddle.randn([1, 3, 2, 4]), paddle.randn([1, 3, 2, 4]))
+    fast_past = past
+    for _ in range(12):
+        out, past = net(x, past)
+        got, fast_past = fast(x, fast_past)
+        assert_same(got, out, rtol=1e-4, atol=1e-5)
+        assert_same(fast_past, past, rtol=1e-4, atol=1e-5)
+    # the length 3, then every length from 4 on
+    assert fast.jit_stats.captures == 2, fast.jit_stats
+    assert fast.jit_stats.eager_frames == {}, fast.jit_stats
+    assert "static" not in str(fast.jit_stats.dynamic_shapes)
+    report = jit_core.explain(fast, x, past)
+    assert report.graph_count == 1 and report.break_count == 0
+    guards = "\n".join(report.guards)
+    # no guard pins the length; the shape check holds at every length and needs none
+    assert "shape[1] ==" not in guards.replace(" ", ""), guards
+
+
+def sized_branch(x, y):
+    z = paddle.concat([x, y], axis=1)  # z.shape[1] == x.shape[1] + y.shape[1]
+    if z.shape[1] == x.shape[0] + 3:
+        return z * 2
+    return z - 1
+
+
+def test_a_branch_on_a_made_size_takes_both_ways(backend):
+    """The branch's answer changes with the sizes: a wrong size expression would take
+    the wrong way on some call."""
+    fast = jit_core.optimize(sized_branch, backend=backend, dynamic=True)
+    for n, m, r in [(4, 3, 5), (4, 2, 5), (6, 4, 2), (5, 2, 6), (3, 3, 3), (7, 5, 5)]:
+        x, y = paddle.randn([n, m]), paddle.randn([n, r])
+        _check(fast, sized_branch, x, y)
+    # one capture where the relation holds, one where it does not
     assert fast.jit_stats.captures == 2, fast.jit_stats
     assert "static" not in str(fast.jit_stats.dynamic_shapes)
 

@@ -18,7 +18,7 @@ from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 import paddle
 
-from .. import guards, shape_infer, shapes
+from .. import guards, shapes, sym_shapes
 from ..errors import (
     CONTEXT_MANAGER,
     DATA_LEAVES_GRAPH,
@@ -201,6 +201,8 @@ class OutputGraph:
         #: tensor node -> its shape as Paddle infers it for every dynamic size
         #: (``shape_infer``), filled when a capture first needs one
         self.static_shapes: Dict[Any, Optional[List[int]]] = {}
+        #: (``sym_shapes``) size expressions of the tensors the graph made, on demand
+        self.symbolic_shapes = None
         self.guards = guards.GuardSet()
         #: source names of number inputs the capture needed as Python values after all
         #: (``specialize``): it serves one value of each
@@ -454,10 +456,9 @@ class OutputGraph:
                 v.expr = ("op", fn, xa, xb)
         elif v.expr is None and v.dim_of is not None:
             node, dim = v.dim_of
-            shape = shape_infer.static_shapes(self, node)
-            if shape is not None and shape[dim] == v.example:
-                # the same at every size the guards admit: no guard needed
-                v.expr = shapes.const(v.example)
+            # an expression over the inputs, from each operation's rule (a fixed size
+            # where Paddle's own shape inference says so)
+            v.expr = sym_shapes.dim_expr(self, node, dim)
         return v.expr
 
     def specialize(self, sym: SymIntVariable, why: str) -> None:
@@ -485,7 +486,7 @@ class OutputGraph:
             raise shapes.SpecializeShapes(
                 f"{unknown.describe()}, a size of a tensor the graph made, decides {what}"
             )
-        if not (xa[0] == "const" and xb[0] == "const"):
+        if not sym_shapes.always_holds(fn, xa, xb):
             self.guards.add_relation(("op", fn, xa, xb), holds)
         return holds
 

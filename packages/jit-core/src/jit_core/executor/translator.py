@@ -370,6 +370,9 @@ class Translator:
             if sized is not None:
                 return sized
         if isinstance(a, BaseListVariable) and isinstance(b, BaseListVariable):
+            compared = symbolic.compare_sequences(self, fn, a, b)
+            if compared is not None:
+                return compared
             if fn is operator.add and type(a) is type(b):
                 return type(a)(a.items + b.items)
         if isinstance(a, BaseListVariable) and b.is_python_constant() and fn is operator.mul:

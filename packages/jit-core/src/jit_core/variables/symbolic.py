@@ -127,6 +127,40 @@ def binary(tx, fn, a: VariableTracker, b: VariableTracker) -> Optional[VariableT
     return None
 
 
+def _elementwise_sequence(t: type) -> bool:
+    return t in (list, tuple) or (t.__name__ == "Size" and t.__module__.startswith("paddle"))
+
+
+def compare_sequences(tx, fn, a, b) -> Optional[VariableTracker]:
+    """``a == b`` / ``a != b`` of two lists or tuples holding sizes (``attn.shape != [b,
+    h, q, kv]``): item by item as Python compares them, each pair of sizes by a guarded
+    relation rather than by pinning their values; None where that is not such a
+    comparison."""
+    from .containers import BaseListVariable
+
+    if fn not in (operator.eq, operator.ne):
+        return None
+    if not (isinstance(a, BaseListVariable) and isinstance(b, BaseListVariable)):
+        return None
+    if not any(isinstance(v, SymIntVariable) for v in a.items + b.items):
+        return None
+    if not all(is_int_like(v) for v in a.items + b.items):
+        return None
+    ta, tb = a.python_type(), b.python_type()
+    if not (_elementwise_sequence(ta) and _elementwise_sequence(tb)):
+        return None  # other subclasses compare in their own ways
+    if ta is not tb and {ta, tb} == {list, tuple}:
+        equal = False  # a list never equals a tuple
+    else:
+        # (Paddle's ``Tensor.shape``, a list subclass, equals lists and tuples alike)
+        equal = len(a.items) == len(b.items)
+        for x, y in zip(a.items, b.items):
+            if not equal:
+                break
+            equal = tx.output.guard_relation(operator.eq, x, y, "a comparison")
+    return ConstantVariable(equal if fn is operator.eq else not equal)
+
+
 def call_builtin(tx, fn, args) -> Optional[VariableTracker]:
     """``max``/``min`` of two sizes, or None."""
     if fn in shapes.FUNCTIONS and len(args) == 2 and all(is_int_like(a) for a in args):

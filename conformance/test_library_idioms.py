@@ -694,3 +694,32 @@ def test_a_decorated_forward_is_captured_at_the_top(backend, which):
         if which != "Conv2D":
             assert_same(fast(x, scale=3.0), net(x, scale=3.0))
             assert_same(fast(input=x), net(input=x))
+
+
+# ----------------------------------------------------- a deprecated Paddle API warns once
+
+# Paddle's own deprecation wrapper around a Paddle function, as Paddle 3.3 wraps
+# ``paddle.incubate.nn.functional.swiglu`` (which LLaMA calls in every layer)
+old_tanh = paddle.utils.deprecated(since="", update_to="paddle.tanh", level=1)(paddle.tanh)
+
+
+def gated(x):
+    return old_tanh(x) * 2 + 1  # the line eager's warning points at
+
+
+def test_a_deprecation_warning_is_shown_once_at_the_callers_line(backend):
+    """Eager shows it once, at the line that calls the API. Before, the capture showed it
+    at jit_core's own line, and each graph's generated code once more."""
+    import warnings
+
+    x = paddle.rand([3, 4])
+    fast = jit_core.optimize(gated, backend=backend)
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("default")
+        for _ in range(3):
+            assert_same(fast(x), gated(x))
+        _, found = counts(fast, x)  # (a capture again: still the one warning)
+    assert [(w.filename, w.lineno) for w in shown] == [
+        (__file__, gated.__code__.co_firstlineno + 1)
+    ], [(w.filename, w.lineno, str(w.message)) for w in shown]
+    assert found == (1, 0, 0), found

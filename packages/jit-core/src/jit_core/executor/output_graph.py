@@ -506,9 +506,12 @@ class OutputGraph:
         self._buffers[node] = buffer_key(example)
 
     def call_function(
-        self, tx, fn, args: List[VariableTracker], kwargs: Dict[str, VariableTracker]
+        self, tx, fn, args: List[VariableTracker], kwargs: Dict[str, VariableTracker], run=None
     ):
-        return self._record(tx, "call_function", fn, fn, args, kwargs)
+        """``fn(*args, **kwargs)`` as a node; ``run``, where given, is what the capture
+        calls on the examples instead of ``fn`` (the deprecation wrapper of a function
+        whose node calls it unwrapped)."""
+        return self._record(tx, "call_function", fn, run or fn, args, kwargs)
 
     def call_updating(self, tx, fn, args, kwargs, updated: List[TensorVariable]):
         """A call that also writes into the tensors ``updated`` (a training-mode batch

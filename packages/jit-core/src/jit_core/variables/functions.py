@@ -609,6 +609,36 @@ def _is_layer_method_call(fn: Any, args) -> bool:
     )
 
 
+def _is_deprecation_wrapper(fn) -> bool:
+    """Whether ``fn`` is Paddle's ``@deprecated`` wrapper, which only warns and calls
+    the function it wraps (``paddle.incubate.nn.functional.swiglu`` in Paddle 3.3)."""
+    code = getattr(fn, "__code__", None)
+    return (
+        code is not None
+        and callable(getattr(fn, "__wrapped__", None))
+        and code.co_filename.replace("\\", "/").endswith("paddle/utils/deprecated.py")
+    )
+
+
+def called_from(tx, fn):
+    """``fn``, called from a frame at ``tx``'s line of ``tx``'s module: a warning it gives
+    with ``stacklevel=2`` is shown as eager shows it, at that line and through that
+    module's once-per-line registry (not at jit_core's line, nor again per graph)."""
+    filename, lineno = tx.code.co_filename, max(tx.lineno or 1, 1)
+    key = (filename, lineno)
+    code = _CALLERS.get(key)
+    if code is None:
+        source = "\n" * (lineno - 1) + "def call(fn, a, k): return fn(*a, **k)\n"
+        module = compile(source, filename, "exec")
+        code = _CALLERS[key] = next(c for c in module.co_consts if isinstance(c, types.CodeType))
+    call = types.FunctionType(code, tx.f_globals, "call")
+    return lambda *a, **k: call(fn, a, k)
+
+
+#: (filename, line) -> the code of ``called_from``'s caller there
+_CALLERS: Dict[tuple, types.CodeType] = {}
+
+
 class PaddleFunctionVariable(KnownValueVariable):
     def describe(self) -> str:
         mod = getattr(self.fn, "__module__", "") or ""
@@ -707,6 +737,11 @@ class PaddleFunctionVariable(KnownValueVariable):
         updated = _updated_arguments(self.fn, args, kwargs)
         if updated:
             return tx.output.call_updating(tx, self.fn, args, kwargs, updated)
+        if _is_deprecation_wrapper(self.fn):
+            # warned once at capture, at the captured line, as eager warns once there;
+            # the graph calls the function itself, so it does not warn again per graph
+            run = called_from(tx, self.fn)
+            return tx.output.call_function(tx, self.fn.__wrapped__, args, kwargs, run=run)
         return tx.output.call_function(tx, self.fn, args, kwargs)
 
 

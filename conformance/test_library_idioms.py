@@ -723,3 +723,86 @@ def test_a_deprecation_warning_is_shown_once_at_the_callers_line(backend):
         (__file__, gated.__code__.co_firstlineno + 1)
     ], [(w.filename, w.lineno, str(w.message)) for w in shown]
     assert found == (1, 0, 0), found
+
+
+# ----------------------------------------------------- try: <distributed-state lookup> except
+
+
+class ParallelHead(paddle.nn.Layer):
+    """GPT's and LLaMA's LM head (PaddleNLP ``parallel_matmul``): the model-parallel group
+    is looked up inside ``try``; outside a distributed run the lookup raises."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = paddle.nn.Linear(8, 8)
+        self.seen = []
+
+    def forward(self, x):
+        from paddle.distributed import fleet
+
+        h = self.fc(x)
+        is_fleet_init = True
+        degree = 1
+        try:
+            hcg = fleet.get_hybrid_communicate_group()
+            degree = hcg.get_model_parallel_world_size()
+        except:  # noqa: E722
+            is_fleet_init = False
+        distributed = self.fc.weight.is_distributed  # (LLaMA's head asks its weight)
+        if is_fleet_init and degree > 1 and distributed:
+            return paddle.matmul(h, self.fc.weight) * degree
+        return paddle.matmul(h, self.fc.weight, transpose_y=True)
+
+
+class _Group:
+    def get_model_parallel_world_size(self):
+        return 2
+
+
+def test_a_lookup_that_raises_in_a_try_block_stays_in_the_graph(backend):
+    paddle.seed(0)
+    net = ParallelHead()
+    x = paddle.randn([2, 8])
+    fast = jit_core.optimize(net, backend=backend)
+    report, found = counts(fast, x)
+    assert found == (1, 0, 0), str(report)
+    for _ in range(2):
+        assert_same(fast(x), net(x))
+    assert fast.jit_stats.captures == 1, fast.jit_stats
+
+    # the guard asks again: once the lookup answers, the frame is captured again
+    from paddle.distributed import fleet
+
+    fleet.fleet._hcg = _Group()
+    try:
+        assert_same(fast(x), net(x))
+        assert fast.jit_stats.captures > 1, fast.jit_stats
+    finally:
+        del fleet.fleet._hcg
+    assert_same(fast(x), net(x))
+
+
+def handler_reads_the_message(x):
+    from paddle.distributed import fleet
+
+    y = x * 2
+    try:
+        fleet.get_hybrid_communicate_group()
+    except AttributeError as e:
+        if "_hcg" in str(e):  # (the exception itself is read: not captured)
+            y = y + 1
+    return y - 1
+
+
+def test_a_handler_that_reads_the_exception_runs_in_python(backend):
+    """The capture takes an exception to its handler only while the handler does what it
+    can capture; here it reads the message, so the ``try`` block runs in Python after the
+    graph, as before (its resume function starts at the block, which runs eagerly)."""
+    x = paddle.rand([3])
+    fast = jit_core.optimize(handler_reads_the_message, backend=backend)
+    report, found = counts(fast, x)
+    assert found[:2] == (1, 2), str(report)
+    reason = report.breaks[0].reason
+    assert "get_hybrid_communicate_group" in reason and "breaks before the block" in reason
+    for _ in range(2):
+        assert_same(fast(x), handler_reads_the_message(x))

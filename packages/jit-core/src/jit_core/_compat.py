@@ -398,6 +398,15 @@ def protected_ranges(code) -> List[tuple]:
     ]
 
 
+def exception_handler(code, offset: int) -> Optional[Tuple[int, int, bool]]:
+    """3.11+: ``(handler offset, stack depth, push lasti)`` of the exception-table entry
+    that covers the instruction at ``offset``, or None (an exception leaves the code)."""
+    for e in dis._parse_exception_table(code):
+        if e.start <= offset < e.end:
+            return e.target, e.depth, e.lasti
+    return None
+
+
 def finally_bodies(code) -> List[tuple]:
     """``(start, end)`` offsets (end excluded) of the ``finally`` bodies that the normal
     path enters on 3.8: BEGIN_FINALLY pushes a NULL that the body's END_FINALLY pops, so

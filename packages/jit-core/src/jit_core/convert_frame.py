@@ -24,6 +24,7 @@ from .errors import (
     INTERNAL,
     RECONSTRUCT,
     BackendCompileError,
+    ExceptionsNotSimulated,
     GraphDeclined,
     StaticShapesOnly,
     Unsupported,
@@ -419,6 +420,11 @@ class FrameCompiler:
                     raise
                 policy.layer_reason = e.reason
                 recompiles_log.info("%s: bound to its layer instances: %s", code.co_name, e.reason)
+            except ExceptionsNotSimulated as e:
+                if policy.raise_reason is not None:
+                    raise
+                policy.raise_reason = e.reason
+                recompiles_log.info("%s: try blocks run in Python: %s", code.co_name, e.reason)
 
     def _capture(self, frame, code: types.CodeType, policy: ShapePolicy) -> CacheEntry:
         stop = None

@@ -152,6 +152,28 @@ class Unsupported(Exception):
         return f"{self.reason}{where}{inst}"
 
 
+class Raised(Unsupported):
+    """The captured code raises ``exc`` here, and would at every call its guards admit (a
+    Paddle getter that raises outside a distributed run). The executor takes it to the
+    handler of the ``try`` block around it, as CPython would; where no handler takes
+    it, it is an ``Unsupported`` like any other (the graph breaks, and Python raises)."""
+
+    def __init__(self, exc: BaseException, reason: str):
+        super().__init__(reason, category=RAISES)
+        self.exc = exc
+
+
+class ExceptionsNotSimulated(Exception):
+    """A capture that took an exception to its handler met something it cannot capture
+    before the handler was done: capture the frame again without taking exceptions to
+    handlers (the ``try`` block then runs in Python, as before). Not an ``Unsupported``:
+    it must not become a graph break."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
 class GraphBreakError(JitError):
     """``full_graph=True`` was asked for but the function cannot be captured whole."""
 

@@ -383,6 +383,7 @@ class CompileContext:
                 cache.layer_reason,
                 cache.dynamic_lists,
             )
+            policy.raise_reason = cache.raise_reason
             try:
                 entry = self.compiler.capture(frame, code, policy)
             except Unsupported as e:
@@ -425,6 +426,8 @@ class CompileContext:
                 return RUN_ORIGINAL
             if policy.static_reason is not None and cache.static_reason is None:
                 cache.static_reason = policy.static_reason
+            if policy.raise_reason is not None and cache.raise_reason is None:
+                cache.raise_reason = policy.raise_reason
             if policy.layer_reason is not None and cache.layer_reason is None:
                 cache.layer_reason = policy.layer_reason
                 cache.dynamic_notes.append(

@@ -180,6 +180,7 @@ class CodeCache:
         "layer_reason",
         "dynamic_lists",
         "pinned_numbers",
+        "raise_reason",
         "__weakref__",
     )
 
@@ -205,6 +206,9 @@ class CodeCache:
         #: function of a loop body's breaks, needed as Python values (each capture serves
         #: one value): a loop that carries one runs whole instead (``LoopCall``)
         self.pinned_numbers: Set[str] = set()
+        #: why this code's captures leave its ``try`` blocks to Python rather than take an
+        #: exception raised during capture to its handler (``ShapePolicy.raise_reason``)
+        self.raise_reason: Optional[str] = None
         self._reset_shapes()
 
     def _reset_shapes(self) -> None:

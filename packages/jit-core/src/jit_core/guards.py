@@ -48,6 +48,9 @@ HASATTR = "HASATTR"
 NO_HOOKS = "NO_HOOKS"
 #: a list of at least one tensor, all of one ``TensorSpec`` (a graph input of any length)
 TENSOR_LIST = "TENSOR_LIST"
+#: a query (``CallSource``) that raised at capture: it raises an exception of exactly the
+#: type ``value`` again (the capture took that exception to a handler)
+RAISES = "RAISES"
 
 # Ordered so that an object's identity is checked before anything read through it.
 _KIND_ORDER = {
@@ -59,9 +62,28 @@ _KIND_ORDER = {
     DICT_KEYS: 3,
     NO_HOOKS: 3,
     CONSTANT_MATCH: 4,
+    RAISES: 4,
     TENSOR_MATCH: 5,
     TENSOR_LIST: 5,
 }
+
+
+class Raises:
+    """``fn(*args)`` raises an exception of exactly type ``exc_type``: a guard's check."""
+
+    def __init__(self, fn, args: tuple, exc_type: type):
+        self.fn, self.args, self.exc_type = fn, args, exc_type
+
+    def __call__(self) -> bool:
+        try:
+            self.fn(*self.args)
+        except Exception as e:  # noqa: BLE001 - which one is the question
+            return type(e) is self.exc_type
+        return False
+
+    def __repr__(self) -> str:
+        name = getattr(self.fn, "__qualname__", None) or getattr(self.fn, "__name__", "?")
+        return f"<raises {self.exc_type.__name__}: {name}{self.args!r}>"
 
 
 def _probe_dtype_identity() -> bool:
@@ -458,6 +480,10 @@ class GuardSet:
                             sign = namer.obj(math.copysign, "f")
                             check += f" and {sign}(1.0, {e}) == {math.copysign(1.0, v)!r}"
                 parts.append(("constant", check))
+            elif g.kind == RAISES:
+                src = g.source
+                raises = namer.obj(Raises(src.fn, src.args, g.value), "raises")
+                parts.append((f"{src.name()} raises {g.value.__name__}", f"{raises}()"))
             elif g.kind == HASATTR:
                 check = f"hasattr({expr(g.source.base)}, {g.source.attr!r}) is {bool(g.value)!r}"
                 parts.append(("attribute presence", check))

@@ -147,6 +147,10 @@ class ShapePolicy:
         self.layer_reason = layer_reason
         #: source names of the lists from outside whose length changed between captures
         self.lists = lists or set()
+        #: set when a capture of this code that took an exception to its handler could
+        #: not finish the handler: its ``try`` blocks then run in Python
+        #: (``errors.ExceptionsNotSimulated``)
+        self.raise_reason: Optional[str] = None
 
     def list_is_input(self, source_name: str) -> bool:
         """Whether a list of tensors read from ``source_name`` and passed whole to a Paddle

@@ -5,8 +5,8 @@ from __future__ import annotations
 import operator
 
 from jit_core.codegen.breaks import RunsInPython
-from jit_core.errors import UNSUPPORTED_OPCODE, Unsupported
-from jit_core.variables import SliceVariable, wrap_static
+from jit_core.errors import RAISES, UNSUPPORTED_OPCODE, Unsupported
+from jit_core.variables import ConstantVariable, SliceVariable, wrap_static
 
 from .registry import handler, versions
 
@@ -113,6 +113,12 @@ def compare_op(tx, inst):
     elif sym in ("in", "not in"):  # 3.8
         res = tx.binary_op(operator.contains, b, a)
         tx.push(res if sym == "in" else tx.unary_op(operator.not_, res))
+    elif sym == "exception match":  # 3.8: an `except` clause of a handler the capture entered
+        from jit_core.variables.exceptions import ExceptionVariable
+
+        if not isinstance(a, ExceptionVariable):
+            raise Unsupported(f"`except` matching {a.describe()}", category=RAISES)
+        tx.push(ConstantVariable(a.matches(b)))
     else:
         raise Unsupported(f"COMPARE_OP {sym!r}", category=UNSUPPORTED_OPCODE)
 

@@ -1,15 +1,22 @@
-"""Exception blocks on the paths where nothing raises.
+"""Exception blocks: the normal path through try/finally blocks, and the handlers of
+exceptions the capture raises itself.
 
-The capture never simulates a raised exception: anything that would raise stops the
-capture and the frame runs eagerly, so Python itself takes the except/finally paths.
-What remains is the bookkeeping of the normal path through try/finally blocks.
+Most of what would raise stops the capture (the graph breaks before the ``try`` block,
+or the frame runs eagerly), so Python itself takes the except/finally paths. An
+exception that would be raised at every call the guards admit (``errors.Raised``: a
+Paddle getter that raises outside a distributed run) is taken to its ``except`` clause
+by the executor (``Translator._to_handler``); the handlers below match it and leave the
+handler. 3.8-3.10 keep the block stack that finds the handler (``tx.scratch["blocks"]``:
+kind, handler offset, stack depth); 3.11+ read the exception table.
 """
 
 from __future__ import annotations
 
-from jit_core.errors import RAISES, UNSUPPORTED_OPCODE, Unsupported
+from jit_core._compat import HAS_EXCEPTION_TABLE
+from jit_core.errors import INTERNAL, RAISES, UNSUPPORTED_OPCODE, Unsupported
 from jit_core.variables import ConstantVariable, NullVariable
 from jit_core.variables.contexts import enter_context
+from jit_core.variables.exceptions import ExceptionVariable
 
 from .registry import handler, versions
 
@@ -17,9 +24,63 @@ _RAISES = "raising: the frame runs eagerly so Python raises the exception itself
 _ASSERT = "a failing assert: the frame runs eagerly so Python raises AssertionError"
 
 
-@handler("SETUP_FINALLY", "POP_BLOCK", versions=versions("3.8", "3.10"))
-def block_bookkeeping(tx, inst):
-    pass
+def _blocks(tx) -> list:
+    return tx.scratch.setdefault("blocks", [])
+
+
+@handler("SETUP_FINALLY", versions=versions("3.8", "3.10"))
+def setup_finally(tx, inst):
+    _blocks(tx).append(("finally", inst.argval, len(tx.stack)))
+
+
+@handler("POP_BLOCK", versions=versions("3.8", "3.10"))
+def pop_block(tx, inst):
+    blocks = _blocks(tx)
+    if blocks:
+        blocks.pop()
+
+
+@handler("PUSH_EXC_INFO", versions=versions("3.11", "3.13"))
+def push_exc_info(tx, inst):
+    exc = tx.pop()
+    tx.push(ConstantVariable(None))  # the exception being handled before: none
+    tx.push(exc)
+
+
+def _matches(tx, exc, wanted) -> bool:
+    if not isinstance(exc, ExceptionVariable):
+        raise Unsupported(f"`except` matching {exc.describe()}", category=RAISES)
+    return exc.matches(wanted)
+
+
+@handler("CHECK_EXC_MATCH", versions=versions("3.11", "3.13"))
+def check_exc_match(tx, inst):
+    wanted = tx.pop()
+    tx.push(ConstantVariable(_matches(tx, tx.peek(), wanted)))
+
+
+@handler("JUMP_IF_NOT_EXC_MATCH", versions=versions("3.9", "3.10"))
+def jump_if_not_exc_match(tx, inst):
+    wanted = tx.pop()
+    if not _matches(tx, tx.pop(), wanted):
+        tx.jump(inst)
+
+
+@handler("POP_EXCEPT")
+def pop_except(tx, inst):
+    if not tx.output.handlers_running:
+        raise Unsupported("leaving an exception handler the capture did not enter", category=RAISES)
+    if HAS_EXCEPTION_TABLE:
+        tx.pop()  # the exception handled before this one
+    else:
+        blocks = _blocks(tx)
+        if not blocks or blocks[-1][0] != "except-handler":
+            raise Unsupported("POP_EXCEPT without its handler block", category=INTERNAL)
+        blocks.pop()
+        # the exception state before (traceback, value, type), which CPython restores: a
+        # value returned from the handler was rotated below them (ROT_FOUR)
+        tx.popn(3)
+    tx.output.handlers_running -= 1
 
 
 @handler("BEGIN_FINALLY", versions=versions("3.8", "3.8"))
@@ -55,6 +116,9 @@ def with_block(tx, inst):
     # normal way out calls the __exit__ pushed here with (None, None, None)
     exit_fn, entered = enter_context(tx, tx.pop())
     tx.push(exit_fn)
+    if inst.opname == "SETUP_WITH":
+        # (3.8-3.10) the block an exception inside would go to: __exit__ sees it
+        _blocks(tx).append(("with", inst.argval, len(tx.stack)))
     tx.push(entered)
 
 

@@ -60,15 +60,12 @@ GENERATOR_ONLY = {
     )
 }
 
-#: opcodes that only run while an exception propagates: a capture never gets there, since
-#: raising makes the frame run eagerly (RAISE_VARARGS, and any error during capture)
+#: opcodes that only run while an exception propagates, on paths the exceptions a capture
+#: takes to an ``except`` clause (``jit_core.errors.Raised``) never reach: exception
+#: groups, and a with block's exit on an exception
 EXCEPTION_PATH_ONLY = {
-    name: "only on the exception path, which a capture never takes (raising runs eagerly)"
+    name: "only on an exception path the capture never takes (the frame runs eagerly)"
     for name in (
-        "PUSH_EXC_INFO",
-        "POP_EXCEPT",
-        "CHECK_EXC_MATCH",
-        "JUMP_IF_NOT_EXC_MATCH",
         "CHECK_EG_MATCH",
         "PREP_RERAISE_STAR",
         "WITH_EXCEPT_START",

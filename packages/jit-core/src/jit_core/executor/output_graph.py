@@ -203,6 +203,9 @@ class OutputGraph:
         self.static_shapes: Dict[Any, Optional[List[int]]] = {}
         #: (``sym_shapes``) size expressions of the tensors the graph made, on demand
         self.symbolic_shapes = None
+        #: exception handlers the capture took an exception to and has not left yet
+        #: (``Translator._to_handler``)
+        self.handlers_running = 0
         self.guards = guards.GuardSet()
         #: source names of number inputs the capture needed as Python values after all
         #: (``specialize``): it serves one value of each

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import dis
+import logging
 import operator
 import types
 from typing import Any, Callable, Dict, List, Optional, Tuple
@@ -25,6 +26,8 @@ from ..errors import (
     SIDE_EFFECT,
     TENSOR_BRANCH,
     UNSUPPORTED_OPCODE,
+    ExceptionsNotSimulated,
+    Raised,
     Unsupported,
     describe_instruction,
 )
@@ -52,6 +55,8 @@ from ..variables.functions import _wrap_folded
 from ..variables.generators import LazyIteratorVariable
 from ..variables.symbolic import SymIntVariable
 from .output_graph import OutputGraph
+
+log = logging.getLogger("jit_core.breaks")
 
 MAX_INLINE_DEPTH = 32
 #: a guard against capture loops that never end (a `while True` on Python values)
@@ -179,6 +184,14 @@ class Translator:
                     )
                 h.handler(self, inst)
             except Unsupported as e:
+                if isinstance(e, Raised) and self._to_handler(e):
+                    continue
+                if self.output.handlers_running:
+                    # a handler the capture took an exception to cannot be left half
+                    # way (a break there would resume without the exception)
+                    raise ExceptionsNotSimulated(
+                        f"inside an exception handler the capture entered: {e.reason}"
+                    ) from None
                 if e.location is None:
                     e.location = self.location()
                     e.instruction = self.describe_instruction(inst)
@@ -194,6 +207,49 @@ class Translator:
 
     def location(self) -> str:
         return f"{self.code.co_filename}:{self.lineno}"
+
+    # ------------------------------------------------------------------ exceptions
+    def _to_handler(self, e: Raised) -> bool:
+        """Take ``e`` to the handler of the ``try`` block around the current instruction,
+        as CPython would: the stack cut to the block's depth, the exception pushed, the
+        handler next. False where no block of this code covers the instruction (the
+        exception leaves the function: the caller's translator looks for its own)."""
+        from ..variables.exceptions import ExceptionVariable
+
+        if self.output.shape_policy.raise_reason is not None:
+            return False
+        if self.root().producers:
+            raise ExceptionsNotSimulated("an exception raised inside a generator's code")
+        offset = self.current.offset
+        exc = ExceptionVariable(e.exc)
+        if _compat.HAS_EXCEPTION_TABLE:
+            entry = _compat.exception_handler(self.code, offset)
+            if entry is None:
+                return False
+            target, depth, lasti = entry
+            pushed = [ConstantVariable(offset)] if lasti else []
+            pushed.append(exc)
+        else:
+            blocks = self.scratch.get("blocks") or []
+            if not blocks:
+                return False
+            kind, target, depth = blocks.pop()
+            if kind != "finally":
+                # a with block: its __exit__ would see the exception
+                raise ExceptionsNotSimulated(f"an exception raised inside a {kind} block")
+            blocks.append(("except-handler", None, depth))
+            none = ConstantVariable(None)
+            # what CPython pushes: the exception state before (traceback, value, type),
+            # then the exception's own
+            pushed = [none, none, none, none, exc, ExceptionVariable(e.exc, is_type=True)]
+        if len(self.stack) < depth:
+            raise ExceptionsNotSimulated("the stack is shallower than the try block's")
+        del self.stack[depth:]
+        self.stack.extend(pushed)
+        self.jump_to_offset(target)
+        self.output.handlers_running += 1
+        log.debug("%s: %s taken to the handler at %d", self.location(), e.reason, target)
+        return True
 
     describe_instruction = staticmethod(describe_instruction)
 

@@ -620,6 +620,14 @@ def _is_deprecation_wrapper(fn) -> bool:
     )
 
 
+def _is_getter(fn) -> bool:
+    """A Paddle query of its own state by name (``get_hybrid_communicate_group``): calling
+    it again (in a guard) changes nothing."""
+    name = getattr(fn, "__name__", "") or ""
+    module = getattr(fn, "__module__", "") or ""
+    return name.startswith("get_") and module.startswith("paddle.") and callable(fn)
+
+
 def called_from(tx, fn):
     """``fn``, called from a frame at ``tx``'s line of ``tx``'s module: a warning it gives
     with ``stacklevel=2`` is shown as eager shows it, at that line and through that
@@ -690,6 +698,25 @@ class PaddleFunctionVariable(KnownValueVariable):
             except Exception as e:  # noqa: BLE001 - eager raises it too, at this line
                 raise Unsupported(
                     f"{self.describe()} raises {type(e).__name__}: {e}", category=RAISES
+                ) from e
+        if _is_getter(self.fn) and not kwargs and all(a.is_python_constant() for a in args):
+            # ``fleet.get_hybrid_communicate_group()`` outside a distributed run raises
+            # (PaddleNLP asks inside ``try``): a guard asks again on every call, so the
+            # capture may take the exception to its handler
+            consts = tuple(a.as_python_constant() for a in args)
+            try:
+                self.fn(*consts)
+            except Exception as e:  # noqa: BLE001 - what it raises is what eager raises
+                from .. import guards
+                from ..errors import Raised
+                from ..sources import CallSource
+
+                tx.output.guards.add(CallSource(self.fn, consts), guards.RAISES, type(e))
+                raise Raised(
+                    e,
+                    f"{name}(...) raised {type(e).__name__} during capture "
+                    f"({str(e).strip()[:200]}): the call runs in Python, where Paddle raises "
+                    "it itself",
                 ) from e
         if is_build_query(self.fn) or is_state_query(self.fn):
             if name == "amp_state" and tx.output.amp_blocks:

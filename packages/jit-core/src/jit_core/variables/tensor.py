@@ -48,8 +48,9 @@ _LEAVES_GRAPH = {
 #: tensor attributes that depend only on metadata the guards pin (shape, dtype, ...)
 _METADATA_ATTRS = {"shape", "dtype", "ndim", "size", "stop_gradient", "is_leaf"}
 #: attributes of the tensor object itself: guarded values where the tensor comes from the
-#: frame (an input, a parameter)
-_GUARDED_ATTRS = {"name", "persistable"}
+#: frame (an input, a parameter); ``is_distributed`` is what PaddleNLP's LM heads ask of
+#: their weight
+_GUARDED_ATTRS = {"name", "persistable", "is_distributed"}
 
 
 #: in-place methods that change a tensor's shape, dtype or autograd state, or take its

@@ -3,13 +3,14 @@ an ``InferenceSession``, and wrap it as a callable that takes and returns Paddle
 
 from __future__ import annotations
 
+import collections
 import importlib.metadata
 import logging
 import os
 import re
 import tempfile
 import threading
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Deque, Dict, List, Optional, Sequence
 
 import numpy as np
 import paddle
@@ -449,8 +450,8 @@ class OrtGraph:
         if special is not None:
             said.append(
                 f"one ONNX Runtime session serves every size; an input shape called "
-                f"{SPECIALIZE_AFTER} times also gets a session of fixed shapes (up to "
-                f"{special.limit} shapes, option specialize)"
+                f"{SPECIALIZE_AFTER} times in {special._window} calls also gets a session of "
+                f"fixed shapes (up to {special.limit} shapes, option specialize)"
             )
         return "; ".join(said) or None
 
@@ -560,11 +561,11 @@ class _Specializer:
     ONNX Runtime fuses less in a model whose shapes are unknown (MatMul and Add into
     Gemm, Add and LayerNormalization into SkipLayerNormalization): a small Transformer
     encoder runs 1.14x slower than at fixed shapes. An input shape called
-    ``SPECIALIZE_AFTER`` times therefore gets a session of the same model with those
-    shapes written into its inputs (about 10 ms for that encoder), up to ``limit``
-    shapes; every other size keeps the one dynamic session, so a new size is never a
-    build. A fixed session must agree with the dynamic one on the call that built it,
-    or that shape stays on the dynamic session.
+    ``SPECIALIZE_AFTER`` times among the last ``4 * limit`` calls therefore gets a
+    session of the same model with those shapes written into its inputs (about 10 ms for
+    that encoder), up to ``limit`` shapes; every other size keeps the one dynamic
+    session, so a new size is never a build. A fixed session must agree with the
+    dynamic one on the call that built it, or that shape stays on the dynamic session.
     """
 
     def __init__(self, ort, model: bytes, threads: tuple, level: str, providers, limit: int):
@@ -576,17 +577,31 @@ class _Specializer:
         self.limit = limit
         #: input shapes -> their graph of fixed shapes, or None where it was refused
         self.graphs: Dict[tuple, Optional[OrtGraph]] = {}
-        self._calls: Dict[tuple, int] = {}
+        #: the input shapes of the last calls on the dynamic session, and how many of
+        #: them each shape is
+        self._window = 4 * max(limit, 1)
+        self._recent: Deque[tuple] = collections.deque()
+        self._in_window: Dict[tuple, int] = {}
         self._lock = threading.Lock()
 
     def count(self, key: tuple) -> bool:
-        """Count a call at ``key``; True when it is the call that builds its session."""
+        """Count a call at ``key``; True when it is the call that builds its session: the
+        ``SPECIALIZE_AFTER``-th of the last ``4 * limit`` calls. Sizes that each come back
+        rarely, such as the lengths of a growing KV cache (every length once per generated
+        sequence), would spend every build on a session used a few times: they keep the
+        dynamic session."""
         if len(self.graphs) >= self.limit:
             return False
-        if len(self._calls) >= 4096:
-            # a caller with endless distinct sizes: counts start again
-            self._calls.clear()
-        calls = self._calls[key] = self._calls.get(key, 0) + 1
+        recent, counts = self._recent, self._in_window
+        if len(recent) == self._window:
+            old = recent.popleft()
+            left = counts[old] - 1
+            if left:
+                counts[old] = left
+            else:
+                del counts[old]
+        recent.append(key)
+        calls = counts[key] = counts.get(key, 0) + 1
         return calls == SPECIALIZE_AFTER
 
     def build(self, owner: OrtGraph, key: tuple, inputs: list) -> tuple:

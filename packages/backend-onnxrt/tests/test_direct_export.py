@@ -464,6 +464,15 @@ def test_indexing_with_an_integer_tensor_is_a_gather(capture):
     check(capture, f, edge_values([3, 3]), paddle.to_tensor([2, 0, 2]))
 
 
+def test_an_index_of_two_dimensions_takes_the_axis_place(capture):
+    # LLaMA's rotary tables: cos[position_ids] with position_ids of shape [batch, length]
+    def f(x, ids):
+        return x[ids], x[:, ids], x[ids, ...]
+
+    ids = paddle.to_tensor([[2, 0, -1], [1, 1, 0]])
+    check(capture, f, edge_values([3, 3, 2]), ids)
+
+
 def test_stack_split_chunk_and_tile(capture):
     def f(x, y):
         a, b = paddle.split(x, [1, -1], axis=1)
@@ -496,6 +505,42 @@ def test_cumsum_along_an_axis_and_flattened(capture):
         return paddle.cumsum(x, axis=1), x.cumsum(), paddle.cumsum(n, axis=0)
 
     check(capture, f, paddle.rand([3, 4]), paddle.to_tensor([[1, 2], [3, 4]], dtype="int32"))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "bool"])
+def test_tril_and_triu_with_diagonals(capture, dtype):
+    # LLaMA's causal mask: paddle.tril of a bool matrix
+    x = (paddle.rand([2, 4, 5]) * 10).astype(dtype)
+
+    def f(x):
+        return paddle.tril(x), x.triu(1), paddle.tril(x, -2), paddle.triu(x, diagonal=-1)
+
+    check(capture, f, x)
+
+
+@pytest.mark.filterwarnings("ignore:(?s).*swiglu")  # (Paddle 3.3 deprecates it)
+def test_swiglu_of_two_inputs_and_of_halves(capture):
+    import paddle.incubate.nn.functional as incubate
+
+    x, y = edge_values([3, 8]), paddle.randn([3, 8])
+    check(capture, lambda x, y: incubate.swiglu(x, y), x, y, rtol=1e-5, atol=1e-6)
+    check(capture, lambda x: incubate.swiglu(x), paddle.randn([2, 3, 8]), rtol=1e-5)
+
+
+def test_softmax_with_a_dtype_casts_first(capture):
+    def f(x):
+        return F.softmax(x, axis=-1, dtype="float32"), F.softmax(x, 0, dtype="float64")
+
+    check(capture, f, paddle.rand([3, 4]).astype("float64"))
+
+
+def test_logical_operators_of_bool_tensors(capture):
+    # LLaMA combines its padding and causal masks with `&`
+    def f(x, y):
+        a, b = x > 0.5, y < 0.5
+        return a & b, a | b, a ^ b, ~a, paddle.logical_and(a, b), paddle.logical_not(b)
+
+    check(capture, f, paddle.rand([3, 4]), paddle.rand([4]))
 
 
 def test_any_and_all(capture):

@@ -107,8 +107,11 @@ _BINARY = {
     operator.eq,
     operator.ne,
     operator.getitem,
+    operator.and_,
+    operator.or_,
+    operator.xor,
 }
-_UNARY = {operator.neg, operator.pos, operator.abs}
+_UNARY = {operator.neg, operator.pos, operator.abs, operator.invert}
 
 
 def lowerings() -> Dict[Any, Callable]:

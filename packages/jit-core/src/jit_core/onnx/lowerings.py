@@ -63,6 +63,19 @@ def _compare(onnx_op: str, negate: bool = False) -> Callable:
     return lower
 
 
+def _logical(onnx_op: str) -> Callable:
+    """``&``, ``|``, ``^`` and Paddle's logical and bitwise ops, of bool tensors (ONNX's
+    bitwise ops on integers need opset 18)."""
+
+    def lower(ex: Exporter, a: Dict[str, Any]) -> str:
+        operands = [a["x"]] if onnx_op == "Not" else [a["x"], a["y"]]
+        if not all(ex.is_tensor(v) and ex.dtype(v) == "bool" for v in operands):
+            ex.decline("operands that are not all bool tensors")
+        return ex.op(onnx_op, [ex.input(v) for v in operands])
+
+    return lower
+
+
 def _pow(ex: Exporter, a: Dict[str, Any]) -> str:
     x, y = a["x"], a["y"]
     if not ex.is_tensor(x):
@@ -207,6 +220,48 @@ def _silu(ex: Exporter, a: Dict[str, Any]) -> str:
     return ex.op("Div", [x, ex.op("Add", [one, ex.op("Exp", [ex.op("Neg", [x])])])])
 
 
+def _swiglu(ex: Exporter, a: Dict[str, Any]) -> str:
+    """``silu(x) * y``; without ``y``, the two halves of ``x``'s last axis (LLaMA's MLP)."""
+    x = _float_input(ex, a["x"])
+    dtype = ex.dtype(a["x"])
+    if a.get("y") is None:
+        size = ex.shape(a["x"])[-1]
+        if size % 2:
+            ex.decline("an odd last dimension")
+        x, y = ex.op("Split", [x, ex.ints([size // 2, size // 2])], outputs=2, axis=-1)
+    else:
+        if ex.dtype(a["y"]) != dtype:
+            ex.decline("inputs of two dtypes")
+        y = ex.input(a["y"])
+    one = ex.constant(1.0, dtype)
+    silu = ex.op("Div", [x, ex.op("Add", [one, ex.op("Exp", [ex.op("Neg", [x])])])])
+    return ex.op("Mul", [silu, y])
+
+
+def _trilu(upper: bool) -> Callable:
+    def lower(ex: Exporter, a: Dict[str, Any]) -> str:
+        x, k = a["x"], ex.known(a.get("diagonal", 0))
+        if not isinstance(k, int) or isinstance(k, bool):
+            ex.decline("a diagonal that is not an int")
+        if ex.rank(x) < 2:
+            ex.decline("a tensor of fewer than 2 dimensions")
+        if ex.dtype(x) not in ("float32", "float64", "int64", "bool"):
+            # what ONNX Runtime's Trilu kernels take
+            ex.decline(f"{ex.dtype(x)} values")
+        return ex.op("Trilu", [ex.input(x), ex.constant(k, "int64")], upper=int(upper))
+
+    return lower
+
+
+def _incubate(name: str) -> Any:
+    """``paddle.incubate.nn.functional.<name>``, or None where this Paddle has none."""
+    try:
+        import paddle.incubate.nn.functional as incubate
+    except ImportError:
+        return None
+    return getattr(incubate, name, None)
+
+
 def _sqrt_of(ex: Exporter, x: str, dtype: str) -> str:
     # ONNX Runtime 1.19 (the last for Python 3.8 and 3.9) takes sqrt(inf) for NaN
     inf = ex.constant(float("inf"), dtype)
@@ -346,10 +401,16 @@ def _gelu(ex: Exporter, a: Dict[str, Any]) -> str:
 def _softmax(ex: Exporter, a: Dict[str, Any]) -> str:
     x = a["x"]
     if a.get("dtype") is not None:
-        ex.decline("a dtype argument")
+        # Paddle casts the input first (LLaMA asks for float32 scores)
+        out = ex.out_dtype()
+        if out not in _FLOATS:
+            ex.decline(f"dtype {out}")
+        name = ex.input(x, out)
+    else:
+        name = _float_input(ex, x)
     rank = ex.rank(x)
     axis = int(a.get("axis", -1))
-    return ex.op("Softmax", [_float_input(ex, x)], axis=axis + rank if axis < 0 else axis)
+    return ex.op("Softmax", [name], axis=axis + rank if axis < 0 else axis)
 
 
 # -- shapes --------------------------------------------------------------------------------
@@ -803,6 +864,19 @@ def builtin_lowerings() -> Dict[Any, Callable]:
     add([operator.ge], _compare("GreaterOrEqual"))
     add([operator.eq], _compare("Equal"))
     add([operator.ne], _compare("Equal", negate=True))
+    for op, name, onnx_op in (
+        (operator.and_, "and", "And"),
+        (operator.or_, "or", "Or"),
+        (operator.xor, "xor", "Xor"),
+    ):
+        keys = [op, getattr(paddle, f"logical_{name}"), getattr(paddle, f"bitwise_{name}")]
+        keys += [f"Tensor.__{name}__", f"Tensor.logical_{name}", f"Tensor.bitwise_{name}"]
+        add(keys, _logical(onnx_op))
+    add(
+        [operator.invert, paddle.logical_not, paddle.bitwise_not, "Tensor.__invert__"]
+        + ["Tensor.logical_not", "Tensor.bitwise_not"],
+        _logical("Not"),
+    )
     add([operator.neg, paddle.neg, "Tensor.neg", "Tensor.__neg__"], _unary("Neg", False))
     add([operator.abs, paddle.abs, "Tensor.abs"], _unary("Abs", False))
     for name, onnx_op in (
@@ -833,6 +907,9 @@ def builtin_lowerings() -> Dict[Any, Callable]:
     add([F.selu], _selu)
     add([F.mish], _mish)
     add([F.swish], _silu)  # (the same kernel: x / (1 + exp(-x)))
+    add([_incubate("swiglu"), getattr(F, "swiglu", None)], _swiglu)
+    add([paddle.tril, "Tensor.tril"], _trilu(False))
+    add([paddle.triu, "Tensor.triu"], _trilu(True))
     add([paddle.any, "Tensor.any"], _any_all("ReduceMax"))
     add([paddle.all, "Tensor.all"], _any_all("ReduceMin"))
     add([operator.pos], _identity)

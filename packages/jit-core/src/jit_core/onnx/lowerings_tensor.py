@@ -144,6 +144,10 @@ def _gather_index(ex: Exporter, x: Any, index: tuple) -> str:
         ex.decline("an integer tensor index with other indices")
     if ex.dtype(ids) not in ("int32", "int64"):
         ex.decline(f"a {ex.dtype(ids)} tensor index")
+    if ex.rank(ids) > 1:
+        # (LLaMA's ``cos[position_ids]``) the index's shape takes the axis's place, as in
+        # ONNX's Gather; Paddle's gather function takes 1-D indices only
+        return ex.op("Gather", [ex.input(x), ex.input(ids)], axis=position)
     return _gather(ex, {"x": x, "index": ids, "axis": position})
 
 

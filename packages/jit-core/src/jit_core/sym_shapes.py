@@ -545,13 +545,15 @@ def _reduce(default_keepdim: bool = False):
 
 
 def _slice_size(ctx, n: Expr, s: slice) -> Expr:
-    """The length of ``range(n)[s]`` as an expression; the signs of symbolic bounds
-    decide how they count, so they are guarded as they are in this capture."""
+    """The length of ``range(n)[s]`` as an expression. Where a bound's clamping depends
+    on ``n`` (``x[:4]`` is 4 long only where ``n >= 4``), the capture's side of it is
+    guarded, so the expression stays a plain sum (``n - 3`` for ``x[-3:]``)."""
     if n is None:
         return None
     step = 1 if s.step is None else s.step
     if not isinstance(step, int) or isinstance(step, bool) or step <= 0:
         return None
+    zero = shapes.const(0)
 
     def bound(b, default: Expr) -> Expr:
         if b is None:
@@ -559,16 +561,14 @@ def _slice_size(ctx, n: Expr, s: slice) -> Expr:
         e = ctx.scalar(b)
         if e is None:
             return None
-        zero = shapes.const(0)
-        if e[0] == "const":
-            if e[1] >= 0:
-                return _op(min, e, n)
-            return _op(max, _op(operator.add, n, e), zero)
         if ctx.relation(operator.ge, e, zero):
-            return _op(min, e, n)
-        return _op(max, _op(operator.add, n, e), zero)
+            # min(e, n)
+            return e if ctx.relation(operator.le, e, n) else n
+        # max(n + e, 0)
+        back = _op(operator.add, n, e)
+        return back if ctx.relation(operator.ge, back, zero) else zero
 
-    start = bound(s.start, shapes.const(0))
+    start = bound(s.start, zero)
     stop = bound(s.stop, n)
     if start is None or stop is None:
         return None
@@ -577,7 +577,20 @@ def _slice_size(ctx, n: Expr, s: slice) -> Expr:
         span = _op(
             operator.floordiv, _op(operator.add, span, shapes.const(step - 1)), shapes.const(step)
         )
-    return _op(max, span, shapes.const(0))
+    return span if ctx.relation(operator.ge, span, zero) else zero
+
+
+def _t(ctx, node, args, kwargs) -> Dims:
+    x = _tensor_dims(ctx, _arg(args, kwargs, 0, "input"))
+    return list(reversed(x)) if len(x) == 2 else list(x)
+
+
+def _tile(ctx, node, args, kwargs) -> Dims:
+    x = list(_tensor_dims(ctx, _arg(args, kwargs, 0, "x")))
+    times = _shape_list(ctx, _arg(args, kwargs, 1, "repeat_times"))
+    x = [_ONE] * (len(times) - len(x)) + x
+    times = [_ONE] * (len(x) - len(times)) + times
+    return [_op(operator.mul, a, b) for a, b in zip(x, times)]
 
 
 def _getitem(ctx, node, args, kwargs) -> Dims:
@@ -736,6 +749,8 @@ _RULES.update(
     all=_reduce(),
     any=_reduce(),
     flatten=_flatten,
+    t=_t,
+    tile=_tile,
     arange=_arange,
     getitem=_getitem,
 )

@@ -103,7 +103,7 @@ def linear_form(expr: tuple) -> Optional[Dict[Any, int]]:
 def always_holds(fn: Callable, a: tuple, b: tuple) -> bool:
     """Whether comparing ``a`` with ``b`` by ``fn`` gives one answer at every size: they
     differ by a constant (``L['x'].shape[1] + 1`` against ``1 + L['x'].shape[1]``), or,
-    for ``>=``/``>``, by sizes (never negative) plus a constant that decides it."""
+    for ``>=``/``>``, by dynamic sizes (each at least 2) plus a constant that decides it."""
     la, lb = linear_form(a), linear_form(b)
     if la is None or lb is None:
         return False
@@ -117,7 +117,8 @@ def always_holds(fn: Callable, a: tuple, b: tuple) -> bool:
     if not terms:
         return True
     if fn in (operator.ge, operator.gt) and all(k[0] == "dim" and v > 0 for k, v in terms.items()):
-        return fn(diff.get(None, 0), 0)
+        # a dynamic dimension is at least 2 (its tensor's guard checks it)
+        return fn(diff.get(None, 0) + 2 * sum(terms.values()), 0)
     return False
 
 
@@ -386,6 +387,9 @@ def _reshape(ctx, node, args, kwargs) -> Dims:
         elif e == shapes.const(-1):
             infer = i
             out.append(None)
+        elif e is not None and e[0] != "const" and not ctx.relation(operator.ge, e, _ONE):
+            # a symbolic entry that is 0 or -1 at run time means "copy" or "infer"
+            return [None] * len(wanted)
         else:
             out.append(e)
     if infer is not None:
@@ -511,6 +515,8 @@ def _expand(ctx, node, args, kwargs) -> Dims:
     out = []
     for i, e in enumerate(wanted):
         j = i - (len(wanted) - len(x))
+        if e is not None and e[0] != "const" and not ctx.relation(operator.ge, e, _ONE):
+            raise _Unknown("a symbolic size that may be -1 (keep the input's)")
         out.append(x[j] if e == shapes.const(-1) and j >= 0 else e)
     return out
 

@@ -64,3 +64,21 @@ def test_a_two_node_ray_cluster_gives_the_local_verdicts(tmp_path, monkeypatch):
         assert {t: theirs["correct_at"][t] for t in ("-6", "-1")} == mine["correct_at"]
         assert theirs["graphs"] == mine["graphs"] and theirs["breaks"] == mine["breaks"]
     assert len({r["node"] for r in remote}) == 2  # both nodes ran samples
+
+
+def test_a_cluster_it_cannot_join_is_one_line_naming_it(monkeypatch, capsys):
+    """Was: Ray's ConnectionError as a traceback from inside ray.init."""
+    ray = pytest.importorskip("ray", reason="Ray is not installed (CI installs it for 3.12 only)")
+
+    def refuse(**kwargs):
+        raise ConnectionError("Failed to connect to Ray cluster at 10.0.0.9:6379\nmore detail")
+
+    monkeypatch.setattr(ray, "init", refuse)
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    with pytest.raises(SystemExit):
+        jit_eval([GRAPHS, "--cluster", "10.0.0.9:6379", "--quiet"])
+    err = capsys.readouterr().err
+    assert (
+        "cannot join the Ray cluster at '10.0.0.9:6379': ConnectionError: Failed to connect" in err
+    )
+    assert "Traceback" not in err and "more detail" not in err

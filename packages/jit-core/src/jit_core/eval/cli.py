@@ -264,19 +264,22 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     on_sample = None if progress is None else progress.sample
     if args.cluster:
-        from .cluster import run_on_ray
+        from .cluster import ClusterUnreachable, run_on_ray
 
-        results = run_on_ray(
-            args.cluster,
-            paths,
-            names,
-            cfg,
-            on_sample,
-            on_result=on_result,
-            done=done,
-            task_cpus=args.task_cpus,
-            task_gpus=args.task_gpus,
-        )
+        try:
+            results = run_on_ray(
+                args.cluster,
+                paths,
+                names,
+                cfg,
+                on_sample,
+                on_result=on_result,
+                done=done,
+                task_cpus=args.task_cpus,
+                task_gpus=args.task_gpus,
+            )
+        except ClusterUnreachable as e:
+            parser.error(str(e))
     else:
         results = run(paths, names, cfg, on_sample, on_result=on_result, done=done)
     summary = report.summarize(results, backends, args.tolerance)

@@ -40,6 +40,17 @@ def unavailable_reason() -> str:
     return ""
 
 
+class ClusterUnreachable(ConnectionError):
+    """``ray.init`` could not join the cluster at ``address``; the message says why."""
+
+    def __init__(self, address: str, cause: BaseException):
+        text = str(cause).strip().splitlines()
+        why = f"{type(cause).__name__}: {text[0] if text else ''}".rstrip(": ")
+        if "auth" in f"{cause} {cause.__cause__ or ''}".lower():
+            why += " (a cluster with token authentication needs RAY_AUTH_TOKEN set here)"
+        super().__init__(f"cannot join the Ray cluster at {address!r}: {why}")
+
+
 def _require_ray():
     why = unavailable_reason()
     if why:
@@ -110,7 +121,10 @@ def run_on_ray(
             kwargs["address"] = address
         else:
             kwargs["include_dashboard"] = False
-        ray.init(**kwargs)
+        try:
+            ray.init(**kwargs)
+        except Exception as e:  # noqa: BLE001 - Ray's errors differ by cause and release
+            raise ClusterUnreachable(address, e) from e
     try:
         return _schedule(ray, paths, names, cfg, on_sample, on_result, done, task_cpus, task_gpus)
     finally:

@@ -152,6 +152,14 @@ class Unsupported(Exception):
         return f"{self.reason}{where}{inst}"
 
 
+def raised_at_capture(what: str, e: BaseException) -> str:
+    """The reason of a break where a Paddle call raised on the capture's examples."""
+    return (
+        f"{what}(...) raised {type(e).__name__} during capture ({str(e).strip()[:200]}): "
+        "the call runs in Python, where Paddle raises it itself"
+    )
+
+
 class Raised(Unsupported):
     """The captured code raises ``exc`` here, and would at every call its guards admit (a
     Paddle getter that raises outside a distributed run). The executor takes it to the

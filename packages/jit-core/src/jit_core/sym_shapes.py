@@ -409,6 +409,14 @@ def _transpose(ctx, node, args, kwargs) -> Dims:
     return [x[p] for p in perm]
 
 
+def _agreed(column: List[Expr]) -> Expr:
+    """One size that several tensors must share for ``concat``/``stack`` to succeed: a
+    fixed one if any says it, else any known one."""
+    known = [e for e in column if e is not None]
+    consts = [e for e in known if e[0] == "const"]
+    return consts[0] if consts else (known[0] if known else None)
+
+
 def _concat(ctx, node, args, kwargs) -> Dims:
     items = _arg(args, kwargs, 0, "x")
     if not isinstance(items, (list, tuple)) or not items:
@@ -425,10 +433,7 @@ def _concat(ctx, node, args, kwargs) -> Dims:
                 total = _op(operator.add, total, e)
             out.append(total)
         else:
-            # equal wherever concat succeeds: a fixed one if any says it
-            known = [e for e in column if e is not None]
-            consts = [e for e in known if e[0] == "const"]
-            out.append(consts[0] if consts else (known[0] if known else None))
+            out.append(_agreed(column))
     return out
 
 
@@ -439,11 +444,7 @@ def _stack(ctx, node, args, kwargs) -> Dims:
     all_dims = [_tensor_dims(ctx, t) for t in items]
     rank = len(all_dims[0])
     axis = _axis(_arg(args, kwargs, 1, "axis", 0), rank + 1)
-    out = []
-    for i in range(rank):
-        known = [d[i] for d in all_dims if d[i] is not None]
-        consts = [e for e in known if e[0] == "const"]
-        out.append(consts[0] if consts else (known[0] if known else None))
+    out = [_agreed([d[i] for d in all_dims]) for i in range(rank)]
     out.insert(axis, shapes.const(len(items)))
     return out
 

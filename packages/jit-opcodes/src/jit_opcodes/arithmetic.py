@@ -5,7 +5,7 @@ from __future__ import annotations
 import operator
 
 from jit_core.codegen.breaks import RunsInPython
-from jit_core.errors import RAISES, UNSUPPORTED_OPCODE, Unsupported
+from jit_core.errors import UNSUPPORTED_OPCODE, Unsupported
 from jit_core.variables import ConstantVariable, SliceVariable, wrap_static
 
 from .registry import handler, versions
@@ -114,11 +114,9 @@ def compare_op(tx, inst):
         res = tx.binary_op(operator.contains, b, a)
         tx.push(res if sym == "in" else tx.unary_op(operator.not_, res))
     elif sym == "exception match":  # 3.8: an `except` clause of a handler the capture entered
-        from jit_core.variables.exceptions import ExceptionVariable
+        from jit_core.variables.exceptions import except_matches
 
-        if not isinstance(a, ExceptionVariable):
-            raise Unsupported(f"`except` matching {a.describe()}", category=RAISES)
-        tx.push(ConstantVariable(a.matches(b)))
+        tx.push(ConstantVariable(except_matches(a, b)))
     else:
         raise Unsupported(f"COMPARE_OP {sym!r}", category=UNSUPPORTED_OPCODE)
 

@@ -16,7 +16,7 @@ from jit_core._compat import HAS_EXCEPTION_TABLE
 from jit_core.errors import INTERNAL, RAISES, UNSUPPORTED_OPCODE, Unsupported
 from jit_core.variables import ConstantVariable, NullVariable
 from jit_core.variables.contexts import enter_context
-from jit_core.variables.exceptions import ExceptionVariable
+from jit_core.variables.exceptions import except_matches
 
 from .registry import handler, versions
 
@@ -47,22 +47,16 @@ def push_exc_info(tx, inst):
     tx.push(exc)
 
 
-def _matches(tx, exc, wanted) -> bool:
-    if not isinstance(exc, ExceptionVariable):
-        raise Unsupported(f"`except` matching {exc.describe()}", category=RAISES)
-    return exc.matches(wanted)
-
-
 @handler("CHECK_EXC_MATCH", versions=versions("3.11", "3.13"))
 def check_exc_match(tx, inst):
     wanted = tx.pop()
-    tx.push(ConstantVariable(_matches(tx, tx.peek(), wanted)))
+    tx.push(ConstantVariable(except_matches(tx.peek(), wanted)))
 
 
 @handler("JUMP_IF_NOT_EXC_MATCH", versions=versions("3.9", "3.10"))
 def jump_if_not_exc_match(tx, inst):
     wanted = tx.pop()
-    if not _matches(tx, tx.pop(), wanted):
+    if not except_matches(tx.pop(), wanted):
         tx.jump(inst)
 
 

@@ -28,6 +28,7 @@ from ..errors import (
     SIDE_EFFECT,
     UNTRACED_CALL,
     Unsupported,
+    raised_at_capture,
 )
 from ..fx import Graph
 from ..shapes import ShapePolicy
@@ -686,11 +687,7 @@ class OutputGraph:
             raise
         except Exception as e:
             what = target if isinstance(target, str) else getattr(target, "__name__", repr(target))
-            raise Unsupported(
-                f"{what}(...) raised {type(e).__name__} during capture ({str(e).strip()[:200]}): "
-                "the call runs in Python, where Paddle raises it itself",
-                category=RAISES,
-            ) from e
+            raise Unsupported(raised_at_capture(what, e), category=RAISES) from e
 
     def _create_node(self, tx, op: str, target, args, kwargs):
         if not self.sized_by_numbers and not (op == "call_function" and target in _ELEMENTWISE):

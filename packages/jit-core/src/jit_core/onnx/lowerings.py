@@ -213,10 +213,13 @@ def _hardsigmoid(ex: Exporter, a: Dict[str, Any]) -> str:
 
 
 def _silu(ex: Exporter, a: Dict[str, Any]) -> str:
+    return _silu_of(ex, _float_input(ex, a["x"]), ex.dtype(a["x"]))
+
+
+def _silu_of(ex: Exporter, x: str, dtype: str) -> str:
     # Paddle's kernel, x / (1 + exp(-x)) (x * sigmoid(x) is what ONNX Runtime 1.19 fuses
     # into a QuickGelu that has no float64 kernel)
-    x = _float_input(ex, a["x"])
-    one = ex.constant(1.0, ex.dtype(a["x"]))
+    one = ex.constant(1.0, dtype)
     return ex.op("Div", [x, ex.op("Add", [one, ex.op("Exp", [ex.op("Neg", [x])])])])
 
 
@@ -233,9 +236,7 @@ def _swiglu(ex: Exporter, a: Dict[str, Any]) -> str:
         if ex.dtype(a["y"]) != dtype:
             ex.decline("inputs of two dtypes")
         y = ex.input(a["y"])
-    one = ex.constant(1.0, dtype)
-    silu = ex.op("Div", [x, ex.op("Add", [one, ex.op("Exp", [ex.op("Neg", [x])])])])
-    return ex.op("Mul", [silu, y])
+    return ex.op("Mul", [_silu_of(ex, x, dtype), y])
 
 
 def _trilu(upper: bool) -> Callable:

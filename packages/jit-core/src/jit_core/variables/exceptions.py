@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Tuple
 
-from ..errors import ExceptionsNotSimulated, Unsupported
+from ..errors import RAISES, ExceptionsNotSimulated, Unsupported
 from .base import VariableTracker
 
 
@@ -41,6 +41,14 @@ class ExceptionVariable(VariableTracker):
 
     def reconstruct(self, cg) -> None:
         raise ExceptionsNotSimulated(f"the {self.describe()} outlives its handler")
+
+
+def except_matches(exc: VariableTracker, wanted: VariableTracker) -> bool:
+    """Whether ``except wanted:`` takes ``exc``, the exception of a handler the capture
+    entered (anything else on the stack there is not captured)."""
+    if not isinstance(exc, ExceptionVariable):
+        raise Unsupported(f"`except` matching {exc.describe()}", category=RAISES)
+    return exc.matches(wanted)
 
 
 def _classes(v: VariableTracker) -> Tuple[type, ...]:

@@ -708,16 +708,11 @@ class PaddleFunctionVariable(KnownValueVariable):
                 self.fn(*consts)
             except Exception as e:  # noqa: BLE001 - what it raises is what eager raises
                 from .. import guards
-                from ..errors import Raised
+                from ..errors import Raised, raised_at_capture
                 from ..sources import CallSource
 
                 tx.output.guards.add(CallSource(self.fn, consts), guards.RAISES, type(e))
-                raise Raised(
-                    e,
-                    f"{name}(...) raised {type(e).__name__} during capture "
-                    f"({str(e).strip()[:200]}): the call runs in Python, where Paddle raises "
-                    "it itself",
-                ) from e
+                raise Raised(e, raised_at_capture(name, e)) from e
         if is_build_query(self.fn) or is_state_query(self.fn):
             if name == "amp_state" and tx.output.amp_blocks:
                 # the capture does not stay inside the auto_cast it captured: the state

@@ -15,7 +15,7 @@ import jit_backend_onnxrt
 import numpy as np
 import paddle
 import pytest
-from jit_backend_onnxrt import plugin
+from jit_backend_onnxrt import first_load, plugin
 from jit_backend_onnxrt.backend import OrtGraph, stats
 
 import jit_core
@@ -698,16 +698,116 @@ def test_bad_options_are_named():
         jit_core.optimize(g, backend="onnxrt", specialize=-1)(paddle.ones([2]))
 
 
-def test_a_dynamic_model_onnx_runtime_cannot_load_is_exported_per_shape(tmp_path):
-    # ONNX Runtime 1.19 dies of SIGFPE loading VGG11 with a dynamic batch: such models
-    # are loaded in a child process first, and one that fails there is handed back
-    from jit_backend_onnxrt.backend import _probe_session
+#: a first-load worker whose ONNX Runtime aborts, as on an uncaught C++ exception, on
+#: every model ("all") or on models with dynamic dimensions ("dynamic")
+ABORTING_WORKER = """
+import os, runpy, sys
+import onnx, onnxruntime
+real = onnxruntime.InferenceSession
+def session(path, *args, **kwargs):
+    dims = [d for i in onnx.load(path).graph.input for d in i.type.tensor_type.shape.dim]
+    if sys.argv[1] == "all" or any(d.dim_param for d in dims):
+        sys.stderr.write("terminate called after throwing an instance of 'std::length_error'\\n")
+        sys.stderr.write("  what():  vector::reserve\\n")
+        sys.stderr.flush()
+        os.abort()
+    return real(path, *args, **kwargs)
+onnxruntime.InferenceSession = session
+runpy.run_path(sys.argv[2], run_name="__main__")
+"""
 
-    from jit_core.errors import StaticShapesOnly
 
-    with pytest.raises(StaticShapesOnly, match="could not load its model with dynamic dimensions"):
-        _probe_session(b"not a model", str(tmp_path), "all", ["CPUExecutionProvider"])
-    assert list(tmp_path.iterdir()) == []
+@pytest.fixture
+def first_load_worker(monkeypatch):
+    """Replace the first-load worker by one started with the given ``argv``."""
+    workers = []
+
+    def use(argv):
+        worker = first_load.FirstLoads()
+        worker.argv = argv
+        workers.append(worker)
+        monkeypatch.setattr(first_load, "WORKER", worker)
+        return worker
+
+    yield use
+    for worker in workers:
+        worker.close()
+
+
+@needs_export
+def test_onnx_runtime_dying_on_a_model_costs_the_graph_not_the_program(first_load_worker):
+    first_load_worker([sys.executable, "-c", ABORTING_WORKER, "all", first_load.CHILD])
+
+    def f(t):
+        return paddle.tanh(t) * 2
+
+    x = paddle.rand([2, 3])
+    with paddle.no_grad():
+        with pytest.raises(BackendCompileError) as error:
+            jit_core.optimize(f, backend="onnxrt")(x)
+        message = str(error.value)
+        assert "died loading the exported graph in a worker process" in message
+        assert "SIGABRT" in message and "what():  vector::reserve" in message
+        assert "fallback=True" in message
+        # the next graph's worker starts afresh; with fallback the graph runs on paddle
+        g = jit_core.optimize(lambda t: paddle.sin(t) + 1, backend="onnxrt", fallback=True)
+        with pytest.warns(RuntimeWarning, match="SIGABRT.*runs on the paddle backend"):
+            (graph,) = jit_core.explain(g, x).graphs
+        assert graph.backend.startswith("paddle (runs on the paddle backend: backend 'onnxrt'")
+        assert "SIGABRT" in graph.backend
+        with pytest.warns(RuntimeWarning, match="SIGABRT"):
+            close(jit_core.optimize(f, backend="onnxrt", fallback=True)(x), f(x))
+
+        # the verdict is kept: the next process neither exports nor loads the model again
+        first_load_worker([sys.executable, "-c", "raise SystemExit(3)"])
+        exports = stats["exports"]
+        with pytest.raises(BackendCompileError, match="the verdict of an earlier process"):
+            jit_core.optimize(f, backend="onnxrt")(x)
+    assert stats["exports"] == exports
+
+
+@needs_export
+def test_a_dynamic_model_onnx_runtime_dies_on_is_exported_per_shape(first_load_worker):
+    # ONNX Runtime 1.19 dies of SIGFPE loading VGG11 with a dynamic batch
+    first_load_worker([sys.executable, "-c", ABORTING_WORKER, "dynamic", first_load.CHILD])
+    net = make_net()
+    fast = jit_core.optimize(net, backend="onnxrt")
+    with paddle.no_grad():
+        for batch in (2, 3, 3):
+            x = paddle.randn([batch, 8])
+            close(fast(x), net(x), 1e-4)
+    from jit_core.shape_dispatch import PerShape
+
+    per_shape = compiled_of(fast)[-1]
+    assert isinstance(per_shape, PerShape)
+    assert "died loading the exported graph" in per_shape.describe()
+    assert "SIGABRT" in per_shape.describe()
+    (built,) = per_shape.builds.values()
+    assert isinstance(built, OrtGraph)  # on ONNX Runtime, at fixed shapes
+    assert [i.shape for i in built.session.get_inputs()][0] == [3, 8]
+
+
+@needs_export
+def test_onnx_runtime_loads_the_model_its_worker_optimized(monkeypatch):
+    """What the worker optimized is loaded here with optimizations off: the optimizing is
+    not paid twice."""
+    import onnxruntime
+    from jit_backend_onnxrt import backend
+
+    levels = []
+    real = onnxruntime.InferenceSession
+
+    def session(model, options, **kwargs):
+        levels.append((isinstance(model, str), options.graph_optimization_level))
+        return real(model, options, **kwargs)
+
+    monkeypatch.setattr(onnxruntime, "InferenceSession", session)
+    net = make_net()
+    x = paddle.randn([4, 8])
+    with paddle.no_grad():
+        close(jit_core.optimize(net, backend="onnxrt")(x), net(x), 1e-4)
+    assert levels == [(True, onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL)]
+    assert backend.first_load.WORKER.version == onnxruntime.__version__
 
 
 @needs_export

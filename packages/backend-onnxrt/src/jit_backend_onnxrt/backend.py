@@ -34,9 +34,14 @@ from jit_core.onnx import (
 )
 from jit_core.shape_dispatch import check_other_sizes, dynamic_dims
 
+from . import first_load
+
 log = logging.getLogger("jit_core.onnxrt")
 
 _CACHE = DiskCache("onnxrt")
+#: models ONNX Runtime died on in the first-load worker (a refusal only costs speed: the
+#: graph runs on the paddle backend)
+_VERDICTS = DiskCache("onnxrt-refused", kind="hint")
 LEVELS = {
     "disable": "ORT_DISABLE_ALL",
     "basic": "ORT_ENABLE_BASIC",
@@ -131,7 +136,7 @@ def compile_graph(
             f"(an int, 0 or more), got {specialize!r}"
         )
     threads = (intra_op_num_threads, inter_op_num_threads)
-    options = _session_options(ort, *threads, graph_optimization_level)
+    _session_options(ort, *threads, graph_optimization_level)  # its arguments are checked
     providers = _providers(ort, providers)
     frozen = bool(gm.meta.get("frozen"))
     setup = ("frozen" if frozen else "live parameters", graph_optimization_level, providers)
@@ -143,12 +148,14 @@ def compile_graph(
             warm = _session_options(ort, *threads, "disable")
             compiled = OrtGraph(_session(ort, model, warm, providers), gm, live)
         else:
-            with tempfile.TemporaryDirectory(prefix="jit_onnxrt_") as folder:
-                if dynamic_dims(gm):
-                    _probe_session(model, folder, graph_optimization_level, providers)
-                optimized = os.path.join(folder, "optimized.onnx")
-                options.optimized_model_filepath = optimized
-                compiled = OrtGraph(_session(ort, model, options, providers), gm, live)
+            scratch = first_load.scratch_dir(len(model))
+            with tempfile.TemporaryDirectory(prefix="jit_onnxrt_", dir=scratch) as folder:
+                placeholders = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+                feeds = first_load.trial_feeds(folder, placeholders, example_inputs, live)
+                source, loading, optimized = _first_load(
+                    ort, model, key, folder, threads, graph_optimization_level, providers, feeds
+                )
+                compiled = OrtGraph(_session(ort, source, loading, providers), gm, live)
                 validate(compiled, gm, example_inputs)
                 if dynamic_dims(gm):
                     check_other_sizes(
@@ -159,7 +166,7 @@ def compile_graph(
                     )
                 # only a model that passed the check is kept (and only if ORT wrote it in
                 # one file: huge models get external data files)
-                if key is not None and os.listdir(folder) == ["optimized.onnx"]:
+                if key is not None and os.listdir(os.path.dirname(optimized)) == ["model.onnx"]:
                     with open(optimized, "rb") as f:
                         _CACHE.put_later(key, f.read())
         if dynamic_dims(gm) and specialize and len(model) <= SPECIALIZE_MAX_BYTES:
@@ -182,22 +189,65 @@ def compile_graph(
     return compiled
 
 
-def _session(ort, model: bytes, options, providers):
+def _session(ort, model, options, providers):
+    """An ``InferenceSession`` of ``model`` (its bytes or its file)."""
     try:
         return ort.InferenceSession(model, options, providers=providers)
     except Exception as e:  # ORT's own exception types differ between releases
-        message = str(e).strip()
-        if "Could not find an implementation" in message:
-            # a kernel this release lacks (1.19 has no float64 Cos): nothing is wrong with
-            # the program or the export, the graph runs on the paddle backend
-            found = re.search(r"implementation for (\S+)", message)
-            what = found.group(1) if found else "an operator"
-            raise GraphDeclined(
-                f"onnxruntime {ort.__version__} has no kernel for {what} with these dtypes"
-            ) from e
-        raise OnnxRuntimeError(
-            f"onnxruntime {ort.__version__} cannot load the exported graph: {message[:800]}"
-        ) from e
+        raise _load_error(ort, str(e)) from e
+
+
+def _load_error(ort, message: str) -> JitError:
+    """What ONNX Runtime's refusal to load a model means to the caller."""
+    message = message.strip()
+    if "Could not find an implementation" in message:
+        # a kernel this release lacks (1.19 has no float64 Cos): nothing is wrong with
+        # the program or the export, the graph runs on the paddle backend
+        found = re.search(r"implementation for (\S+)", message)
+        what = found.group(1) if found else "an operator"
+        return GraphDeclined(
+            f"onnxruntime {ort.__version__} has no kernel for {what} with these dtypes"
+        )
+    return OnnxRuntimeError(
+        f"onnxruntime {ort.__version__} cannot load the exported graph: {message[:800]}"
+    )
+
+
+def _first_load(ort, model: bytes, key, folder: str, threads, level: str, providers, feeds):
+    """Load ``model`` in the first-load worker (``first_load``) and run it there once on
+    ``feeds``; what this process then loads: (the model's bytes or file, its session
+    options, where ONNX Runtime wrote the optimized model). A worker that dies becomes an
+    ``OnnxRuntimeError``, kept under ``key`` so that later processes do not try again."""
+    path = os.path.join(folder, "model.onnx")
+    with open(path, "wb") as f:
+        f.write(model)
+    optimized = os.path.join(folder, "optimized", "model.onnx")
+    os.mkdir(os.path.dirname(optimized))
+    request = {
+        "model": path,
+        "level": LEVELS[level],
+        "providers": list(providers),
+        "intra_op_num_threads": threads[0],
+        "inter_op_num_threads": threads[1],
+        "optimized": optimized,
+        **(feeds or {}),
+    }
+    try:
+        reply = first_load.WORKER.load(request)
+    except first_load.OrtAborted as e:
+        message = (
+            f"onnxruntime {ort.__version__} died {e.step} the exported graph in a worker "
+            f"process, where it is first loaded ({e.how})"
+        )
+        if key is not None:
+            _VERDICTS.put(key, message.encode())
+        raise OnnxRuntimeError(message) from None
+    if not reply["ok"]:
+        raise _load_error(ort, reply["error"])
+    if os.path.exists(optimized):
+        return optimized, _session_options(ort, *threads, "disable"), optimized
+    # ORT wrote no optimized model (an execution provider that compiles its nodes)
+    return model, _session_options(ort, *threads, level), optimized
 
 
 def _model_bytes(gm, example_inputs, opset: int, ort, use_cache: bool, setup: tuple):
@@ -223,6 +273,14 @@ def _model_bytes(gm, example_inputs, opset: int, ort, use_cache: bool, setup: tu
             stats["cache_hits"] += 1
             log.info("%s: ONNX model from the cache (%s)", type(gm).__name__, key[:12])
             return data, key, True
+        refused = _VERDICTS.get(key)
+        if refused is not None:
+            raise OnnxRuntimeError(
+                f"{refused.decode(errors='replace')} (the verdict of an earlier process, kept "
+                "in the compile cache: python -m jit_core.cache clear forgets it)"
+            )
+    # the worker starts while the graph is exported (see first_load)
+    first_load.WORKER.start()
     model = export_onnx(gm, example_inputs, opset, acts_on_checks=True)
     stats["exports"] += 1
     if not frozen:
@@ -614,10 +672,20 @@ class _Specializer:
             shapes = {name: shape for (name, _), shape in zip(inputs, key)}
             try:
                 model = _with_fixed_dims(self._model, shapes)
-                options = _session_options(self._ort, *self._threads, self._level)
-                fixed = owner.with_fixed_shapes(
-                    _session(self._ort, model, options, self._providers)
-                )
+                scratch = first_load.scratch_dir(len(model))
+                with tempfile.TemporaryDirectory(prefix="jit_onnxrt_", dir=scratch) as folder:
+                    source, options, _ = _first_load(
+                        self._ort,
+                        model,
+                        None,
+                        folder,
+                        self._threads,
+                        self._level,
+                        self._providers,
+                        None,
+                    )
+                    session = _session(self._ort, source, options, self._providers)
+                fixed = owner.with_fixed_shapes(session)
                 problem = _disagreement(expected, fixed._run(inputs, ()))
             except Exception as e:  # noqa: BLE001 - the dynamic session serves this shape
                 fixed, problem = None, f"{type(e).__name__}: {str(e)[:200]}"
@@ -692,46 +760,6 @@ def _reshaped(a: np.ndarray, shape: Optional[List[int]]) -> np.ndarray:
     if a.size == int(np.prod(shape, dtype=np.int64)):
         return a.reshape(shape)
     return a
-
-
-_PROBE = """
-import sys
-import onnxruntime as ort
-options = ort.SessionOptions()
-options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, sys.argv[2])
-options.log_severity_level = 3
-ort.InferenceSession(sys.argv[1], options, providers=sys.argv[3].split(","))
-"""
-
-
-def _probe_session(model: bytes, folder: str, level: str, providers: List[str]) -> None:
-    """Load a model with dynamic dimensions in a child process first. ONNX Runtime's
-    graph optimizer can die of a signal on one (1.19 on VGG11 with a dynamic batch:
-    SIGFPE), which in this process would end the user's program; where the child dies,
-    the graph is exported per shape instead."""
-    import subprocess
-    import sys
-
-    path = os.path.join(folder, "probe.onnx")
-    with open(path, "wb") as f:
-        f.write(model)
-    try:
-        done = subprocess.run(
-            [sys.executable, "-c", _PROBE, path, LEVELS[level], ",".join(providers)],
-            capture_output=True,
-            timeout=300,
-        )
-    except subprocess.TimeoutExpired as e:
-        raise StaticShapesOnly("ONNX Runtime took over 300 s to load its dynamic model") from e
-    finally:
-        os.remove(path)
-    if done.returncode != 0:
-        how = f"signal {-done.returncode}" if done.returncode < 0 else f"exit {done.returncode}"
-        detail = done.stderr.decode(errors="replace").strip()[-300:]
-        raise StaticShapesOnly(
-            f"ONNX Runtime could not load its model with dynamic dimensions ({how}"
-            f"{': ' + detail if detail else ''})"
-        )
 
 
 def validate(compiled: OrtGraph, gm, example_inputs) -> None:

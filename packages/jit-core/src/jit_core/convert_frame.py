@@ -477,6 +477,13 @@ class FrameCompiler:
                     f"backend {backend.name!r} failed to compile the graph of "
                     f"{code.co_name}: {type(e).__name__}: {e}"
                 ) from e
+            refused = gm.meta.pop("fallback_reason", None)
+            if refused is not None:  # the backend's fallback=True: the graph's own code
+                backend_note = (
+                    f"runs on the paddle backend: backend {backend.name!r} failed on it "
+                    f"(fallback=True): {refused}"
+                )
+                backend = plugins.get_backend("paddle")
             choice = auto_backend.take_choice() if backend.name == auto_backend.AUTO else None
             if choice is not None:
                 backend_note = choice.describe()

@@ -126,7 +126,9 @@ def graph_operators(gm) -> List[str]:
 
 def run_on_paddle(backend: str, error: Exception, gm) -> Callable:
     """What a backend called with ``fallback=True`` returns for a graph it refused: the
-    graph's own ``forward`` (Paddle's kernels), with one warning naming the reason."""
+    graph's own ``forward`` (Paddle's kernels), with one warning naming the reason, which
+    ``explain()`` shows too."""
+    gm.meta["fallback_reason"] = str(error)
     warnings.warn(
         f"jit_core {backend}: {error}. This graph runs on the paddle backend (fallback=True).",
         RuntimeWarning,

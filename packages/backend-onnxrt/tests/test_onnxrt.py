@@ -830,3 +830,25 @@ def test_a_kernel_onnx_runtime_lacks_sends_the_graph_to_paddle(monkeypatch, cach
     assert "runs on the paddle backend: backend 'onnxrt' does not serve it" in graph.backend
     assert "has no kernel for Cos(7) with these dtypes" in graph.backend
     close(report.result, paddle.cos(x) * 2)
+
+
+@needs_export
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded")
+def test_a_forked_process_starts_a_first_load_worker_of_its_own(first_load_worker):
+    worker = first_load_worker(list(first_load.FirstLoads.argv))
+    worker.start()
+    parent_pid = worker._proc.pid
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its own worker, the parent's left alone
+        ok = False
+        try:
+            worker.start()
+            ok = worker._proc.pid != parent_pid
+            worker.close()
+        finally:
+            os.write(write, b"1" if ok else b"0")
+            os._exit(0)
+    os.waitpid(pid, 0)
+    assert os.read(read, 1) == b"1"
+    assert worker._proc.pid == parent_pid and worker._proc.poll() is None

@@ -65,6 +65,7 @@ class FirstLoads:
         self._proc: Optional[subprocess.Popen] = None
         self._stderr = None
         self._ready = False
+        self._owner = os.getpid()
         self.version = ""
 
     def start(self) -> None:
@@ -73,6 +74,9 @@ class FirstLoads:
             self._start_locked()
 
     def _start_locked(self) -> subprocess.Popen:
+        if self._owner != os.getpid():
+            # a forked process (jit-eval's workers) must not talk to its parent's worker
+            self._proc, self._owner = None, os.getpid()
         if self._proc is not None and self._proc.poll() is None:
             return self._proc
         self._stderr = tempfile.TemporaryFile()
@@ -126,7 +130,7 @@ class FirstLoads:
 
     def close(self) -> None:
         proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
+        if proc is not None and self._owner == os.getpid() and proc.poll() is None:
             try:
                 proc.stdin.close()
                 proc.wait(timeout=5)

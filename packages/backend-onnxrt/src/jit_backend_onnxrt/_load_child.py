@@ -6,8 +6,8 @@ process would end the program. So each new model is first loaded here, with the 
 optimizations the user asked for, and run once on the capture's inputs; ONNX Runtime
 writes the optimized model to a file, which the parent loads with optimizations off
 (``first_load``). The parent sends one JSON request per line on stdin and reads one JSON
-reply per line (before it, a line saying the model is being run); what ONNX Runtime prints goes to stderr, which the parent keeps for the
-message when this process dies.
+reply per line (before it, a line saying the model is being run); what ONNX Runtime
+prints goes to stderr, which the parent keeps for the message when this process dies.
 """
 
 from __future__ import annotations

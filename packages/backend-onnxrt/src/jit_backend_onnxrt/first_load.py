@@ -30,6 +30,8 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
+from jit_core.onnx.export import take_output
+
 log = logging.getLogger("jit_core.onnxrt")
 
 #: feeds (inputs and parameters) up to this size go to the worker for its trial run; a
@@ -120,13 +122,7 @@ class FirstLoads:
             raise OrtAborted(step, f"{_how(proc.returncode)}{_detail(self._stderr_tail())}")
 
     def _stderr_tail(self, limit: int = 600) -> str:
-        if self._stderr is None:
-            return ""
-        self._stderr.seek(0)
-        text = self._stderr.read().decode(errors="replace")
-        self._stderr.seek(0)
-        self._stderr.truncate()
-        return text[-limit:]
+        return take_output(self._stderr, limit)
 
     def close(self) -> None:
         proc, self._proc = self._proc, None

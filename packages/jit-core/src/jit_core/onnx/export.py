@@ -348,13 +348,7 @@ class _ExportWorker:
         return proc
 
     def _stderr_tail(self, limit: int = 2000) -> str:
-        if self._stderr is None:
-            return ""
-        self._stderr.seek(0)
-        text = self._stderr.read().decode(errors="replace")
-        self._stderr.seek(0)
-        self._stderr.truncate()
-        return text[-limit:]
+        return take_output(self._stderr, limit)
 
     def export(self, model: str, params: str, opset: int, out: str) -> None:
         with self._lock:
@@ -395,6 +389,18 @@ class _ExportWorker:
                 proc.wait(timeout=5)
             except Exception:  # noqa: BLE001 - shutting down anyway
                 proc.kill()
+
+
+def take_output(file, limit: int) -> str:
+    """The last ``limit`` characters a worker process wrote to ``file`` (its stderr), which
+    is emptied for what it writes next."""
+    if file is None:
+        return ""
+    file.seek(0)
+    text = file.read().decode(errors="replace")
+    file.seek(0)
+    file.truncate()
+    return text[-limit:]
 
 
 _WORKER = _ExportWorker()

@@ -37,8 +37,11 @@ _OWN_TOP_LEVEL = (
 #: like ``id()`` inside the user's own frames: captured, it counted as a graph of its own
 _NEVER_MODEL_CODE = frozenset({"filelock", "ray"})
 
-#: inside paddle, these folders hold models written like user code
+#: inside paddle, these folders hold models written like user code, and this file the
+#: layers composed of other layers (``TransformerEncoder``, ``MultiHeadAttention``: see
+#: ``variables.layers.is_leaf_layer``) with their helpers
 _PADDLE_USER_DIRS = ("vision/models", "text/models")
+_PADDLE_USER_FILES = ("nn/layer/transformer.py",)
 
 
 def _dir_of(module_name: str) -> str:
@@ -64,7 +67,9 @@ def _stdlib_dirs() -> Tuple[str, ...]:
 
 
 _PADDLE_DIR = os.path.dirname(os.path.abspath(paddle.__file__)) + os.sep
-_PADDLE_USER = tuple(_PADDLE_DIR + d.replace("/", os.sep) + os.sep for d in _PADDLE_USER_DIRS)
+_PADDLE_USER = tuple(
+    _PADDLE_DIR + d.replace("/", os.sep) + os.sep for d in _PADDLE_USER_DIRS
+) + tuple(_PADDLE_DIR + f.replace("/", os.sep) for f in _PADDLE_USER_FILES)
 _STDLIB = _stdlib_dirs()
 _SITE_MARKERS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
 

@@ -189,8 +189,15 @@ TYPE_INFO_ATTRIBUTES = frozenset(
 )
 
 
+#: more such functions: ``convert_dtype(x.dtype)`` names a dtype (``"float32"``), which
+#: ``paddle.nn``'s attention masks branch on
+_OF_CONSTANTS = _TYPE_INFO | {"convert_dtype"}
+
+
 def is_type_info(fn: Any) -> bool:
-    return (getattr(fn, "__name__", "") or "") in _TYPE_INFO and (
+    """Whether ``fn`` is one of Paddle's functions whose answer depends on its constant
+    arguments alone (``finfo``, ``iinfo``, ``convert_dtype``): folded at capture."""
+    return (getattr(fn, "__name__", "") or "") in _OF_CONSTANTS and (
         getattr(fn, "__module__", "") or ""
     ).startswith("paddle")
 

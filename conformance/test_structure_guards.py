@@ -173,3 +173,38 @@ def test_a_hook_registered_after_the_capture_runs(where, backend):
     pre.remove()
     post.remove()
     assert_same(fast(x), net(x))
+
+
+class ModeSensitive(paddle.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.fc = paddle.nn.Linear(4, 8)
+        self.norm = paddle.nn.LayerNorm(8)
+        self.drop = paddle.nn.Dropout(0.5)
+
+    def forward(self, x):
+        return self.drop(self.norm(self.fc(x)))
+
+
+def test_only_layers_whose_forward_reads_the_mode_have_it_guarded(backend):
+    """A guard is paid on every call: Linear and LayerNorm compute the same in both modes,
+    Dropout does not. Switching the mode of a layer that ignores it is a cache hit;
+    switching Dropout's is a new graph, with eager's results."""
+    paddle.seed(4)
+    net = ModeSensitive()
+    net.eval()
+    fast = jit_core.optimize(net, backend=backend)
+    x = paddle.rand([3, 4])
+    with paddle.no_grad():
+        assert_same(fast(x), net(x))
+        net.fc.train()
+        net.norm.train()
+        assert_same(fast(x), net(x))
+        assert fast.jit_stats.compiled == 1
+        net.drop.train()
+        paddle.seed(5)
+        out = fast(x)
+        paddle.seed(5)
+        assert_same(out, net(x))
+    assert fast.jit_stats.compiled == 2
+    assert float((out == 0).astype("float32").mean()) > 0.1  # dropout drew zeros

@@ -3,6 +3,7 @@ and model-zoo layers are inlined down to them."""
 
 from __future__ import annotations
 
+import functools
 import inspect
 from typing import List
 
@@ -32,6 +33,37 @@ def is_leaf_layer(layer: paddle.nn.Layer) -> bool:
         return False
     module = type(layer).__module__
     return module.startswith("paddle.nn.") and module not in _COMPOSITES
+
+
+@functools.lru_cache(maxsize=None)
+def reads_training(cls: type) -> bool:
+    """Whether the ``forward`` of Paddle's layer class ``cls``, or a method of the class it
+    calls, reads ``self.training``. Only then does the layer compute something else in
+    training mode (``Dropout``, ``BatchNorm``; not ``Linear`` or ``LayerNorm``), and only
+    then is its mode guarded: each guard is paid on every call (BERT's encoder has 27
+    such layers). Code it cannot read counts as reading it."""
+    seen = set()
+
+    def reads(fn, depth: int) -> bool:
+        code = getattr(inspect.unwrap(fn), "__code__", None)
+        if code is None or depth == 0:
+            return True
+        codes = [code] + [c for c in code.co_consts if inspect.iscode(c)]
+        names = {n for c in codes for n in c.co_names}
+        strings = {k for c in codes for k in c.co_consts if isinstance(k, str)}
+        if "training" in names or "training" in strings:
+            return True
+        for name in names - seen:
+            seen.add(name)
+            attr = inspect.getattr_static(cls, name, None)
+            if isinstance(attr, (staticmethod, classmethod)):
+                attr = attr.__func__
+            if inspect.isfunction(attr) and reads(attr, depth - 1):
+                return True
+        return False
+
+    forward = inspect.getattr_static(cls, "forward", None)
+    return forward is None or reads(forward, 4)
 
 
 def _alias_wrappers() -> frozenset:
@@ -308,9 +340,11 @@ class LayerVariable(VariableTracker):
     def _forward(self, tx, args, kwargs):
         layer = self.value
         if is_leaf_layer(layer):
-            tx.output.guards.add(
-                self._child_source("training"), guards.CONSTANT_MATCH, bool(layer.training)
-            )
+            # (an opaque call of a layer with sublayers runs them in its mode too)
+            if reads_training(type(layer)) or layer._sub_layers:
+                tx.output.guards.add(
+                    self._child_source("training"), guards.CONSTANT_MATCH, bool(layer.training)
+                )
             if self.source is not None and tx.output.shape_policy.shares_layer(self.source):
                 return self._inline_leaf(tx, args, kwargs)
             return tx.output.call_module(tx, self, args, kwargs)

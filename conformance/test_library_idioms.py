@@ -370,6 +370,27 @@ def test_plain_values_stored_on_layers_are_set_after_the_graph(cls, backend):
             assert getattr(net.fc, "last", None) == getattr(twin.fc, "last", None)
 
 
+def test_a_store_on_a_sublayer_reaches_the_sublayer_of_each_call(backend):
+    """The generated code sets the attribute on the sublayer its guard pinned, without
+    walking the attribute path again: a sublayer replaced between calls fails that guard,
+    and the new capture sets it on the new one."""
+    paddle.seed(8)
+    net = RemembersShapes()
+    fast = jit_core.optimize(net, backend=backend)
+    x = paddle.rand([2, 4])
+    with paddle.no_grad():
+        fast(x)
+        old = net.fc
+        assert old.last == ("batch", 2)
+        del old.last
+        net.fc = paddle.nn.Linear(4, 4)
+        out = fast(x)
+        assert net.fc.last == ("batch", 2)  # (before eager's call below sets it too)
+        assert not hasattr(old, "last")
+        assert_same(out, net(x))
+    assert fast.jit_stats.compiled == 2
+
+
 class WrappedSetattr(paddle.nn.Layer):
     """PaddleNLP wraps the __setattr__ of Paddle's transformer layers around Layer's."""
 

@@ -347,6 +347,12 @@ class GuardSet:
             self.check(g)
         self._guards.setdefault(g.key(), g)
 
+    def pinned_object(self, source: Source) -> Any:
+        """The object an identity guard holds ``source`` to, held by the guard itself (not
+        a layer passed in, which it holds weakly); None if no such guard."""
+        g = self._guards.get((source.name(), ID_MATCH))
+        return None if g is None or _held_weakly(g) else g.value
+
     def __len__(self) -> int:
         return len(self._guards)
 

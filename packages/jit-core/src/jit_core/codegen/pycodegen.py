@@ -162,7 +162,11 @@ def store_cells(cg: PyCodegen, cells: Sequence[tuple], containers: Sequence[Any]
     for i, c in enumerate(containers):
         local = WRITTEN_LOCAL.format(i)
         cg.extend(_compat.load_callable_const(c.written_back_by()))
-        cg.extend(c.source.reconstruct(cg.code))
+        pinned = getattr(c, "pinned", None)
+        if pinned is not None:  # the object the guards held it to, this very call
+            cg.extend(_compat.load_const(pinned))
+        else:
+            cg.extend(c.source.reconstruct(cg.code))
         cg.extend(_compat.load_fast(local) + _compat.call(2) + _compat.pop_top())
         # the copy must not keep the items alive while the rest of the frame runs
         cg.extend([Instr("DELETE_FAST", local)])

@@ -48,11 +48,15 @@ class AttributeWriteBack(VariableTracker):
     """``layer.<name> = value`` of the captured code, written back as a container's new
     contents are: the same point in the generated code, ``setattr`` on the real object."""
 
-    def __init__(self, obj: VariableTracker, name: str, value: VariableTracker):
+    def __init__(self, obj: VariableTracker, name: str, value: VariableTracker, pinned: Any = None):
         super().__init__(obj.source)
         self.obj = obj
         self.name = name
         self.value = value
+        #: the object, where an identity guard holds it: the generated code sets the
+        #: attribute on it instead of walking ``self.decoder.layers[0].attn`` again
+        #: (``Layer.__getattr__`` and ``LayerList.__getitem__`` are Python: 4-8 us)
+        self.pinned = pinned
 
     def python_type(self) -> type:
         return AttributeWriteBack  # never taken for one of the containers
@@ -142,7 +146,9 @@ class SideEffects:
         if held is not None:
             held.value = new
             return
-        held = self._attributes[key] = AttributeWriteBack(obj, name, new)
+        pinned = self._guards.pinned_object(obj.source) if obj.source is not None else None
+        pinned = pinned if pinned is value else None
+        held = self._attributes[key] = AttributeWriteBack(obj, name, new, pinned)
         self.mutated.append(held)
 
     def stored_attribute(self, value: Any, name: str) -> Optional[VariableTracker]:

@@ -402,7 +402,8 @@ def _gelu(ex: Exporter, a: Dict[str, Any]) -> str:
 
 
 def _shape_of(ex: Exporter, a: Dict[str, Any]) -> str:
-    """``paddle.shape(x)``: the sizes as the model runs them (ERNIE's position ids)."""
+    """``paddle.shape(x)`` (and ``_C_ops.shape``/``shape64``): the sizes as the model runs
+    them (int64), cast to the result's dtype (int32 for ``shape`` on some versions)."""
     sizes = ex.op("Shape", [ex.input(a["input"])])
     out = ex.out_dtype()
     return sizes if out == "int64" else ex.cast(sizes, out)

@@ -35,13 +35,6 @@ def _full_like(ex: Exporter, a: Dict[str, Any]) -> str:
     return api._full_like(None)(ex, {"x": a["x"], "fill_value": ex.known(a["fill_value"])})
 
 
-def _shape(ex: Exporter, a: Dict[str, Any]) -> str:
-    # the sizes as the model runs them (int64), cast to the result's dtype (int32: shape)
-    sizes = ex.op("Shape", [ex.input(a["x"])])
-    out = ex.out_dtype()
-    return sizes if out == "int64" else ex.cast(sizes, out)
-
-
 def _slice(ex: Exporter, a: Dict[str, Any]) -> str:
     """``slice(x, axes, starts, ends, infer_flags, decrease_axis)``: a Slice, reshaped to
     the result (which drops the dimensions of ``decrease_axis``)."""
@@ -478,8 +471,9 @@ _TABLE = {
     "full_like": (("x", "fill_value", "dtype", "place"), _full_like),
     "full_int_array": (("value", "dtype", "place"), _full_int_array),
     "empty": (("shape", "dtype", "place"), _empty),
-    "shape": (("x",), _shape),
-    "shape64": (("x",), _shape),
+    # paddle.shape's lowering: the sizes as the model runs them, in the result's dtype
+    "shape": (("input",), api._shape_of),
+    "shape64": (("input",), api._shape_of),
 }
 
 

@@ -208,3 +208,109 @@ def test_only_layers_whose_forward_reads_the_mode_have_it_guarded(backend):
         assert_same(out, net(x))
     assert fast.jit_stats.compiled == 2
     assert float((out == 0).astype("float32").mean()) > 0.1  # dropout drew zeros
+
+
+class Scaled(paddle.nn.Layer):
+    """Reads a plain attribute, a property and an attribute that may be absent, on a
+    sublayer: the guard reads them from the sublayer's instance dict where that is what
+    ``getattr`` finds."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = paddle.nn.Linear(4, 4)
+        self.fc.gain = 2.0
+        self._shift = 1.0
+
+    @property
+    def shift(self):  # a data descriptor: never read through the instance dict
+        return self._shift
+
+    @shift.setter
+    def shift(self, value):
+        self._shift = value
+
+    def forward(self, x):
+        x = self.fc(x) * self.fc.gain + self.shift
+        if hasattr(self.fc, "extra"):
+            x = x + self.fc.extra(x)
+        return x
+
+
+def _set_gain(net):
+    net.fc.gain = 3.0
+
+
+def _set_shift(net):
+    net.shift = -1.0
+
+
+def _extra_as_attribute(net):
+    net.fc.extra = paddle.nn.functional.relu  # a plain value in the instance dict
+
+
+def _extra_as_sublayer(net):
+    net.fc.extra = paddle.nn.Linear(4, 4)  # Paddle keeps it in _sub_layers
+
+
+def _extra_on_the_class(net):
+    subclass = type("LinearWithExtra", (paddle.nn.Linear,), {"extra": staticmethod(paddle.tanh)})
+    net.fc.__class__ = subclass
+
+
+@pytest.mark.parametrize(
+    "change",
+    [_set_gain, _set_shift, _extra_as_attribute, _extra_as_sublayer, _extra_on_the_class],
+    ids=lambda f: f.__name__.strip("_"),
+)
+def test_a_changed_attribute_of_a_sublayer_is_a_new_graph(change, backend):
+    paddle.seed(12)
+    net = Scaled()
+    net.eval()
+    x = paddle.rand([2, 4])
+    fast = jit_core.optimize(net, backend=backend)
+    assert_same(fast(x), net(x))
+    assert_same(fast(x), net(x))
+    assert fast.jit_stats.compiled == 1
+    paddle.seed(13)
+    change(net)
+    assert_same(fast(x), net(x))
+    assert fast.jit_stats.compiled == 2, fast.jit_stats
+
+
+class Indexed(paddle.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.blocks = paddle.nn.LayerList([paddle.nn.Linear(4, 4) for _ in range(3)])
+
+    def forward(self, x):
+        return self.blocks[1](x) + self.blocks[0](x)
+
+
+def _insert_first(net):
+    net.blocks.insert(0, paddle.nn.Linear(4, 4))
+
+
+def _delete_first(net):
+    del net.blocks[0]
+
+
+def _replace_second(net):
+    net.blocks[1] = paddle.nn.Linear(4, 4)
+
+
+@pytest.mark.parametrize(
+    "change", [_insert_first, _delete_first, _replace_second], ids=lambda f: f.__name__.strip("_")
+)
+def test_an_indexed_layer_list_follows_insert_delete_and_replace(change, backend):
+    # ``blocks[1]`` is guarded as the sublayer stored under "1": Paddle renumbers the
+    # keys on insert and delete, so the item at an index is always under its number
+    paddle.seed(14)
+    net = Indexed()
+    net.eval()
+    x = paddle.rand([2, 4])
+    fast = jit_core.optimize(net, backend=backend)
+    assert_same(fast(x), net(x))
+    paddle.seed(15)
+    change(net)
+    assert_same(fast(x), net(x))
+    assert fast.jit_stats.compiled == 2, fast.jit_stats

@@ -232,11 +232,52 @@ def _layer_store(obj: Any, attr: str) -> Optional[str]:
     return None
 
 
+def _read_through_dict(obj: Any, attr: str) -> bool:
+    """Whether ``obj.attr`` is exactly ``vars(obj)[attr]``: the name is in the instance
+    dict, the type reads attributes the usual way, and no data descriptor on the type
+    (a property, a slot) takes precedence over the instance dict.
+
+    A layer's attribute read goes through ``Layer.__getattr__``'s slot even when the
+    attribute is found (about 95 ns against 25 for the dict lookup): BART's guard reads
+    some 250 attributes of its sublayers per call.
+    """
+    if obj is None or isinstance(obj, type) or attr not in getattr(obj, "__dict__", ()):
+        return False
+    cls = type(obj)
+    if cls.__getattribute__ is not object.__getattribute__:
+        return False
+    for klass in cls.__mro__:
+        if attr in vars(klass):
+            kind = type(vars(klass)[attr])
+            return not (hasattr(kind, "__set__") or hasattr(kind, "__delete__"))
+    return True
+
+
+def _plain_layer(obj: Any) -> bool:
+    """A layer whose attribute lookup is Paddle's own: the instance dict, then the
+    class, then ``Layer.__getattr__``'s parameters, sublayers and buffers."""
+    cls = type(obj)
+    return (
+        isinstance(obj, paddle.nn.Layer)
+        and cls.__getattribute__ is object.__getattribute__
+        and cls.__getattr__ is paddle.nn.Layer.__getattr__
+        and isinstance(getattr(obj, "__dict__", None), dict)
+    )
+
+
+def _layer_list(obj: Any) -> bool:
+    """A ``LayerList`` whose ``ll[i]`` is ``ll._sub_layers[str(i)]`` for ``i >= 0``
+    (Paddle keeps the keys ``'0'``...``'n-1'`` through insert and delete)."""
+    return _plain_layer(obj) and type(obj).__getitem__ is paddle.nn.LayerList.__getitem__
+
+
 class _Namer:
     """Hands out names for the objects a guard needs as constants."""
 
     def __init__(self):
         self.scope: Dict[str, Any] = {}
+        #: what a constant is, where its repr would not say (``CompiledGuard.readable``)
+        self.notes: Dict[str, str] = {}
         self._ids: Dict[int, str] = {}
         self._n = itertools.count()
 
@@ -392,20 +433,50 @@ class GuardSet:
         # expression -> object, for identity-matched sources checked through their local
         weakly_held: Dict[str, Any] = {}
         parts: List[Tuple[str, str]] = []  # (comment, expression)
+        # pinned objects whose class is checked: their attributes are read as dict items
+        typed_objects: set = set()
+
+        def instance_dict(base: str) -> Optional[str]:
+            """The constant bound to the instance dict of the object ``base`` names,
+            where that object is held by the guard (identity-matched, not weakly): its
+            attributes are read as dict items. (An object's ``__dict__`` is only
+            replaced by assigning ``obj.__dict__``, which Paddle never does.)"""
+            obj = namer.scope.get(base)
+            if obj is None or not isinstance(getattr(obj, "__dict__", None), dict):
+                return None
+            if base not in typed_objects:
+                # what the dict reads stand for (no data descriptor of the class takes
+                # precedence, nothing else is found on the class) holds for this class:
+                # an object's class can be assigned
+                typed_objects.add(base)
+                tname = namer.obj(type(obj), "t")
+                parts.append((f"type {type(obj).__qualname__}", f"type({base}) is {tname}"))
+            name = namer.obj(vars(obj), "d")
+            namer.notes[name] = f"{base}.__dict__"
+            return name
 
         def expr(src: Source) -> str:
             if src.name() in pinned:
                 return pinned[src.name()]
             if isinstance(src, AttrSource):
                 base = expr(src.base)
-                store = _layer_store(weakly_held.get(base, namer.scope.get(base)), src.attr)
+                obj = weakly_held.get(base, namer.scope.get(base))
+                store = _layer_store(obj, src.attr)
                 if store is not None:
-                    return f"{base}.{store}[{src.attr!r}]"
+                    held = instance_dict(base)
+                    holder = f"{held}[{store!r}]" if held else f"{base}.{store}"
+                    return f"{holder}[{src.attr!r}]"
+                if _read_through_dict(namer.scope.get(base), src.attr):
+                    return f"{instance_dict(base)}[{src.attr!r}]"
                 if src.attr.isidentifier():
                     return f"{base}.{src.attr}"
                 return f"getattr({base}, {src.attr!r})"
             if isinstance(src, ItemSource):
-                return f"{expr(src.base)}[{src.key!r}]"
+                base = expr(src.base)
+                obj = namer.scope.get(base)
+                if type(src.key) is int and src.key >= 0 and _layer_list(obj):
+                    return f"{instance_dict(base)}['_sub_layers'][{str(src.key)!r}]"
+                return f"{base}[{src.key!r}]"
             if isinstance(src, ObjectSource):
                 return namer.obj(src.obj, "g")
             if isinstance(src, ClosureSource):
@@ -465,10 +536,11 @@ class GuardSet:
                 if v is None or isinstance(v, bool):
                     check = f"{e} is {v!r}"
                 else:
-                    # a query of Paddle's state (the expected place, the AMP state) is
-                    # asked once per check, not once per comparison: every call runs it
                     fetch = e
-                    if isinstance(g.source, CallSource):
+                    if isinstance(g.source, CallSource) or "." in e:
+                        # fetched once for its type and its value: a query of Paddle's
+                        # state (the expected place, the AMP state) runs on every call,
+                        # an attribute read can take a Python-level __getattr__
                         local = namer.local()
                         fetch, e = f"{local} := {e}", local
                     check = f"type({fetch}) is {namer.obj(type(v), 't')} and "
@@ -491,10 +563,26 @@ class GuardSet:
                 raises = namer.obj(Raises(src.fn, src.args, g.value), "raises")
                 parts.append((f"{src.name()} raises {g.value.__name__}", f"{raises}()"))
             elif g.kind == HASATTR:
-                check = f"hasattr({expr(g.source.base)}, {g.source.attr!r}) is {bool(g.value)!r}"
+                base = expr(g.source.base)
+                obj, attr = namer.scope.get(base), g.source.attr
+                if not g.value and _plain_layer(obj):
+                    # hasattr answers False by way of an AttributeError raised inside
+                    # Layer.__getattr__ (2-4 us); ask the places it looks instead
+                    d = instance_dict(base)
+                    where = [d] + [f"{d}[{store!r}]" for store in _LAYER_STORES]
+                    found = " or ".join(f"{attr!r} in {w}" for w in where)
+                    check = f"not ({found} or hasattr({namer.obj(type(obj), 't')}, {attr!r}))"
+                else:
+                    check = f"hasattr({base}, {attr!r}) is {bool(g.value)!r}"
                 parts.append(("attribute presence", check))
             elif g.kind == NO_HOOKS:
-                hooks = f"{e}._forward_pre_hooks or {e}._forward_post_hooks"
+                held = e
+                if _read_through_dict(namer.scope.get(e), "_forward_pre_hooks"):
+                    held = instance_dict(e)
+                hooks = " or ".join(
+                    f"{held}[{h!r}]" if held != e else f"{e}.{h}"
+                    for h in ("_forward_pre_hooks", "_forward_post_hooks")
+                )
                 parts.append(("no forward hooks", f"not ({hooks})"))
             elif g.kind == LEN_MATCH:
                 if type(g.value) is list:
@@ -549,10 +637,13 @@ class GuardSet:
         for a, b, same in self.identities.values():
             op = "is" if same else "is not"
             what = "one object" if same else "two objects"
-            parts.append((what, f"{expr(a)} {op} {expr(b)}"))
+            text = f"{expr(a)} {op} {expr(b)}"
+            reads.extend([frozenset()] * (len(parts) - len(reads)))  # class checks
+            parts.append((what, text))
             reads.append(names_through(a) | names_through(b))
         for relation, holds in self.relations.items():
             text = shapes.render(relation, expr)
+            reads.extend([frozenset()] * (len(parts) - len(reads)))
             parts.append(("size relation", text if holds else f"not {text}"))
             reads.append(
                 frozenset().union(*(names_through(s) for s in shapes.sources_of(relation)))
@@ -561,9 +652,39 @@ class GuardSet:
             fn = namer.obj(paddle.is_grad_enabled, "f")
             parts.append(("gradient mode", f"{fn}() is {self.grad_enabled!r}"))
             reads.append(frozenset())
+        parts, reads = _without_repeats(parts, reads)
         return CompiledGuard(
-            fn_name, parts, namer.scope, tensors, numbers, liveness, layers, lengths, reads
+            fn_name,
+            parts,
+            namer.scope,
+            tensors,
+            numbers,
+            liveness,
+            layers,
+            lengths,
+            reads,
+            namer.notes,
         )
+
+
+def _without_repeats(
+    parts: List[Tuple[str, str]], reads: List[FrozenSet[str]]
+) -> Tuple[List[Tuple[str, str]], List[FrozenSet[str]]]:
+    """Each check once: a layer reached by two paths (an embedding shared by encoder and
+    decoder) is one pinned object, and its checks read the same. The check kept reads
+    what all of its copies read (``failure_through``)."""
+    index: Dict[str, int] = {}
+    kept: List[Tuple[str, str]] = []
+    kept_reads: List[FrozenSet[str]] = []
+    for part, read in zip(parts, reads):
+        i = index.get(part[1])
+        if i is None:
+            index[part[1]] = len(kept)
+            kept.append(part)
+            kept_reads.append(read)
+        else:
+            kept_reads[i] = kept_reads[i] | read
+    return kept, kept_reads
 
 
 def _held_weakly(guard: Guard) -> bool:
@@ -614,7 +735,9 @@ class CompiledGuard:
         layers: Optional[List[Tuple[str, str, Any, type]]] = None,
         lengths: Optional[List[Tuple[str, str, int]]] = None,
         reads: Optional[List[FrozenSet[str]]] = None,
+        notes: Optional[Dict[str, str]] = None,
     ):
+        self.notes = notes or {}
         self.liveness = liveness if liveness is not None else Liveness()
         #: per part, the names of the sources it reads more of than their type, and of
         #: what those are read through (``failure_through``)
@@ -738,6 +861,9 @@ class CompiledGuard:
         """The guard source, with the constants it refers to listed under it."""
         out = [self.source.rstrip()]
         for name, value in self.scope.items():
+            if name in self.notes:
+                out.append(f"#   {name} = {self.notes[name]}")
+                continue
             r = repr(value)
             if isinstance(value, weakref.ref):
                 r = f"weak reference to {value()!r}"

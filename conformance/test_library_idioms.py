@@ -425,6 +425,53 @@ def test_a_store_through_a_wrapped_setattr_is_set_after_the_graph(backend):
     assert net.inner._use_cache is False
 
 
+class Attention(paddle.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.fc = paddle.nn.Linear(4, 4)
+        self.need_weights = False
+        self.stores = 0
+
+    @property
+    def mode(self):
+        return self._mode
+
+    @mode.setter
+    def mode(self, value):  # a setter with an effect of its own: it runs on every store
+        self.stores += 1
+        self._mode = value
+
+
+class StoresFlags(paddle.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.attn = Attention()
+        self.attn.mode = "fast"
+
+    def forward(self, x):
+        self.attn.need_weights = None  # BART: stored on every call, mostly the same value
+        self.attn.mode = "fast"
+        return self.attn.fc(x)
+
+
+def test_a_store_of_the_value_a_layer_holds_keeps_eager_effects(backend):
+    # storing the value a sublayer already holds skips Paddle's Layer.__setattr__; a
+    # different value, or a property's setter, is still stored as eager stores it
+    paddle.seed(10)
+    net, twin = StoresFlags(), StoresFlags()
+    x = paddle.rand([2, 4])
+    fast = jit_core.optimize(net, backend=backend)
+    with paddle.no_grad():
+        for change in (False, True, False):
+            if change:
+                net.attn.need_weights = twin.attn.need_weights = False
+            fast(x)
+            twin(x)
+            assert net.attn.need_weights is None
+            assert net.attn.stores == twin.attn.stores
+            assert net.attn.__dict__.get("need_weights", "missing") is None
+
+
 # ------------------------------------------------------- the model-parallel RNG tracker
 
 

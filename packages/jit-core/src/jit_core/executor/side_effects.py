@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+import paddle
+
 from ..sources import Source
 from ..variables.base import VariableTracker
 
@@ -73,6 +75,32 @@ class AttributeWriteBack(VariableTracker):
 
 _SETTERS: Dict[str, Callable[[Any, Any], None]] = {}
 
+#: values whose identity is their value for the store: storing the one a layer holds
+#: again changes nothing
+_PLAIN = (type(None), bool, int, float, str)
+
+
+def _already_set(obj: Any, name: str, value: Any) -> bool:
+    """Whether ``setattr(obj, name, value)`` would change nothing: a layer whose instance
+    dict holds this very value of a plain type under ``name``, which no data descriptor
+    of its class takes over and none of its parameter, sublayer and buffer dicts holds.
+
+    Paddle's ``Layer.__setattr__`` is Python (3-5 us): a flag a model's ``forward``
+    stores on its sublayers on every call (PaddleNLP's BART stores ``need_weights`` on
+    four) would cost that per call, where it almost always holds the value already.
+    """
+    cls = type(obj)
+    if type(value) not in _PLAIN or cls.__setattr__ is not paddle.nn.Layer.__setattr__:
+        return False
+    d = obj.__dict__
+    if d.get(name, d) is not value:
+        return False
+    for store in ("_parameters", "_sub_layers", "_buffers"):
+        if name in d.get(store, ()):
+            return False
+    on_class = getattr(cls, name, None)
+    return on_class is None or not hasattr(type(on_class), "__set__")
+
 
 def attribute_setter(name: str) -> Callable[[Any, Any], None]:
     """``set_<name>(obj, value)``: one function per attribute name, named so in dumps."""
@@ -80,7 +108,8 @@ def attribute_setter(name: str) -> Callable[[Any, Any], None]:
     if fn is None:
 
         def fn(obj: Any, value: Any) -> None:
-            setattr(obj, name, value)
+            if not _already_set(obj, name, value):
+                setattr(obj, name, value)
 
         fn.__name__ = fn.__qualname__ = f"set_{name}"
         _SETTERS[name] = fn

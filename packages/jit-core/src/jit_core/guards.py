@@ -241,7 +241,8 @@ def _read_through_dict(obj: Any, attr: str) -> bool:
     attribute is found (about 95 ns against 25 for the dict lookup): BART's guard reads
     some 250 attributes of its sublayers per call.
     """
-    if obj is None or isinstance(obj, type) or attr not in getattr(obj, "__dict__", ()):
+    d = getattr(obj, "__dict__", None)
+    if obj is None or isinstance(obj, type) or type(d) is not dict or attr not in d:
         return False
     cls = type(obj)
     if cls.__getattribute__ is not object.__getattribute__:
@@ -261,7 +262,7 @@ def _plain_layer(obj: Any) -> bool:
         isinstance(obj, paddle.nn.Layer)
         and cls.__getattribute__ is object.__getattribute__
         and cls.__getattr__ is paddle.nn.Layer.__getattr__
-        and isinstance(getattr(obj, "__dict__", None), dict)
+        and type(getattr(obj, "__dict__", None)) is dict
     )
 
 
@@ -442,7 +443,7 @@ class GuardSet:
             attributes are read as dict items. (An object's ``__dict__`` is only
             replaced by assigning ``obj.__dict__``, which Paddle never does.)"""
             obj = namer.scope.get(base)
-            if obj is None or not isinstance(getattr(obj, "__dict__", None), dict):
+            if obj is None or type(getattr(obj, "__dict__", None)) is not dict:
                 return None
             if base not in typed_objects:
                 # what the dict reads stand for (no data descriptor of the class takes

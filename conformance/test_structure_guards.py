@@ -65,6 +65,22 @@ def _replace_item(net):
     net.blocks[0] = paddle.nn.Linear(4, 4)
 
 
+def assert_a_change_is_a_new_graph(net, change, backend, seed: int) -> None:
+    """Eager's results before and after ``change(net)``, and exactly one more compile:
+    the first graph still serves the first structure, the second the changed one."""
+    paddle.seed(seed)
+    net.eval()
+    x = paddle.rand([2, 4])
+    fast = jit_core.optimize(net, backend=backend)
+    assert_same(fast(x), net(x))
+    assert_same(fast(x), net(x))
+    assert fast.jit_stats.compiled == 1, fast.jit_stats
+    paddle.seed(seed + 1)
+    change(net)
+    assert_same(fast(x), net(x))
+    assert fast.jit_stats.compiled == 2, fast.jit_stats
+
+
 @pytest.mark.parametrize(
     "change",
     [_grow_layer_list, _grow_sequential, _grow_layer_dict, _shrink_layer_dict, _replace_item],
@@ -72,16 +88,7 @@ def _replace_item(net):
 )
 def test_a_changed_container_is_a_new_graph(change, backend):
     paddle.seed(7)
-    net = Blocks()
-    net.eval()
-    x = paddle.rand([2, 4])
-    fast = jit_core.optimize(net, backend=backend)
-    assert_same(fast(x), net(x))
-    paddle.seed(8)
-    change(net)
-    assert_same(fast(x), net(x))
-    # the first graph still serves the first structure's twin, the second this one
-    assert fast.jit_stats.compiled == 2, fast.jit_stats
+    assert_a_change_is_a_new_graph(Blocks(), change, backend, seed=7)
 
 
 def test_negative_index_and_truth_follow_the_length(backend):
@@ -264,17 +271,7 @@ def _extra_on_the_class(net):
 )
 def test_a_changed_attribute_of_a_sublayer_is_a_new_graph(change, backend):
     paddle.seed(12)
-    net = Scaled()
-    net.eval()
-    x = paddle.rand([2, 4])
-    fast = jit_core.optimize(net, backend=backend)
-    assert_same(fast(x), net(x))
-    assert_same(fast(x), net(x))
-    assert fast.jit_stats.compiled == 1
-    paddle.seed(13)
-    change(net)
-    assert_same(fast(x), net(x))
-    assert fast.jit_stats.compiled == 2, fast.jit_stats
+    assert_a_change_is_a_new_graph(Scaled(), change, backend, seed=12)
 
 
 class Indexed(paddle.nn.Layer):
@@ -305,12 +302,4 @@ def test_an_indexed_layer_list_follows_insert_delete_and_replace(change, backend
     # ``blocks[1]`` is guarded as the sublayer stored under "1": Paddle renumbers the
     # keys on insert and delete, so the item at an index is always under its number
     paddle.seed(14)
-    net = Indexed()
-    net.eval()
-    x = paddle.rand([2, 4])
-    fast = jit_core.optimize(net, backend=backend)
-    assert_same(fast(x), net(x))
-    paddle.seed(15)
-    change(net)
-    assert_same(fast(x), net(x))
-    assert fast.jit_stats.compiled == 2, fast.jit_stats
+    assert_a_change_is_a_new_graph(Indexed(), change, backend, seed=14)

@@ -211,7 +211,7 @@ class Guard:
         return (self.source.name(), self.kind)
 
 
-_LAYER_STORES = ("_parameters", "_sub_layers", "_buffers")
+LAYER_STORES = ("_parameters", "_sub_layers", "_buffers")
 
 
 def _layer_store(obj: Any, attr: str) -> Optional[str]:
@@ -225,7 +225,7 @@ def _layer_store(obj: Any, attr: str) -> Optional[str]:
         return None
     if attr in vars(obj) or hasattr(type(obj), attr):
         return None
-    for store in _LAYER_STORES:
+    for store in LAYER_STORES:
         d = vars(obj).get(store)
         if isinstance(d, dict) and attr in d:
             return store
@@ -456,6 +456,15 @@ class GuardSet:
             namer.notes[name] = f"{base}.__dict__"
             return name
 
+        def attribute(base: str, attr: str) -> str:
+            """``base.attr`` as the guard reads it: an item of the instance dict where
+            that is exactly what ``getattr`` finds (``_read_through_dict``)."""
+            if _read_through_dict(namer.scope.get(base), attr):
+                return f"{instance_dict(base)}[{attr!r}]"
+            if attr.isidentifier():
+                return f"{base}.{attr}"
+            return f"getattr({base}, {attr!r})"
+
         def expr(src: Source) -> str:
             if src.name() in pinned:
                 return pinned[src.name()]
@@ -464,19 +473,12 @@ class GuardSet:
                 obj = weakly_held.get(base, namer.scope.get(base))
                 store = _layer_store(obj, src.attr)
                 if store is not None:
-                    held = instance_dict(base)
-                    holder = f"{held}[{store!r}]" if held else f"{base}.{store}"
-                    return f"{holder}[{src.attr!r}]"
-                if _read_through_dict(namer.scope.get(base), src.attr):
-                    return f"{instance_dict(base)}[{src.attr!r}]"
-                if src.attr.isidentifier():
-                    return f"{base}.{src.attr}"
-                return f"getattr({base}, {src.attr!r})"
+                    return f"{attribute(base, store)}[{src.attr!r}]"
+                return attribute(base, src.attr)
             if isinstance(src, ItemSource):
                 base = expr(src.base)
-                obj = namer.scope.get(base)
-                if type(src.key) is int and src.key >= 0 and _layer_list(obj):
-                    return f"{instance_dict(base)}['_sub_layers'][{str(src.key)!r}]"
+                if type(src.key) is int and src.key >= 0 and _layer_list(namer.scope.get(base)):
+                    return f"{attribute(base, '_sub_layers')}[{str(src.key)!r}]"
                 return f"{base}[{src.key!r}]"
             if isinstance(src, ObjectSource):
                 return namer.obj(src.obj, "g")
@@ -569,20 +571,15 @@ class GuardSet:
                 if not g.value and _plain_layer(obj):
                     # hasattr answers False by way of an AttributeError raised inside
                     # Layer.__getattr__ (2-4 us); ask the places it looks instead
-                    d = instance_dict(base)
-                    where = [d] + [f"{d}[{store!r}]" for store in _LAYER_STORES]
+                    where = [instance_dict(base)] + [attribute(base, s) for s in LAYER_STORES]
                     found = " or ".join(f"{attr!r} in {w}" for w in where)
                     check = f"not ({found} or hasattr({namer.obj(type(obj), 't')}, {attr!r}))"
                 else:
                     check = f"hasattr({base}, {attr!r}) is {bool(g.value)!r}"
                 parts.append(("attribute presence", check))
             elif g.kind == NO_HOOKS:
-                held = e
-                if _read_through_dict(namer.scope.get(e), "_forward_pre_hooks"):
-                    held = instance_dict(e)
                 hooks = " or ".join(
-                    f"{held}[{h!r}]" if held != e else f"{e}.{h}"
-                    for h in ("_forward_pre_hooks", "_forward_post_hooks")
+                    attribute(e, h) for h in ("_forward_pre_hooks", "_forward_post_hooks")
                 )
                 parts.append(("no forward hooks", f"not ({hooks})"))
             elif g.kind == LEN_MATCH:

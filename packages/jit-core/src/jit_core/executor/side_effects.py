@@ -20,6 +20,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import paddle
 
+from ..guards import LAYER_STORES
 from ..sources import Source
 from ..variables.base import VariableTracker
 
@@ -95,9 +96,11 @@ def _already_set(obj: Any, name: str, value: Any) -> bool:
     d = obj.__dict__
     if d.get(name, d) is not value:
         return False
-    for store in ("_parameters", "_sub_layers", "_buffers"):
+    for store in LAYER_STORES:
         if name in d.get(store, ()):
             return False
+    # (not guards' _read_through_dict: its walk of the class's MRO costs as much as the
+    # store it would save; a data descriptor is found on the class all the same)
     on_class = getattr(cls, name, None)
     return on_class is None or not hasattr(type(on_class), "__set__")
 

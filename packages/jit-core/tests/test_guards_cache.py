@@ -535,3 +535,32 @@ def test_keyword_calls_take_the_cache_hit_path_and_bind_as_eager():
             bad()
     with pytest.raises(TypeError, match="positional"):
         fast_f(a, b=b, c=c)
+
+
+def test_a_sublayer_is_read_through_its_dict_where_the_interpreter_reads_it_slowly():
+    """A layer's attribute read takes ``Layer.__getattr__``'s slot unless the
+    interpreter specializes it (3.13; 3.12 unless the dict is split): there the guard
+    reads the sublayer's instance dict instead, after one check of its class."""
+    from jit_core import _compat
+
+    net = paddle.nn.Sequential(paddle.nn.Linear(4, 4), paddle.nn.ReLU())
+    net.eval()
+    x = paddle.rand([2, 4])
+    report = jit_core.explain(net, x)
+    close(report.result, net(x))
+    (guard,) = report.guards
+    (name,) = [
+        line.split("=")[0].strip("# ").strip()
+        for line in guard.splitlines()
+        if line.startswith("#") and "= Linear(" in line
+    ]
+    through_dict = f"= {name}.__dict__" in guard
+    assert through_dict is not _compat.attribute_reads_specialized(vars(net[0])), guard
+    assert (f"type({name}) is " in guard) is through_dict, guard
+    assert (f"{name}._forward_pre_hooks" in guard) is not through_dict, guard
+    # either way the guard sees a hook added later
+    fast = jit_core.optimize(net)
+    fast(x)
+    net[0].register_forward_post_hook(lambda layer, inputs, out: out * 2)
+    close(fast(x), net(x))
+    assert fast.jit_stats.captures > 1  # the first entry no longer served

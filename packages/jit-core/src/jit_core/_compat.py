@@ -55,6 +55,33 @@ HOOK_SKIPS_EXCEPTION_TABLES = PY_VERSION >= (3, 11)
 SHIM_COPIES_LOCALS_BY_POSITION = PY_VERSION < (3, 11)
 
 
+if PY_VERSION == (3, 12):
+    import ctypes
+
+    # ``PyDictObject.ma_values``, the struct's last field: set for a split (key-sharing) dict
+    _MA_VALUES_OFFSET = dict.__basicsize__ - ctypes.sizeof(ctypes.c_void_p)
+
+
+def attribute_reads_specialized(instance_dict: dict) -> bool:
+    """Whether ``obj.name``, for a name in ``obj``'s materialized instance dict, runs as a
+    specialized attribute read though the class defines ``__getattr__`` (Paddle's
+    ``Layer`` does). Where it does not, the read takes the slot's generic path (60-100 ns
+    on these machines) and ``vars(obj)['name']`` (25-40 ns) is faster.
+
+    - 3.8-3.10 specialize nothing; 3.11 nothing on a class whose ``tp_getattro`` is not
+      the generic one.
+    - 3.12 specializes it, except on a split dict (``SPEC_FAIL_ATTR_SPLIT_DICT``): a
+      layer of at most 30 attributes set in its class's usual order has one, once
+      ``__dict__`` is read (``Layer.__setattr__`` reads it).
+    - 3.13 specializes it always: the values stay inline when the dict is materialized.
+    """
+    if PY_VERSION >= (3, 13):
+        return True
+    if PY_VERSION == (3, 12):
+        return ctypes.c_void_p.from_address(id(instance_dict) + _MA_VALUES_OFFSET).value is None
+    return False
+
+
 def hook_skips(code) -> bool:
     """Whether Paddle's frame hook never sees frames of ``code`` (generators aside)."""
     return HOOK_SKIPS_EXCEPTION_TABLES and bool(getattr(code, "co_exceptiontable", b""))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
@@ -434,36 +435,8 @@ class GuardSet:
         # expression -> object, for identity-matched sources checked through their local
         weakly_held: Dict[str, Any] = {}
         parts: List[Tuple[str, str]] = []  # (comment, expression)
-        # pinned objects whose class is checked: their attributes are read as dict items
-        typed_objects: set = set()
-
-        def instance_dict(base: str) -> Optional[str]:
-            """The constant bound to the instance dict of the object ``base`` names,
-            where that object is held by the guard (identity-matched, not weakly): its
-            attributes are read as dict items. (An object's ``__dict__`` is only
-            replaced by assigning ``obj.__dict__``, which Paddle never does.)"""
-            obj = namer.scope.get(base)
-            if obj is None or type(getattr(obj, "__dict__", None)) is not dict:
-                return None
-            if base not in typed_objects:
-                # what the dict reads stand for (no data descriptor of the class takes
-                # precedence, nothing else is found on the class) holds for this class:
-                # an object's class can be assigned
-                typed_objects.add(base)
-                tname = namer.obj(type(obj), "t")
-                parts.append((f"type {type(obj).__qualname__}", f"type({base}) is {tname}"))
-            name = namer.obj(vars(obj), "d")
-            namer.notes[name] = f"{base}.__dict__"
-            return name
-
-        def attribute(base: str, attr: str) -> str:
-            """``base.attr`` as the guard reads it: an item of the instance dict where
-            that is exactly what ``getattr`` finds (``_read_through_dict``)."""
-            if _read_through_dict(namer.scope.get(base), attr):
-                return f"{instance_dict(base)}[{attr!r}]"
-            if attr.isidentifier():
-                return f"{base}.{attr}"
-            return f"getattr({base}, {attr!r})"
+        attributes = _AttributeReads(namer, parts)
+        attribute = attributes.read
 
         def expr(src: Source) -> str:
             if src.name() in pinned:
@@ -540,7 +513,7 @@ class GuardSet:
                     check = f"{e} is {v!r}"
                 else:
                     fetch = e
-                    if isinstance(g.source, CallSource) or "." in e:
+                    if isinstance(g.source, CallSource) or "." in e or attributes.reads_in(e):
                         # fetched once for its type and its value: a query of Paddle's
                         # state (the expected place, the AMP state) runs on every call,
                         # an attribute read can take a Python-level __getattr__
@@ -571,7 +544,8 @@ class GuardSet:
                 if not g.value and _plain_layer(obj):
                     # hasattr answers False by way of an AttributeError raised inside
                     # Layer.__getattr__ (2-4 us); ask the places it looks instead
-                    where = [instance_dict(base)] + [attribute(base, s) for s in LAYER_STORES]
+                    where = [attributes.instance_dict(base)]
+                    where += [attribute(base, s) for s in LAYER_STORES]
                     found = " or ".join(f"{attr!r} in {w}" for w in where)
                     check = f"not ({found} or hasattr({namer.obj(type(obj), 't')}, {attr!r}))"
                 else:
@@ -650,6 +624,11 @@ class GuardSet:
             fn = namer.obj(paddle.is_grad_enabled, "f")
             parts.append(("gradient mode", f"{fn}() is {self.grad_enabled!r}"))
             reads.append(frozenset())
+        parts, reads = attributes.settle(parts, reads)
+        tensors = [(n, attributes.text(e), spec) for n, e, spec in tensors]
+        numbers = [(n, attributes.text(e), v) for n, e, v in numbers]
+        layers = [(n, attributes.text(e), ref, cls) for n, e, ref, cls in layers]
+        lengths = [(n, attributes.text(e), length) for n, e, length in lengths]
         parts, reads = _without_repeats(parts, reads)
         return CompiledGuard(
             fn_name,
@@ -663,6 +642,108 @@ class GuardSet:
             reads,
             namer.notes,
         )
+
+
+class _AttributeReads:
+    """How a guard reads the attributes of the objects it pins: by ``getattr``, or as
+    items of the object's instance dict, bound as a constant after one check of the
+    object's class (an object's class can be assigned; an object's ``__dict__`` is only
+    replaced by assigning ``obj.__dict__``, which Paddle never does).
+
+    The dict wins where the interpreter does not specialize the attribute read
+    (``_compat.attribute_reads_specialized``) and where the object is read often enough
+    to pay for the class check. Both are known only once the whole guard is, so reads
+    are written as placeholders and replaced by ``settle``.
+    """
+
+    #: the dict reads that pay for the class check: a layer's two hook dicts, read
+    #: through ``vars()`` after a class check, cost 70-85% of two slow attribute reads on
+    #: 3.10-3.12 and about the same on 3.8 and 3.9; one read does not pay
+    MIN_READS = 2
+
+    def __init__(self, namer: _Namer, parts: List[Tuple[str, str]]):
+        self.namer = namer
+        self.parts = parts
+        self._reads: List[Tuple[str, str]] = []  # (base, attribute) per placeholder
+        self._count: Dict[str, int] = {}
+        self._forced: set = set()  # objects whose dict a check tests membership in
+
+    def read(self, base: str, attr: str) -> str:
+        """``base.attr`` as the guard reads it, a placeholder where it may be a dict item
+        (``_read_through_dict``)."""
+        if not _read_through_dict(self.namer.scope.get(base), attr):
+            return _getattr_text(base, attr)
+        self._typed(base)
+        self._count[base] = self._count.get(base, 0) + 1
+        self._reads.append((base, attr))
+        return f"\x00{len(self._reads) - 1}\x00"
+
+    def instance_dict(self, base: str) -> str:
+        """The constant bound to the instance dict of the object ``base`` names (a real
+        dict), for a check that tests membership in it."""
+        self._typed(base)
+        self._forced.add(base)
+        return self._dict_name(base)
+
+    def reads_in(self, text: str) -> bool:
+        return "\x00" in text
+
+    def text(self, text: str) -> str:
+        """``text`` with its placeholders replaced (``settle`` first)."""
+        return _PLACEHOLDER.sub(self._render, text)
+
+    def settle(
+        self, parts: List[Tuple[str, str]], reads: List[FrozenSet[str]]
+    ) -> Tuple[List[Tuple[str, str]], List[FrozenSet[str]]]:
+        """The final checks: the class check of every object read through its dict, and
+        every placeholder replaced."""
+        self._through_dict = {
+            base
+            for base, n in self._count.items()
+            if (n >= self.MIN_READS or base in self._forced) and _slow_reads(self.namer.scope[base])
+        }
+        kept_parts, kept_reads = [], []
+        for (comment, text), read in zip(parts, reads):
+            base = text[1:] if text.startswith("\x01") else None
+            if base is not None:
+                if base not in self._through_dict and base not in self._forced:
+                    continue
+                text = f"type({base}) is {self.namer.obj(type(self.namer.scope[base]), 't')}"
+            kept_parts.append((comment, self.text(text)))
+            kept_reads.append(read)
+        return kept_parts, kept_reads
+
+    def _typed(self, base: str) -> None:
+        if base not in self._count and base not in self._forced:
+            # the class check goes before the first read, settled with the others
+            cls = type(self.namer.scope[base])
+            self.parts.append((f"type {cls.__qualname__}", f"\x01{base}"))
+            self._count[base] = 0
+
+    def _dict_name(self, base: str) -> str:
+        name = self.namer.obj(vars(self.namer.scope[base]), "d")
+        self.namer.notes[name] = f"{base}.__dict__"
+        return name
+
+    def _render(self, match) -> str:
+        base, attr = self._reads[int(match.group(1))]
+        if base in self._through_dict:
+            return f"{self._dict_name(base)}[{attr!r}]"
+        return _getattr_text(base, attr)
+
+
+def _slow_reads(obj: Any) -> bool:
+    """Whether reading an attribute of ``obj`` costs a slot call the instance dict saves:
+    its class defines ``__getattr__`` (a ``Layer`` does), where the interpreter does not
+    specialize the read. Without ``__getattr__`` the read is as cheap as the dict's."""
+    return hasattr(type(obj), "__getattr__") and not _compat.attribute_reads_specialized(vars(obj))
+
+
+_PLACEHOLDER = re.compile("\x00([0-9]+)\x00")
+
+
+def _getattr_text(base: str, attr: str) -> str:
+    return f"{base}.{attr}" if attr.isidentifier() else f"getattr({base}, {attr!r})"
 
 
 def _without_repeats(

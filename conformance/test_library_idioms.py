@@ -5,9 +5,11 @@ idiom is about them) with eager Paddle."""
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import io
+import typing
 from collections import OrderedDict
 from typing import Optional
 
@@ -655,6 +657,64 @@ def test_an_object_alive_at_a_break_is_one_object_after_it(backend):
     assert type(rec) is Record and rec.scale == 4
 
 
+# ------------------------------------------------ namedtuple records (PaddleNLP's gen_cache)
+
+KV = collections.namedtuple("KV", ["k", "v"])
+
+
+class Pair(typing.NamedTuple):
+    first: paddle.Tensor
+    scale: float = 2.0
+
+
+class CachedAttention(paddle.nn.Layer):
+    """PaddleNLP's ``MultiHeadAttention.gen_cache``: the cache is a namedtuple made in the
+    forward, read by field and by index, and returned; one comes back in the next call."""
+
+    Cache = KV
+
+    def __init__(self):
+        super().__init__()
+        self.k = paddle.nn.Linear(4, 4)
+        self.v = paddle.nn.Linear(4, 4)
+
+    def gen_cache(self, x):
+        return self.Cache(self.k(x), v=self.v(x))
+
+    def forward(self, x, cache=None):
+        new = self.gen_cache(x)
+        if cache is not None:
+            new = KV(paddle.concat([cache.k, new.k]), paddle.concat([cache[1], new[1]]))
+        pair = Pair(new.k)
+        k, v = new
+        both = new + (pair.scale,)  # a plain tuple, as in Python
+        return (k + v) * both[2] + pair.first * pair.scale, new
+
+
+def test_namedtuples_are_made_read_and_returned_in_the_graph(backend):
+    paddle.seed(5)
+    net = CachedAttention()
+    x = paddle.rand([2, 4])
+    fast = jit_core.optimize(net, backend=backend)
+    with paddle.no_grad():
+        report, seen = counts(fast, x)
+        assert seen == (1, 0, 0), str(report)
+        (got, cache), (expected, expected_cache) = fast(x), net(x)
+        assert type(cache) is KV and cache._fields == ("k", "v")
+        assert_same(got, expected)
+        assert_same(cache.v, expected_cache.v)
+        # a namedtuple passed in: read by field and index, its type guarded
+        report, seen = counts(fast, x, cache)
+        assert seen == (1, 0, 0), str(report)
+        (got, grown), (expected, expected_grown) = fast(x, cache), net(x, cache)
+        assert type(grown) is KV and grown.k.shape == [4, 4]
+        assert_same(got, expected)
+        assert_same(grown.v, expected_grown.v)
+        # a plain tuple in its place is another capture, with Python's answer
+        with pytest.raises(AttributeError):
+            fast(x, tuple(cache))
+
+
 class Celsius:
     """A property with a setter: a store runs it, as object.__setattr__ would."""
 
@@ -712,6 +772,7 @@ def test_an_outside_object_read_through_its_getattribute(backend):
         assert seen == (1, 0, 0), str(report)
         assert_same(fast(x, Tripled(2.0)), read_through_getattribute(x, Tripled(2.0)))
         assert_same(fast(x, Tripled(5.0)), read_through_getattribute(x, Tripled(5.0)))
+
 
 
 # ------------------------------------- a forward decorated to claim another signature

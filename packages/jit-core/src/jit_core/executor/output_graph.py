@@ -59,7 +59,7 @@ def _as_argument(v: VariableTracker, tensor: Callable[[TensorVariable], Any]) ->
     if isinstance(v, BaseListVariable):
         items = [_as_argument(i, tensor) for i in v.items]
         try:
-            return v.container_type(items)
+            return v.python_value(items)
         except TypeError:
             # paddle.Size holds ints only: a shape with dynamic sizes is a plain list
             return list(items)

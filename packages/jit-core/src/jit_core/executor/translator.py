@@ -429,10 +429,11 @@ class Translator:
             compared = symbolic.compare_sequences(self, fn, a, b)
             if compared is not None:
                 return compared
-            if fn is operator.add and type(a) is type(b):
-                return type(a)(a.items + b.items)
+            # a namedtuple's sum is a plain tuple
+            if fn is operator.add and type(a.with_items([])) is type(b.with_items([])):
+                return a.with_items(a.items + b.items)
         if isinstance(a, BaseListVariable) and b.is_python_constant() and fn is operator.mul:
-            return type(a)(a.items * b.as_python_constant())
+            return a.with_items(a.items * b.as_python_constant())
         if isinstance(a, SetVariable) or isinstance(b, SetVariable):
             return _set_operation(self, fn, a, b)
         if fn is operator.contains and isinstance(a, (BaseListVariable, DictVariable)):

@@ -19,7 +19,13 @@ from ..skipfiles import is_library_module, is_skipped_file
 from ..sources import AttrSource, ItemSource, ObjectSource, Source
 from .base import KnownValueVariable, NullVariable, VariableTracker, call_first
 from .constant import ConstantVariable
-from .containers import DictVariable, ListVariable, TupleVariable
+from .containers import (
+    DictVariable,
+    ListVariable,
+    NamedTupleVariable,
+    TupleVariable,
+    is_namedtuple_class,
+)
 from .functions import (
     BuiltinVariable,
     PaddleFunctionVariable,
@@ -244,6 +250,8 @@ def _wrap_items(tx, value: Any, source: Optional[Source], owned_by_layer: bool):
             for i, v in enumerate(value)
         ]
         cls = TupleVariable if isinstance(value, tuple) else ListVariable
+        if is_namedtuple_class(type(value)):
+            return NamedTupleVariable(items, type(value), source)
         if type(value) not in (tuple, list):
             raise Unsupported(
                 f"a {type(value).__name__} (subclass of {cls.container_type.__name__})",

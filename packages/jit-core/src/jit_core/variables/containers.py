@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import types
 from typing import Any, Callable, Dict, List, Optional
 
 from .. import _compat
@@ -120,7 +121,15 @@ class BaseListVariable(VariableTracker):
         return all(i.is_python_constant() for i in self.items)
 
     def as_python_constant(self) -> Any:
-        return self.container_type(i.as_python_constant() for i in self.items)
+        return self.python_value([i.as_python_constant() for i in self.items])
+
+    def python_value(self, items: List[Any]) -> Any:
+        """The Python container of this kind holding ``items``."""
+        return self.container_type(items)
+
+    def with_items(self, items: List[VariableTracker]) -> BaseListVariable:
+        """A new container of the kind a slice or a concatenation of this one makes."""
+        return type(self)(items)
 
     def unpack_var_sequence(self, tx) -> List[VariableTracker]:
         return list(self.items)
@@ -142,7 +151,7 @@ class BaseListVariable(VariableTracker):
             )
         key = index.as_python_constant()
         if isinstance(key, slice):
-            return type(self)(self.items[key])
+            return self.with_items(self.items[key])
         try:
             return self.items[key]
         except (IndexError, TypeError) as e:
@@ -186,6 +195,97 @@ class TupleVariable(BaseListVariable):
     def reconstruct(self, cg) -> None:
         # immutable: rebuilt from its items wherever it is held
         self._build(cg)
+
+
+def _probe_tuplegetter() -> type:
+    import collections
+
+    return type(collections.namedtuple("_Probe", "a").a)
+
+
+_TUPLEGETTER = _probe_tuplegetter()
+
+
+def is_namedtuple_class(cls: Any) -> bool:
+    """A class ``collections.namedtuple`` (or ``typing.NamedTuple``) made: a direct tuple
+    subclass whose fields are item getters in order and whose ``__new__`` is the
+    generated one, ``tuple.__new__(cls, (field, ...))``. Subclasses of one (with methods
+    of their own) are not."""
+    if not (isinstance(cls, type) and type(cls) is type and cls.__bases__ == (tuple,)):
+        return False
+    fields = vars(cls).get("_fields")
+    new = getattr(vars(cls).get("__new__"), "__func__", None)  # a staticmethod in the dict
+    if type(fields) is not tuple or not isinstance(new, types.FunctionType):
+        return False
+    if new.__globals__.get("_tuple_new") is not tuple.__new__:
+        return False
+    for i, name in enumerate(fields):
+        getter = vars(cls).get(name)
+        if type(getter) is not _TUPLEGETTER or getter.__reduce__()[1][0] != i:
+            return False
+    return True
+
+
+class NamedTupleVariable(TupleVariable):
+    """A ``namedtuple`` (``is_namedtuple_class``): a tuple whose fields are also read by
+    name. Made again as ``tuple.__new__(cls, items)``, which is what its ``__new__`` does.
+    Its slices and sums are plain tuples, as in Python."""
+
+    def __init__(self, items: List[VariableTracker], cls: type, source=None):
+        super().__init__(items, source)
+        self.container_type = cls
+
+    @classmethod
+    def create(cls, tx, klass: type, args, kwargs) -> NamedTupleVariable:
+        """``klass(*args, **kwargs)``, bound as its ``__new__`` binds them."""
+        import inspect
+
+        try:
+            bound = inspect.signature(klass.__new__).bind(klass, *args, **kwargs)
+        except TypeError as e:
+            raise Unsupported(
+                f"{klass.__qualname__}(...) raises TypeError: {e}", category=RAISES
+            ) from e
+        items = []
+        for name in klass._fields:
+            if name in bound.arguments:
+                items.append(bound.arguments[name])
+                continue
+            default = inspect.signature(klass.__new__).parameters[name].default
+            if not isinstance(default, (int, float, str, bool, type(None))):
+                raise Unsupported(
+                    f"the default of {klass.__qualname__}.{name}, a {type(default).__name__}",
+                    category=DYNAMIC_VALUE,
+                )
+            items.append(ConstantVariable(default))
+        return cls(items, klass)
+
+    def describe(self) -> str:
+        return f"{self.container_type.__qualname__} (a namedtuple)"
+
+    def python_value(self, items: List[Any]) -> Any:
+        return tuple.__new__(self.container_type, items)
+
+    def with_items(self, items: List[VariableTracker]) -> BaseListVariable:
+        return TupleVariable(items)
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        fields = self.container_type._fields
+        if name in fields:
+            return self.items[fields.index(name)]
+        if name == "_fields":
+            return ConstantVariable(fields)
+        if name in vars(tuple):
+            return super().var_getattr(tx, name)
+        raise Unsupported(f"{self.describe()}.{name}", category=UNTRACED_CALL)
+
+    def _build(self, cg) -> None:
+        cg.extend(_compat.load_callable_const(tuple.__new__))
+        cg.extend(_compat.load_const(self.container_type))
+        for item in self.items:
+            cg(item)
+        cg.extend(_compat.build_tuple(len(self.items)))
+        cg.extend(_compat.call(2))
 
 
 class ListVariable(BaseListVariable):

@@ -203,8 +203,11 @@ class ClassVariable(KnownValueVariable):
                         f"{cls.__qualname__}(...) raises {type(e).__name__}: {e}", category=RAISES
                     ) from e
                 return ConstantVariable(check_numpy_result(value, cls.__qualname__))
+        from .containers import NamedTupleVariable, is_namedtuple_class
         from .new_objects import NewObjectVariable, can_make
 
+        if is_namedtuple_class(cls):
+            return NamedTupleVariable.create(tx, cls, args, kwargs)
         if can_make(cls):
             return NewObjectVariable.create(tx, cls, args, kwargs)
         raise Unsupported(

@@ -774,6 +774,38 @@ def test_an_outside_object_read_through_its_getattribute(backend):
         assert_same(fast(x, Tripled(5.0)), read_through_getattribute(x, Tripled(5.0)))
 
 
+class Aliased(Tripled):
+    def scaled(self, x):
+        return x * self.value
+
+
+def method_through_getattribute(x, obj):
+    return obj.scaled(x) + 1
+
+
+def test_a_method_read_through_getattribute_is_one_capture(backend):
+    # (the guard compared the bound method, made anew at each read, with its function:
+    # every call was a new capture, up to the recompile limit; PaddleNLP's
+    # ``model_config.to_dict()`` in ``generate``)
+    x = paddle.linspace(-1, 1, 4)
+    fast = jit_core.optimize(method_through_getattribute, backend=backend)
+    obj = Aliased(2.0)
+    with paddle.no_grad():
+        report, seen = counts(fast, x, obj)
+        assert seen == (1, 0, 0), str(report)
+        for value in (2.0, 2.0, 5.0):
+            obj.value = value
+            assert_same(fast(x, obj), method_through_getattribute(x, obj))
+        assert fast.jit_stats.captures == 2  # 5.0 is another constant
+
+        class Other(Tripled):
+            def scaled(self, x):
+                return x - self.value
+
+        other = Other(2.0)  # the same name, another function: another capture
+        assert_same(fast(x, other), method_through_getattribute(x, other))
+        assert fast.jit_stats.captures == 3
+
 
 # ------------------------------------- a forward decorated to claim another signature
 

@@ -179,7 +179,10 @@ def _wrap(tx, value: Any, source: Optional[Source], owned_by_layer: bool) -> Var
     if isinstance(value, types.MethodType):
         fn, obj = value.__func__, value.__self__
         if isinstance(fn, types.FunctionType) and not _is_paddle_callable(fn):
-            _guard(tx, source, guards.ID_MATCH, fn)
+            # a bound method is made anew at each read (``obj.method is obj.method`` is
+            # False): its function is what stays the same
+            if source is not None:
+                _guard(tx, AttrSource(source, "__func__"), guards.ID_MATCH, fn)
             # the object it is bound to is read through the method, and guarded so
             obj_source = (
                 AttrSource(source, "__self__")

@@ -15,11 +15,12 @@ import functools
 import gc
 import inspect
 import os
+import sys
 import threading
 import types
 import warnings
 import weakref
-from typing import Any, Callable, Dict, List, Optional, Set
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Set
 
 import paddle
 from paddle.framework import core as _core
@@ -41,6 +42,7 @@ from .frame_cache import (
     EAGER_PAST_LIMIT,
     EAGER_PAST_LIMIT_SEEING_CACHES,
     RUN_ORIGINAL,
+    RUN_ORIGINAL_UNHOOKED,
     CacheEntry,
     CaptureEvent,
     CodeCache,
@@ -51,7 +53,7 @@ from .frame_cache import (
 from .frame_calls import HookedCall, Rearm
 from .logs import breaks_log, recompiles_log
 from .shapes import ShapePolicy
-from .skipfiles import is_skipped_file
+from .skipfiles import is_jit_file, is_skipped_file
 
 set_eval_frame = _core.set_eval_frame
 
@@ -101,6 +103,55 @@ class _WeakHook:
         return self._method(ctx, frame)
 
 
+#: calls of a library code (a skipped file) with no user code below them, after which
+#: what it calls runs with the hook off. Every hooked frame costs Paddle's shim a locals
+#: dict and a call of the hook (about 5 us on these machines): library code that calls
+#: more library code (``Layer.__setattr__``, ``copy.deepcopy``, a ``Layer.__init__``)
+#: paid it for every frame below it. The count is per ``optimize()``; user code met
+#: below a library code keeps it hooked for good (``_user_code_below``), and
+#: ``LIBRARY_BRIDGES`` are hooked from the start. What runs unhooked runs as eager does.
+QUIET_AFTER = 10
+
+
+def _nested_codes(code: types.CodeType):
+    yield code
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _nested_codes(const)
+
+
+def _library_bridges() -> FrozenSet[types.CodeType]:
+    """Library code whose callees are user code by design: a layer's call reaching its
+    ``forward`` and its hooks, the containers and RNN layers calling the layers and cells
+    they hold, and the wrappers Paddle's and contextlib's decorators put around a user's
+    function. They are never quieted, however often they first run Paddle's own layers
+    and functions."""
+    import contextlib
+
+    from paddle.base.dygraph import base as dygraph_base
+    from paddle.nn.layer import rnn
+
+    roots = [
+        paddle.nn.Layer.__call__,
+        getattr(paddle.nn.Layer, "_dygraph_call_func", None),
+        paddle.nn.Sequential.forward,
+        paddle.nn.RNN.forward,
+        paddle.nn.BiRNN.forward,
+        getattr(rnn, "_rnn_dynamic_graph", None),
+        contextlib.ContextDecorator.__call__,
+        vars(getattr(dygraph_base, "_DecoratorContextManager", object)).get("__call__"),
+    ]
+    codes = set()
+    for fn in roots:
+        code = getattr(fn, "__code__", None)
+        if code is not None:
+            codes.update(_nested_codes(code))
+    return frozenset(codes)
+
+
+LIBRARY_BRIDGES = _library_bridges()
+
+
 class _Hook(_WeakHook):
     """``_WeakHook`` for ``CompileContext._callback``, answering the commonest frame itself
     in one call: one whose code runs as it is (Paddle's, Python's own), which a layer's
@@ -120,6 +171,12 @@ class _Hook(_WeakHook):
     def __call__(self, frame) -> FrameResult:
         cache = self._cache.get(frame.f_code)
         if cache is not None and cache.hot is None:
+            calls = cache.library_calls
+            if calls is None:
+                return RUN_ORIGINAL
+            if calls >= QUIET_AFTER:
+                return RUN_ORIGINAL_UNHOOKED
+            cache.library_calls = calls + 1
             return RUN_ORIGINAL
         ctx = self._ctx()
         if ctx is None:
@@ -275,6 +332,8 @@ class CompileContext:
         cache = self.cache.get(frame.f_code)
         if cache is None:
             cache = self._new_cache(frame.f_code)
+        if not cache.skipped:
+            self._user_code_below(sys._getframe(1))
         hot = cache.hot
         if hot is None:
             return RUN_ORIGINAL
@@ -292,6 +351,23 @@ class CompileContext:
                 if result is not None:
                     return result.hooked
         return self._miss(frame, frame.f_code, cache).hooked
+
+    def _user_code_below(self, caller) -> None:
+        """The library frames that called a user frame (``caller`` and up to the first
+        user frame) keep the hook on for good (``QUIET_AFTER``)."""
+        cache_of = self.cache.get
+        while caller is not None:
+            code = caller.f_code
+            cache = cache_of(code)
+            if cache is None:
+                # a code the shim never hands to the hook (3.11+: one with a try or with)
+                if not is_skipped_file(code.co_filename):
+                    return
+            elif not cache.skipped:
+                return
+            else:
+                cache.library_calls = None
+            caller = caller.f_back
 
     def _limit_callback(self, frame) -> FrameResult:
         """The hook while a frame past its recompile limit runs eagerly through
@@ -339,6 +415,10 @@ class CompileContext:
         ):
             cache.skipped = True
             cache.hot = None
+            if not (
+                code in LIBRARY_BRIDGES or code in GENERATED_CODES or is_jit_file(code.co_filename)
+            ):
+                cache.library_calls = 0
         elif code.co_flags & _GENERATOR_FLAGS:
             reason = "generators and coroutines run eagerly"
             cache.run_eagerly(reason)

@@ -37,6 +37,9 @@ class FrameResult:
 
 #: run the original code and keep watching the frames it calls
 RUN_ORIGINAL = FrameResult(None, False)
+#: run the original code with the hook off for what it calls: library code that has
+#: not led to user code (``eval_frame.QUIET_AFTER``)
+RUN_ORIGINAL_UNHOOKED = FrameResult(None, True)
 #: past the recompile limit, a call that matches no entry runs its original code with
 #: the hook off: nothing it calls has a cache of its own that could serve it
 EAGER_PAST_LIMIT = FrameResult(None, True)
@@ -181,6 +184,7 @@ class CodeCache:
         "dynamic_lists",
         "pinned_numbers",
         "raise_reason",
+        "library_calls",
         "__weakref__",
     )
 
@@ -189,6 +193,10 @@ class CodeCache:
         #: why this code runs eagerly for good (it cannot be captured)
         self.eager_reason: Optional[str] = None
         self.skipped = False
+        #: for library code (``skipped``): how often it ran without user code below it
+        #: (``eval_frame._Hook``); None once user code was seen below it, or for a code
+        #: that is no library code
+        self.library_calls: Optional[int] = None
         #: what the hook's fast path reads: (guard function, result) pairs, or None when
         #: the frame runs its original code
         self.hot: Optional[tuple] = ()

@@ -115,6 +115,20 @@ def is_skipped_file(filename: str) -> bool:
     return False
 
 
+_JIT_DIRS = tuple(d for d in (_dir_of("jit_core"), _dir_of("jit_opcodes")) if d)
+
+
+@functools.lru_cache(maxsize=4096)
+def is_jit_file(filename: str) -> bool:
+    """Code of the JIT itself: its packages, its backends, the code it generates."""
+    if filename.startswith("<"):
+        return filename.startswith("<jit_core")
+    path = os.path.abspath(filename)
+    return path.startswith(_JIT_DIRS) or os.path.basename(os.path.dirname(path)).startswith(
+        "jit_backend_"
+    )
+
+
 def is_library_module(module_name: str) -> bool:
     """Modules whose attributes are taken as fixed (no guard on each function read)."""
     top = module_name.split(".", 1)[0]

@@ -1,6 +1,7 @@
 """Library models (PaddleNLP) per call, in one run: eager Paddle, Paddle's SOT
 (`paddle.jit.to_static(net, full_graph=False)`) and jit_core's `optimize(net)` on the
-paddle and onnxrt backends; then greedy decoding with a KV cache.
+paddle and onnxrt backends; then greedy decoding with a KV cache, by a loop of model
+calls and by PaddleNLP's own `generate()`.
 
     ./dev bench-libs                     # sets up its own venv with the libraries
     python bench/libraries.py [--repeat N] [--backends paddle,onnxrt] [--tokens 12,48]
@@ -11,13 +12,15 @@ breaks and frames run eagerly on the paddle backend, times the first call (captu
 build, with an empty compile cache unless JIT_CORE_CACHE_DIR names one) and every call
 after it. The second runs a decode loop of N tokens (one token per
 step, the KV cache growing) and counts the captures: a loop that captures per token
-makes more captures for more tokens. Every output is compared with eager Paddle first.
+makes more captures for more tokens. The third runs PaddleNLP's `generate()` itself under
+`optimize`, for N new tokens. Every output is compared with eager Paddle first.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import io
 import logging
 import os
@@ -207,6 +210,45 @@ def decode_loops(backends, token_counts) -> None:
             print(f"| {name} | {tokens} | {eager_ms:.2f} ms | {jit} | {', '.join(captures)} |")
 
 
+def generate_calls(backends, token_counts) -> None:
+    """``optimize(model.generate)``: PaddleNLP's whole generation loop (its configs, logits
+    processors, stopping criteria and the model's calls), greedy with a KV cache."""
+    prompt = paddle.to_tensor([[5, 6, 7, 8]], dtype="int64")
+    print()
+    print("`optimize(model.generate)`, greedy with a KV cache: ms per call after the first")
+    print("two, and the captures the calls made (the same for every length: none per token)")
+    print()
+    head = " | ".join(f"jit_core {b}" for b in backends)
+    print(f"| model | tokens | eager | {head} | captures ({', '.join(backends)}) |")
+    print("|---|---|---|" + "---|" * len(backends) + "---|")
+    for name, make in _decoders():
+        for tokens in token_counts:
+            paddle.seed(0)
+            net = make()
+            net.eval()
+            kw = dict(
+                # PaddleNLP 2.8.1's LLaMA makes a float mask of its own, which its eager
+                # generate() then rejects (paddle.where wants a bool condition)
+                attention_mask=paddle.ones_like(prompt),
+                max_new_tokens=tokens,
+                decode_strategy="greedy_search",
+                use_cache=True,
+            )
+            expected = net.generate(prompt, **kw)[0].tolist()
+            fns, captures = [functools.partial(net.generate, prompt, **kw)], []
+            for b in backends:
+                fn = _optimize(net.generate, b)
+                for _ in range(2):
+                    if fn(prompt, **kw)[0].tolist() != expected:
+                        raise SystemExit(f"{name} generate() on {b}: tokens differ from eager")
+                captures.append(str(fn.jit_stats.captures))
+                fns.append(functools.partial(fn, prompt, **kw))
+            times = per_call_us(fns, (), 1, rounds=7, warmup=1, quiet=True)
+            eager_ms = times[0] / 1e3
+            jit = " | ".join(f"{t / 1e3:.1f} ms ({times[0] / t:.2f}x)" for t in times[1:])
+            print(f"| {name} | {tokens} | {eager_ms:.1f} ms | {jit} | {', '.join(captures)} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=20)
@@ -238,6 +280,7 @@ def main() -> None:
     with paddle.no_grad():
         forwards(backends, args.repeat)
         decode_loops(backends, [int(n) for n in args.tokens.split(",")])
+        generate_calls(backends, [int(n) for n in args.tokens.split(",")])
 
 
 if __name__ == "__main__":

@@ -228,6 +228,8 @@ def test_an_operator_paddle2onnx_lacks_is_named_and_can_fall_back():
         with pytest.raises(BackendCompileError, match="cannot convert the operator eigh") as e:
             jit_core.optimize(f, backend="onnxrt")(x)
         assert "fallback=True) runs such graphs on the paddle backend" in str(e.value)
+        # and why the direct exporter, tried first, did not take it
+        assert "the direct exporter, first: no ONNX lowering for" in str(e.value)
         fast = jit_core.optimize(f, backend="onnxrt", fallback=True)
         with pytest.warns(RuntimeWarning, match="eigh.*runs on the paddle backend"):
             out = fast(x)

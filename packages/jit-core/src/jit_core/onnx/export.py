@@ -196,15 +196,25 @@ def export_onnx(
     if lacking is not None:
         log.info("%s: exported through paddle2onnx: %s", type(gm).__name__, lacking)
         gm.meta["onnx_exporter"] = f"exported through paddle2onnx: {lacking}"
-    _check_graph(gm.graph)
-    with tempfile.TemporaryDirectory(prefix="jit_core_onnx_") as folder:
-        prefix = os.path.join(folder, "graph")
-        save_static(gm, example_inputs, prefix)
-        model = prefix + ".json" if os.path.exists(prefix + ".json") else prefix + ".pdmodel"
-        params = prefix + ".pdiparams" if os.path.exists(prefix + ".pdiparams") else ""
-        out = os.path.join(folder, "graph.onnx")
-        _WORKER.export(model, params, opset, out)
-        return onnx.load(out)
+    try:
+        _check_graph(gm.graph)
+        with tempfile.TemporaryDirectory(prefix="jit_core_onnx_") as folder:
+            prefix = os.path.join(folder, "graph")
+            save_static(gm, example_inputs, prefix)
+            model = prefix + ".json" if os.path.exists(prefix + ".json") else prefix + ".pdmodel"
+            params = prefix + ".pdiparams" if os.path.exists(prefix + ".pdiparams") else ""
+            out = os.path.join(folder, "graph.onnx")
+            _WORKER.export(model, params, opset, out)
+            return onnx.load(out)
+    except OnnxExportError as e:
+        if lacking is None:
+            raise
+        # paddle2onnx was the second try: what stopped the direct exporter is the cause a
+        # lowering would remove
+        raise OnnxExportError(
+            f"{e}; the direct exporter, first: {lacking}",
+            list(dict.fromkeys(e.operators + getattr(lacking, "operators", []))),
+        ) from e
 
 
 def _check_updates(graph) -> None:

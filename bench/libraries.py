@@ -177,15 +177,24 @@ def _decode(model, prompt, tokens: int) -> list:
     return out
 
 
-def decode_loops(backends, token_counts) -> None:
-    prompt = paddle.to_tensor([[5, 6, 7, 8]], dtype="int64")
+def _decoder_table(title: str, subtitle: str, backends) -> None:
+    """The title and head of a table of decoding runs, one column per backend."""
     print()
-    print("greedy decoding with a KV cache, one token per step: ms per token, and the")
-    print("captures the whole loop made (the same for every length: no capture per token)")
+    print(title)
+    print(subtitle)
     print()
     head = " | ".join(f"jit_core {b}" for b in backends)
     print(f"| model | tokens | eager | {head} | captures ({', '.join(backends)}) |")
     print("|---|---|---|" + "---|" * len(backends) + "---|")
+
+
+def decode_loops(backends, token_counts) -> None:
+    prompt = paddle.to_tensor([[5, 6, 7, 8]], dtype="int64")
+    _decoder_table(
+        "greedy decoding with a KV cache, one token per step: ms per token, and the",
+        "captures the whole loop made (the same for every length: no capture per token)",
+        backends,
+    )
     for name, make in _decoders():
         for tokens in token_counts:
             paddle.seed(0)
@@ -214,13 +223,11 @@ def generate_calls(backends, token_counts) -> None:
     """``optimize(model.generate)``: PaddleNLP's whole generation loop (its configs, logits
     processors, stopping criteria and the model's calls), greedy with a KV cache."""
     prompt = paddle.to_tensor([[5, 6, 7, 8]], dtype="int64")
-    print()
-    print("`optimize(model.generate)`, greedy with a KV cache: ms per call after the first")
-    print("two, and the captures the calls made (the same for every length: none per token)")
-    print()
-    head = " | ".join(f"jit_core {b}" for b in backends)
-    print(f"| model | tokens | eager | {head} | captures ({', '.join(backends)}) |")
-    print("|---|---|---|" + "---|" * len(backends) + "---|")
+    _decoder_table(
+        "`optimize(model.generate)`, greedy with a KV cache: ms per call after the first",
+        "two, and the captures the calls made (the same for every length: none per token)",
+        backends,
+    )
     for name, make in _decoders():
         for tokens in token_counts:
             paddle.seed(0)

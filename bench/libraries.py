@@ -188,6 +188,16 @@ def _decoder_table(title: str, subtitle: str, backends) -> None:
     print("|---|---|---|" + "---|" * len(backends) + "---|")
 
 
+def _decoder_runs(token_counts):
+    """(name, tokens, a fresh decoder in eval mode) for each decoder and length."""
+    for name, make in _decoders():
+        for tokens in token_counts:
+            paddle.seed(0)
+            net = make()
+            net.eval()
+            yield name, tokens, net
+
+
 def decode_loops(backends, token_counts) -> None:
     prompt = paddle.to_tensor([[5, 6, 7, 8]], dtype="int64")
     _decoder_table(
@@ -195,28 +205,24 @@ def decode_loops(backends, token_counts) -> None:
         "captures the whole loop made (the same for every length: no capture per token)",
         backends,
     )
-    for name, make in _decoders():
-        for tokens in token_counts:
-            paddle.seed(0)
-            net = make()
-            net.eval()
-            expected = _decode(net, prompt, tokens)
-            cells, captures = [], []
-            for b in backends:
-                fn = _optimize(net, b)
-                if _decode(fn, prompt, tokens) != expected:
-                    raise SystemExit(f"{name} on {b}: the decoded tokens differ from eager")
-                captures.append(str(fn.jit_stats.captures))
-                cells.append(fn)
-            per_token = []
-            for fn in [net, *cells]:
-                start = time.perf_counter()
-                for _ in range(3):
-                    _decode(fn, prompt, tokens)
-                per_token.append((time.perf_counter() - start) / 3 / tokens * 1e3)
-            eager_ms = per_token[0]
-            jit = " | ".join(f"{t:.2f} ms ({eager_ms / t:.2f}x)" for t in per_token[1:])
-            print(f"| {name} | {tokens} | {eager_ms:.2f} ms | {jit} | {', '.join(captures)} |")
+    for name, tokens, net in _decoder_runs(token_counts):
+        expected = _decode(net, prompt, tokens)
+        cells, captures = [], []
+        for b in backends:
+            fn = _optimize(net, b)
+            if _decode(fn, prompt, tokens) != expected:
+                raise SystemExit(f"{name} on {b}: the decoded tokens differ from eager")
+            captures.append(str(fn.jit_stats.captures))
+            cells.append(fn)
+        per_token = []
+        for fn in [net, *cells]:
+            start = time.perf_counter()
+            for _ in range(3):
+                _decode(fn, prompt, tokens)
+            per_token.append((time.perf_counter() - start) / 3 / tokens * 1e3)
+        eager_ms = per_token[0]
+        jit = " | ".join(f"{t:.2f} ms ({eager_ms / t:.2f}x)" for t in per_token[1:])
+        print(f"| {name} | {tokens} | {eager_ms:.2f} ms | {jit} | {', '.join(captures)} |")
 
 
 def generate_calls(backends, token_counts) -> None:
@@ -228,32 +234,28 @@ def generate_calls(backends, token_counts) -> None:
         "two, and the captures the calls made (the same for every length: none per token)",
         backends,
     )
-    for name, make in _decoders():
-        for tokens in token_counts:
-            paddle.seed(0)
-            net = make()
-            net.eval()
-            kw = dict(
-                # PaddleNLP 2.8.1's LLaMA makes a float mask of its own, which its eager
-                # generate() then rejects (paddle.where wants a bool condition)
-                attention_mask=paddle.ones_like(prompt),
-                max_new_tokens=tokens,
-                decode_strategy="greedy_search",
-                use_cache=True,
-            )
-            expected = net.generate(prompt, **kw)[0].tolist()
-            fns, captures = [functools.partial(net.generate, prompt, **kw)], []
-            for b in backends:
-                fn = _optimize(net.generate, b)
-                for _ in range(2):
-                    if fn(prompt, **kw)[0].tolist() != expected:
-                        raise SystemExit(f"{name} generate() on {b}: tokens differ from eager")
-                captures.append(str(fn.jit_stats.captures))
-                fns.append(functools.partial(fn, prompt, **kw))
-            times = per_call_us(fns, (), 1, rounds=7, warmup=1, quiet=True)
-            eager_ms = times[0] / 1e3
-            jit = " | ".join(f"{t / 1e3:.1f} ms ({times[0] / t:.2f}x)" for t in times[1:])
-            print(f"| {name} | {tokens} | {eager_ms:.1f} ms | {jit} | {', '.join(captures)} |")
+    for name, tokens, net in _decoder_runs(token_counts):
+        kw = dict(
+            # PaddleNLP 2.8.1's LLaMA makes a float mask of its own, which its eager
+            # generate() then rejects (paddle.where wants a bool condition)
+            attention_mask=paddle.ones_like(prompt),
+            max_new_tokens=tokens,
+            decode_strategy="greedy_search",
+            use_cache=True,
+        )
+        expected = net.generate(prompt, **kw)[0].tolist()
+        fns, captures = [functools.partial(net.generate, prompt, **kw)], []
+        for b in backends:
+            fn = _optimize(net.generate, b)
+            for _ in range(2):
+                if fn(prompt, **kw)[0].tolist() != expected:
+                    raise SystemExit(f"{name} generate() on {b}: tokens differ from eager")
+            captures.append(str(fn.jit_stats.captures))
+            fns.append(functools.partial(fn, prompt, **kw))
+        times = per_call_us(fns, (), 1, rounds=7, warmup=1, quiet=True)
+        eager_ms = times[0] / 1e3
+        jit = " | ".join(f"{t / 1e3:.1f} ms ({times[0] / t:.2f}x)" for t in times[1:])
+        print(f"| {name} | {tokens} | {eager_ms:.1f} ms | {jit} | {', '.join(captures)} |")
 
 
 def main() -> None:

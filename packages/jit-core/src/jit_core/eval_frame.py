@@ -155,8 +155,9 @@ LIBRARY_BRIDGES = _library_bridges()
 class _Hook(_WeakHook):
     """``_WeakHook`` for ``CompileContext._callback``, answering the commonest frame itself
     in one call: one whose code runs as it is (Paddle's, Python's own), which a layer's
-    call under the hook meets by the hundred. It reads the context's cache dict, which
-    it lets go when the context dies (``_release``)."""
+    call under the hook meets by the hundred, and counts the calls of library code until
+    what it calls can run unhooked (``QUIET_AFTER``). It reads the context's cache dict,
+    which it lets go when the context dies (``_release``)."""
 
     __slots__ = ("_cache",)
 
@@ -360,7 +361,8 @@ class CompileContext:
             code = caller.f_code
             cache = cache_of(code)
             if cache is None:
-                # a code the shim never hands to the hook (3.11+: one with a try or with)
+                # a code the hook never saw: the JIT's own frames, and on 3.11+ a code with
+                # a try or with, which the shim never hands to the hook
                 if not is_skipped_file(code.co_filename):
                     return
             elif not cache.skipped:

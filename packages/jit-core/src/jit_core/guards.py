@@ -667,6 +667,7 @@ class _AttributeReads:
         self._reads: List[Tuple[str, str]] = []  # (base, attribute) per placeholder
         self._count: Dict[str, int] = {}
         self._forced: set = set()  # objects whose dict a check tests membership in
+        self._through_dict: set = set()  # objects read through their dict (``settle``)
 
     def read(self, base: str, attr: str) -> str:
         """``base.attr`` as the guard reads it, a placeholder where it may be a dict item

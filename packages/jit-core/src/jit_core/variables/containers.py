@@ -240,8 +240,9 @@ class NamedTupleVariable(TupleVariable):
         """``klass(*args, **kwargs)``, bound as its ``__new__`` binds them."""
         import inspect
 
+        signature = inspect.signature(klass.__new__)
         try:
-            bound = inspect.signature(klass.__new__).bind(klass, *args, **kwargs)
+            bound = signature.bind(klass, *args, **kwargs)
         except TypeError as e:
             raise Unsupported(
                 f"{klass.__qualname__}(...) raises TypeError: {e}", category=RAISES
@@ -251,7 +252,7 @@ class NamedTupleVariable(TupleVariable):
             if name in bound.arguments:
                 items.append(bound.arguments[name])
                 continue
-            default = inspect.signature(klass.__new__).parameters[name].default
+            default = signature.parameters[name].default
             if not isinstance(default, (int, float, str, bool, type(None))):
                 raise Unsupported(
                     f"the default of {klass.__qualname__}.{name}, a {type(default).__name__}",

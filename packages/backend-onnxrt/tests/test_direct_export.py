@@ -753,3 +753,46 @@ def test_exact_gelu_is_one_kernel_after_onnx_runtime_optimizes_it(capture, tmp_p
         n.op_type for n in onnx.load(options.optimized_model_filepath).graph.node
     )
     assert ops["Gelu"] == 1 and "Erf" not in ops, ops
+
+
+# -- sizes the model reads: one model for every length ----------------------------------------
+
+TABLE = paddle.rand([16, 4])
+
+
+def decode_step(x, past):
+    """LLaMA's decode step, in short: a mask, positions, rows of a table and shapes made
+    from the cache's length, which grows by one a step."""
+    n = past.shape[1]
+    mask = paddle.ones([1, n + 1], dtype="bool").astype("float32")
+    pos = paddle.arange(n, n + 1, dtype="int64").astype("float32")
+    kv = paddle.concat([past, x], axis=1)
+    rows = TABLE[: n + 1]  # a slice bound the model computes
+    shift = (n - 8) // 3  # negative for a short cache: Python's floor, not truncation
+    wide = mask.expand([2, n + 1])
+    flat = kv.reshape([1, (n + 1) * 4])
+    return kv.sum(-1) * mask + pos + shift, rows, wide, flat
+
+
+def test_sizes_of_a_dynamic_dimension_make_one_model_for_every_length():
+    x, past = paddle.rand([1, 1, 4]), paddle.rand([1, 5, 4])
+    jit_core.mark_dynamic(past, 1)
+    gm = jit_core.capture(decode_step, x, past)
+    values = {"L['x']": x, "L['past']": past, "G['TABLE']": TABLE}
+    example = [values[s] for s in gm.meta["input_sources"]]
+    model = export_direct(gm, example, DEFAULT_OPSET)  # no size pinned: no MissingLowering
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    placeholders = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+    for length in (1, 5, 9, 15):
+        values.update({"L['x']": paddle.rand([1, 1, 4]), "L['past']": paddle.rand([1, length, 4])})
+        feeds = {
+            name: values[source].numpy()
+            for name, source in zip(placeholders, gm.meta["input_sources"])
+        }
+        got = session.run(None, feeds)
+        with paddle.no_grad():
+            want = decode_step(values["L['x']"], values["L['past']"])
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            assert g.shape == tuple(w.shape), (length, g.shape, w.shape)
+            np.testing.assert_allclose(g, w.numpy(), rtol=1e-5, atol=1e-6)

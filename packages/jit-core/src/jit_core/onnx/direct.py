@@ -98,6 +98,7 @@ _BINARY = {
     operator.sub,
     operator.mul,
     operator.truediv,
+    operator.floordiv,
     operator.pow,
     operator.matmul,
     operator.lt,
@@ -242,6 +243,9 @@ class Exporter:
         self._known: Dict[Any, Any] = {}
         #: (a bool scalar of the model, why the results need it) per ``require``
         self.checks: List[Tuple[str, str]] = []
+        #: nodes holding a graph int (a size read when the model runs, arithmetic on it):
+        #: 0-D int64 tensors of the model (``int_result``)
+        self._ints: set = set()
 
     # names ----------------------------------------------------------------------------
     def fresh(self, hint: str) -> str:
@@ -301,6 +305,8 @@ class Exporter:
 
     def sizes(self, value: Any) -> List[Optional[int]]:
         """The sizes of a value, None for each dimension that is dynamic."""
+        if _is_node(value) and value in self._ints:
+            return []
         if _is_node(value):
             shape = value.meta.get("shape")
             if shape is None or not all(isinstance(d, int) for d in shape):
@@ -322,6 +328,8 @@ class Exporter:
         return len(self.sizes(value))
 
     def dtype(self, value: Any) -> str:
+        if _is_node(value) and value in self._ints:
+            return "int64"
         if _is_node(value):
             dtype = value.meta.get("dtype")
             if dtype is None:
@@ -355,6 +363,18 @@ class Exporter:
         if _is_paddle_tensor(value):
             self.decline("a tensor where a constant is expected")
         return value
+
+    def runtime_int(self, value: Any) -> bool:
+        """Whether ``value`` is a graph int the model computes (not ``known``)."""
+        return _is_node(value) and value in self._ints and value not in self._known
+
+    def int_result(self, name: str, value: Any = None) -> str:
+        """The node being lowered holds a graph int, ``name`` (a 0-D int64 tensor), known
+        to be ``value`` where that is not None."""
+        self._ints.add(self.node)
+        if value is not None:
+            self.remember(value)
+        return name
 
     def items(self, value: Any) -> Optional[Tuple[str, ...]]:
         """The ONNX names of the results of a call with several (``split``), or None."""

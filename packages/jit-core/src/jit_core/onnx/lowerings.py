@@ -21,7 +21,7 @@ import numpy as np
 import paddle
 import paddle.nn.functional as F
 
-from .. import hookspecs
+from .. import hookspecs, shapes
 from .direct import Exporter, _resolve
 
 hookimpl = hookspecs.hookimpl
@@ -39,12 +39,69 @@ def _float_input(ex: Exporter, x: Any) -> str:
 def _binary(onnx_op: str) -> Callable:
     def lower(ex: Exporter, a: Dict[str, Any]) -> str:
         x, y = a["x"], a["y"]
+        if ex.node.meta.get("dtype") is None and onnx_op in _INT_OPS:
+            return _int_arithmetic(ex, onnx_op, x, y)
         if not (ex.is_tensor(x) or ex.is_tensor(y)):
             ex.decline("no tensor operand")
         out = ex.out_dtype()
         return ex.op(onnx_op, [ex.input(x, out), ex.input(y, out)])
 
     return lower
+
+
+_INT_OPS = {"Add": operator.add, "Sub": operator.sub, "Mul": operator.mul}
+
+
+def _int_arithmetic(ex: Exporter, onnx_op: str, x: Any, y: Any) -> str:
+    """``+``, ``-``, ``*`` of graph ints (a size of a dynamic dimension and Python ints):
+    a 0-D int64 tensor, known where both operands are."""
+    for v in (x, y):
+        if not ((isinstance(v, int) and not isinstance(v, bool)) or ex.dtype(v) == "int64"):
+            ex.decline("int arithmetic on something other than ints")
+        if ex.is_tensor(v) and ex.sizes(v):
+            ex.decline("int arithmetic on a tensor")
+    try:
+        value = _INT_OPS[onnx_op](ex.known(x), ex.known(y))
+    except Exception:  # noqa: BLE001 - an operand only the model knows
+        value = None
+    name = ex.op(onnx_op, [ex.input(x, "int64"), ex.input(y, "int64")])
+    return ex.int_result(name, value)
+
+
+def _int_floordiv(ex: Exporter, a: Dict[str, Any]) -> str:
+    """``//`` of graph ints (``head_dim // 2``, a length halved): Python's, rounding
+    towards minus infinity where ONNX's integer ``Div`` truncates."""
+    x, y = a["x"], a["y"]
+    if ex.node.meta.get("dtype") is not None:
+        ex.decline("// of tensors")
+    for v in (x, y):
+        if not ((isinstance(v, int) and not isinstance(v, bool)) or ex.dtype(v) == "int64"):
+            ex.decline("// of something other than ints")
+        if ex.is_tensor(v) and ex.sizes(v):
+            ex.decline("// of a tensor")
+    try:
+        value = ex.known(x) // ex.known(y)
+    except Exception:  # noqa: BLE001 - an operand only the model knows (or y == 0)
+        value = None
+    a_, b_ = ex.input(x, "int64"), ex.input(y, "int64")
+    q = ex.op("Div", [a_, b_])
+    inexact = ex.op("Not", [ex.op("Equal", [ex.op("Mul", [q, b_]), a_])])
+    zero = ex.constant(np.int64(0), "int64")
+    signs = ex.op("Xor", [ex.op("Less", [a_, zero]), ex.op("Less", [b_, zero])])
+    down = ex.cast(ex.op("And", [inexact, signs]), "int64")
+    return ex.int_result(ex.op("Sub", [q, down]), value)
+
+
+def _size(ex: Exporter, a: Dict[str, Any]) -> str:
+    """``jit_core.shapes.size(t, dim)``: a size the graph reads when it runs. A 0-D
+    int64 tensor: the constant where this model fixes it, else read from ``t``."""
+    t, dim = a["t"], a["dim"]
+    sizes = ex.sizes(t)
+    dim = dim % len(sizes)
+    if sizes[dim] is not None:
+        return ex.int_result(ex.constant(np.int64(sizes[dim]), "int64"), sizes[dim])
+    one = ex.op("Shape", [ex.input(t)], start=dim, end=dim + 1)
+    return ex.int_result(ex.op("Squeeze", [one, ex.ints([0])]))
 
 
 def _compare(onnx_op: str, negate: bool = False) -> Callable:
@@ -425,16 +482,45 @@ def _softmax(ex: Exporter, a: Dict[str, Any]) -> str:
 
 
 # -- shapes --------------------------------------------------------------------------------
+def _runtime_item(ex: Exporter, d: Any) -> bool:
+    """Whether an item of a shape list is a size only the model knows: a graph int of a
+    dynamic size, or a 0-D tensor (LLaMA's ``seq_length + past_length``)."""
+    if ex.runtime_int(d):
+        return True
+    return ex.is_tensor(d) and not ex.sizes(d) and ex.dtype(d) in ("int32", "int64")
+
+
+def holds_runtime_sizes(ex: Exporter, shape: Any) -> bool:
+    """Whether a shape list holds sizes only the model knows (``shape_list_tensor``)."""
+    return isinstance(shape, (list, tuple)) and any(_runtime_item(ex, d) for d in shape)
+
+
+def shape_list_tensor(ex: Exporter, shape: Any) -> str:
+    """A shape list holding sizes the model computes, as a 1-D int64 tensor."""
+    parts = []
+    for d in shape:
+        if _runtime_item(ex, d):
+            parts.append(ex.op("Unsqueeze", [ex.input(d, "int64"), ex.ints([0])]))
+        elif ex.is_tensor(d):
+            ex.decline("a shape list holding a tensor that is not one size")
+        else:
+            parts.append(ex.ints([int(ex.known(d))]))
+    return ex.op("Concat", parts, axis=0)
+
+
 def _to_result_shape(ex: Exporter, a: Dict[str, Any]) -> str:
     """Every operation that only changes the shape: a Reshape to the result's (-1 for the
     one dynamic size it may have; a 0 is a size, not "the input's", ``allowzero``). A
-    shape given as a tensor is the model's to read: it may follow the data."""
+    shape given as a tensor, or a list holding sizes the model computes, is the model's
+    to read: it may follow the data."""
     shape = a.get("shape")
     if ex.is_tensor(shape):
         # Paddle's 0 ("the input's size") and -1 are ONNX Reshape's too
         return ex.op("Reshape", [ex.input(a["x"]), ex.input(shape, "int64")])
+    if holds_runtime_sizes(ex, shape):
+        return ex.op("Reshape", [ex.input(a["x"]), shape_list_tensor(ex, shape)])
     if isinstance(shape, (list, tuple)) and any(ex.is_tensor(d) for d in shape):
-        ex.decline("a shape list holding tensors")
+        ex.known(list(shape))  # graph ints this model fixes, else declined
     return reshaped_to_result(ex, ex.input(a["x"]))
 
 
@@ -449,14 +535,17 @@ def reshaped_to_result(ex: Exporter, name: str) -> str:
 
 def _expand(ex: Exporter, a: Dict[str, Any]) -> str:
     shape = a.get("shape")
-    if not ex.is_tensor(shape):
+    if holds_runtime_sizes(ex, shape):
+        target, n = shape_list_tensor(ex, shape), len(shape)
+    elif not ex.is_tensor(shape):
         if isinstance(shape, (list, tuple)) and any(ex.is_tensor(d) for d in shape):
-            ex.decline("a shape list holding tensors")
+            ex.known(list(shape))  # graph ints this model fixes, else declined
         return ex.op("Expand", [ex.input(a["x"]), ex.ints(ex.out_shape())])
-    # a shape tensor, read when the model runs: its -1s keep the input's sizes (ONNX's
-    # Expand has no -1), the input's shape aligned to the right
-    target = ex.input(shape, "int64")
-    rank, n = ex.rank(a["x"]), ex.shape(shape)[0]
+    else:
+        target, n = ex.input(shape, "int64"), ex.shape(shape)[0]
+    # a shape read when the model runs: its -1s keep the input's sizes (ONNX's Expand
+    # has no -1), the input's shape aligned to the right
+    rank = ex.rank(a["x"])
     if n < rank:
         ex.decline("a shape shorter than the input's")
     sizes = ex.op("Shape", [ex.input(a["x"])])
@@ -912,6 +1001,8 @@ def builtin_lowerings() -> Dict[Any, Callable]:
     add([F.silu], _silu)
     add([F.gelu], _gelu)
     add([paddle.shape], _shape_of)
+    add([shapes.size], _size)
+    add([operator.floordiv], _int_floordiv)
     add([F.hardtanh], _hardtanh)
     add([paddle.rsqrt, "Tensor.rsqrt"], _rsqrt)
     add([paddle.sqrt, "Tensor.sqrt"], _sqrt)

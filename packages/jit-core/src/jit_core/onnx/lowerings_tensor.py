@@ -17,7 +17,7 @@ import paddle
 import paddle.nn.functional as F
 
 from .direct import Exporter
-from .lowerings import reshaped_to_result
+from .lowerings import holds_runtime_sizes, reshaped_to_result, shape_list_tensor
 
 _INT64_MAX = 2**63 - 1
 _INT64_MIN = -(2**63)
@@ -43,17 +43,34 @@ def _full(ex: Exporter, a: Dict[str, Any]) -> str:
     value = ex.known(a.get("fill_value", a.get("value")))
     if not isinstance(value, (int, float, bool)):
         ex.decline("a fill value that is not a number")
+    if _runtime_sizes(ex, a.get("shape")):
+        return _filled_to(ex, a["shape"], value)
     return constant_result(ex, value)
 
 
 def _filled(value: Any) -> Callable:
     def lower(ex: Exporter, a: Dict[str, Any]) -> str:
+        if _runtime_sizes(ex, a.get("shape")):
+            return _filled_to(ex, a["shape"], value)
         return constant_result(ex, value)
 
     return lower
 
 
+def _runtime_sizes(ex: Exporter, shape: Any) -> bool:
+    return holds_runtime_sizes(ex, shape)
+
+
+def _filled_to(ex: Exporter, shape: Any, value: Any) -> str:
+    """``value`` in a tensor of a shape the model computes (``paddle.ones([1, n + 1])``
+    where ``n`` is a dynamic size): ``ConstantOfShape``."""
+    fill = ex.tensor(np.asarray([value]), ex.out_dtype())
+    return ex.op("ConstantOfShape", [shape_list_tensor(ex, shape)], value=fill)
+
+
 def _arange(ex: Exporter, a: Dict[str, Any]) -> str:
+    if any(ex.runtime_int(a.get(k)) for k in ("start", "end", "step")):
+        return _range(ex, a.get("start"), a.get("end"), a.get("step"))
     start, end, step = (ex.known(a.get(k)) for k in ("start", "end", "step"))
     if end is None:
         start, end = 0, start
@@ -61,6 +78,21 @@ def _arange(ex: Exporter, a: Dict[str, Any]) -> str:
     if list(values.shape) != ex.out_shape():
         ex.decline("a range whose length differs from the recorded one")
     return ex.constant(values, ex.out_dtype())
+
+
+def _range(ex: Exporter, start: Any, end: Any, step: Any) -> str:
+    """``arange`` with bounds only the model knows: ONNX's ``Range`` of 0-D tensors of
+    the result's dtype."""
+    if end is None:
+        start, end = 0, start
+    dtype = ex.out_dtype()
+    if dtype not in ("int32", "int64"):
+        ex.decline(f"a range of {dtype} with bounds the model computes")
+    bounds = [
+        ex.input(v, dtype) if ex.runtime_int(v) else ex.constant(np.asarray(ex.known(v)), dtype)
+        for v in (start, end, 1 if step is None else step)
+    ]
+    return ex.op("Range", bounds)
 
 
 # -- indexing --------------------------------------------------------------------------------
@@ -112,11 +144,17 @@ def _basic_index(ex: Exporter, x: Any, index: tuple) -> str:
             axes.append(dim)
             steps.append(1)
         else:
+            # a bound may be a graph int (``cos[:seq_len]`` where the length is dynamic):
+            # its value where this model fixes it, else read when the model runs
+            item = slice(_bound(ex, item.start), _bound(ex, item.stop), item.step)
             parts = (item.start, item.stop, item.step)
             if not all(
-                p is None or (isinstance(p, int) and not isinstance(p, bool)) for p in parts
+                p is None or ex.runtime_int(p) or (isinstance(p, int) and not isinstance(p, bool))
+                for p in parts
             ):
                 ex.decline("a slice whose bounds are not ints")
+            if ex.runtime_int(item.step):
+                ex.decline("a slice step the model computes")
             step = 1 if item.step is None else item.step
             if step == 0:
                 ex.decline("a slice step of 0")
@@ -129,8 +167,33 @@ def _basic_index(ex: Exporter, x: Any, index: tuple) -> str:
         dim += 1
     out = ex.input(x)
     if axes:
-        out = ex.op("Slice", [out, ex.ints(starts), ex.ints(ends), ex.ints(axes), ex.ints(steps)])
+        out = ex.op(
+            "Slice", [out, _ints_of(ex, starts), _ints_of(ex, ends), ex.ints(axes), ex.ints(steps)]
+        )
     return reshaped_to_result(ex, out)
+
+
+def _bound(ex: Exporter, p: Any) -> Any:
+    """A slice bound: a graph int's value where the model fixes it."""
+    if p is not None and not isinstance(p, int) and ex.is_tensor(p) and not ex.runtime_int(p):
+        try:
+            return ex.known(p)
+        except Exception:  # noqa: BLE001 - declined: not a constant, left as it is
+            return p
+    return p
+
+
+def _ints_of(ex: Exporter, values: List[Any]) -> str:
+    """A 1-D int64 tensor of ints and graph ints the model computes."""
+    if not any(ex.runtime_int(v) for v in values):
+        return ex.ints(values)
+    parts = [
+        ex.op("Unsqueeze", [ex.input(v, "int64"), ex.ints([0])])
+        if ex.runtime_int(v)
+        else ex.ints([v])
+        for v in values
+    ]
+    return ex.op("Concat", parts, axis=0)
 
 
 def _gather_index(ex: Exporter, x: Any, index: tuple) -> str:

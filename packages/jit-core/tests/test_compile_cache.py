@@ -148,3 +148,45 @@ def test_graph_key_without_tensor_names_holds_for_a_twin_layer():
     assert graph_key(wider, [x], values=False, tensor_names=False) != graph_key(
         a, [x], values=False, tensor_names=False
     )
+
+
+class _Graph:
+    def __init__(self, exporter=None):
+        self.meta = {} if exporter is None else {"onnx_exporter": exporter}
+
+
+def test_a_build_from_a_direct_model_is_keyed_apart_from_paddle2onnx_and_onnx(
+    tmp_path, monkeypatch
+):
+    """Python 3.13 has no paddle2onnx and a newer onnx: a build made elsewhere from the
+    direct exporter's model serves it, a build from paddle2onnx's does not."""
+    from jit_core.onnx import ExportKeys, keys
+
+    cache = DiskCache("demo", root=str(tmp_path))
+    installed = {"paddle2onnx": "2.1.0", "onnx": "1.17.0"}
+    monkeypatch.setattr(keys, "installed_version", installed.get)
+    monkeypatch.setattr(keys, "paddle2onnx_missing", lambda: "")
+    with_paddle2onnx = ExportKeys("graph")
+    with_paddle2onnx.put(cache, _Graph(), b"from the direct model")
+    ExportKeys("declined graph").put(cache, _Graph("exported through paddle2onnx"), b"p2o")
+    assert with_paddle2onnx.get(cache)[1] == b"from the direct model"
+    assert ExportKeys("declined graph").get(cache)[1] == b"p2o"
+    # another onnx, no paddle2onnx: the direct model's build is found, paddle2onnx's not
+    installed.update(paddle2onnx=None, onnx="1.23.2")
+    monkeypatch.setattr(keys, "paddle2onnx_missing", lambda: "no wheels")
+    assert ExportKeys("graph").get(cache)[1] == b"from the direct model"
+    assert ExportKeys("declined graph").get(cache) is None
+    # another paddle2onnx: its own builds are not served, the direct model's still are
+    installed.update(paddle2onnx="2.2.0", onnx="1.17.0")
+    monkeypatch.setattr(keys, "paddle2onnx_missing", lambda: "")
+    assert ExportKeys("declined graph").get(cache) is None
+    assert ExportKeys("graph").get(cache)[1] == b"from the direct model"
+    # paddle2onnx asked for: no direct model is made, none is loaded
+    monkeypatch.setenv("JIT_CORE_ONNX_EXPORTER", "paddle2onnx")
+    assert ExportKeys("graph").get(cache) is None
+    only = ExportKeys("graph")
+    only.put(cache, _Graph(), b"p2o, asked for")
+    assert only.get(cache)[1] == b"p2o, asked for"
+    # without paddle2onnx then, there is no key to store under
+    monkeypatch.setattr(keys, "paddle2onnx_missing", lambda: "no wheels")
+    assert ExportKeys("graph").of(_Graph()) is None

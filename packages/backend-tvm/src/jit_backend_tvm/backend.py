@@ -9,7 +9,6 @@ loads a shared library instead of exporting, tuning and compiling again.
 from __future__ import annotations
 
 import contextlib
-import importlib.metadata
 import json
 import logging
 import os
@@ -29,6 +28,7 @@ from jit_core.index_bounds import IndexChecked
 from jit_core.logs import get_logger
 from jit_core.onnx import (
     DEFAULT_OPSET,
+    ExportKeys,
     OnnxExportError,
     check_against_paddle,
     export_onnx,
@@ -84,13 +84,6 @@ stats: Dict[str, int] = {
 class TvmCompileError(JitError):
     """TVM cannot import or compile an exported graph; the message names the ONNX node or
     Relax operator at fault."""
-
-
-def _version(dist: str) -> str:
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return "missing"
 
 
 def compile_graph(
@@ -151,8 +144,6 @@ def compile_graph(
             "winograd" if winograd else "direct convolutions",
             "frozen" if frozen else "live parameters",
             opset,
-            _version("paddle2onnx"),
-            _version("onnx"),
             # the host target names the CPU model, but a machine (a VM) may lack some of
             # its features: a library shared through a remote cache must not meet a CPU
             # without the instructions it uses. An explicit target is the user's promise.
@@ -160,7 +151,11 @@ def compile_graph(
         )
         # live parameters are fed by position and stored under their state-dict names, so
         # an entry holds in any process (Paddle numbers tensor names per process)
-        key = graph_key(gm, example_inputs, extra, values=frozen, tensor_names=state_names is None)
+        # one key per export route (paddle2onnx's and onnx's versions are part of only
+        # the key of a model paddle2onnx wrote: jit_core.onnx.keys)
+        key = ExportKeys(
+            graph_key(gm, example_inputs, extra, values=frozen, tensor_names=state_names is None)
+        )
     if dynamic:
         return _compile_dynamic(
             gm,
@@ -177,11 +172,11 @@ def compile_graph(
         )
     try:
         if key is not None and mode != "always":
-            blob = _CACHE.get(key)
-            if blob is not None:
+            hit = key.get(_CACHE)
+            if hit is not None:
                 stats["cache_hits"] += 1
-                log.info("%s: library from the cache (%s)", type(gm).__name__, key[:12])
-                return _indices_checked(TvmGraph.from_blob(blob, gm, live, state_names), gm)
+                log.info("%s: library from the cache (%s)", type(gm).__name__, hit[0][:12])
+                return _indices_checked(TvmGraph.from_blob(hit[1], gm, live, state_names), gm)
         compiled, library, complete = _build(
             gm,
             example_inputs,
@@ -199,7 +194,7 @@ def compile_graph(
         # a build that tuning left incomplete (time budget) is not kept: the next process
         # goes on tuning from the records instead of reusing it
         if key is not None and complete:
-            _CACHE.put(key, compiled.to_blob(library, state_names))
+            key.put(_CACHE, gm, compiled.to_blob(library, state_names))
     except (OnnxExportError, TvmCompileError) as e:
         if not fallback:
             raise
@@ -231,11 +226,11 @@ def _compile_dynamic(
     ``loop_nests`` (``symbolic=True``) accepts it."""
     step = ["taking it from the cache"]
     try:
-        blob = _CACHE.get(key) if key is not None else None
-        if blob is not None:
+        hit = key.get(_CACHE) if key is not None else None
+        if hit is not None:
             stats["cache_hits"] += 1
-            log.info("%s: symbolic library from the cache (%s)", type(gm).__name__, key[:12])
-            compiled = TvmGraph.from_blob(blob, gm, live, state_names)
+            log.info("%s: symbolic library from the cache (%s)", type(gm).__name__, hit[0][:12])
+            compiled = TvmGraph.from_blob(hit[1], gm, live, state_names)
         else:
             compiled, library, _ = _build(
                 gm,
@@ -263,7 +258,7 @@ def _compile_dynamic(
             )
             stats["symbolic_builds"] += 1
             if key is not None:
-                _CACHE.put(key, compiled.to_blob(library, state_names))
+                key.put(_CACHE, gm, compiled.to_blob(library, state_names))
     except StaticShapesOnly:
         stats["symbolic_failures"] += 1
         raise

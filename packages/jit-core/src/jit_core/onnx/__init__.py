@@ -35,11 +35,13 @@ from .export import (
     save_static,
     unavailable_reason,
 )
+from .keys import ExportKeys
 from .parameters import lift_parameters, live_tensors
 
 __all__ = [
     "DEFAULT_OPSET",
     "EXPORT_REVISION",
+    "ExportKeys",
     "MissingLowering",
     "OnnxExportError",
     "check_against_paddle",

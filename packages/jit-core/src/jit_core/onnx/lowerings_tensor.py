@@ -43,22 +43,18 @@ def _full(ex: Exporter, a: Dict[str, Any]) -> str:
     value = ex.known(a.get("fill_value", a.get("value")))
     if not isinstance(value, (int, float, bool)):
         ex.decline("a fill value that is not a number")
-    if _runtime_sizes(ex, a.get("shape")):
+    if holds_runtime_sizes(ex, a.get("shape")):
         return _filled_to(ex, a["shape"], value)
     return constant_result(ex, value)
 
 
 def _filled(value: Any) -> Callable:
     def lower(ex: Exporter, a: Dict[str, Any]) -> str:
-        if _runtime_sizes(ex, a.get("shape")):
+        if holds_runtime_sizes(ex, a.get("shape")):
             return _filled_to(ex, a["shape"], value)
         return constant_result(ex, value)
 
     return lower
-
-
-def _runtime_sizes(ex: Exporter, shape: Any) -> bool:
-    return holds_runtime_sizes(ex, shape)
 
 
 def _filled_to(ex: Exporter, shape: Any, value: Any) -> str:

@@ -299,7 +299,14 @@ LIBRARIES = [
     "aistudio-sdk==0.2.6",
     "datasets<3",
     "pyarrow<16",
+    # what PaddleSeg and PaddleClas import (installed without their pinned dependencies,
+    # which clash with PaddleNLP's); opencv and faiss releases that take numpy 1.x
+    "opencv-python-headless<4.11",
+    "faiss-cpu==1.8.0.post1",
 ]
+#: installed with --no-deps: their own pins (numpy==1.24.4, opencv-python<=4.6) clash
+#: with PaddleNLP's, and what they import is in LIBRARIES
+VISION_LIBRARIES = ["paddleseg==2.8.0", "paddleclas==2.6.0"]
 
 
 @nox.session(python=PYTHONS)
@@ -319,7 +326,9 @@ def bench(session: nox.Session) -> None:
 
 @nox.session(name="bench-libs", python="3.12")
 def bench_libs(session: nox.Session) -> None:
-    """bench/libraries.py: PaddleNLP's models, in a venv of their own."""
+    """bench/libraries.py: PaddleNLP's, PaddleSeg's and PaddleClas's models, in a venv of
+    their own."""
     install_project(session)
     session.install(*LIBRARIES)
+    session.install("--no-deps", *VISION_LIBRARIES)
     session.run("python", "bench/libraries.py", *session.posargs, env={"GLOG_minloglevel": "2"})

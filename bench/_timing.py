@@ -20,7 +20,8 @@ def per_call_us(
 ) -> List[float]:
     """Median microseconds per call of each function on ``args``. Rounds interleave the
     functions so that drift of the machine (frequency, other processes) hits all of them
-    alike. ``quiet``: what they print is swallowed (models that print at a break).
+    alike, in turn forwards and backwards: what one leaves behind (the allocator's free
+    pages, the caches) is not always met by the same next one. ``quiet``: what they print is swallowed (models that print at a break).
     ``clock``: ``time.process_time`` counts only this process's CPU time, steadier than
     wall time while other processes share the cores."""
     sink = io.StringIO()
@@ -29,8 +30,9 @@ def per_call_us(
             for _ in range(warmup):
                 fn(*args)
         samples: List[List[float]] = [[] for _ in fns]
-        for _ in range(rounds):
-            for i, fn in enumerate(fns):
+        for r in range(rounds):
+            order = list(enumerate(fns))
+            for i, fn in order if r % 2 == 0 else order[::-1]:
                 start = clock()
                 for _ in range(repeat):
                     fn(*args)

@@ -1,4 +1,4 @@
-"""Library models (PaddleNLP) per call, in one run: eager Paddle, Paddle's SOT
+"""Library models (PaddleNLP, PaddleSeg, PaddleClas) per call, in one run: eager Paddle, Paddle's SOT
 (`paddle.jit.to_static(net, full_graph=False)`) and jit_core's `optimize(net)` on the
 paddle and onnxrt backends; then greedy decoding with a KV cache, by a loop of model
 calls and by PaddleNLP's own `generate()`.
@@ -6,8 +6,10 @@ calls and by PaddleNLP's own `generate()`.
     ./dev bench-libs                     # sets up its own venv with the libraries
     python bench/libraries.py [--repeat N] [--backends paddle,onnxrt] [--tokens 12,48]
 
-Small configurations with random weights (2 layers, hidden size 64), `eval()` under
-`paddle.no_grad()`, input ids of shape [2, 16]. The first table counts the graphs,
+PaddleNLP's models in small configurations with random weights (2 layers, hidden size
+64) on input ids of shape [2, 16]; PaddleSeg's PP-LiteSeg on a 256x256 image and
+PaddleClas's classifiers on a 224x224 one, as their libraries build them; `eval()` under
+`paddle.no_grad()`. The first table counts the graphs,
 breaks and frames run eagerly on the paddle backend, times the first call (capture and
 build, with an empty compile cache unless JIT_CORE_CACHE_DIR names one) and every call
 after it. The second runs a decode loop of N tokens (one token per
@@ -41,6 +43,36 @@ SMALL = dict(vocab_size=1000, num_hidden_layers=2, num_attention_heads=4)
 
 
 def _models():
+    """(name, make the layer, its input): PaddleNLP's language models on input ids, then
+    PaddleSeg's and PaddleClas's vision models on an image."""
+    return [(name, make, _ids) for name, make in _language_models()] + _vision_models()
+
+
+def _ids() -> paddle.Tensor:
+    return (paddle.arange(32, dtype="int64").reshape([2, 16]) * 37) % 1000
+
+
+def _image(size: int):
+    return lambda: paddle.rand([1, 3, size, size])
+
+
+def _vision_models():
+    """Segmentation and classification models as their libraries build them (random
+    weights, no pretrained download)."""
+    import paddleclas.ppcls.arch.backbone as clas
+    from paddleseg.models import PPLiteSeg
+    from paddleseg.models.backbones import STDC1
+
+    return [
+        ("PP-LiteSeg (STDC1)", lambda: PPLiteSeg(num_classes=19, backbone=STDC1()), _image(256)),
+        ("MobileNetV3 small 0.35", clas.MobileNetV3_small_x0_35, _image(224)),
+        ("ShuffleNetV2 0.25", clas.ShuffleNetV2_x0_25, _image(224)),
+        ("PP-HGNetV2-B0", clas.PPHGNetV2_B0, _image(224)),
+        ("Swin-T", clas.SwinTransformer_tiny_patch4_window7_224, _image(224)),
+    ]
+
+
+def _language_models():
     """(name, make the layer); each takes input ids."""
     import paddlenlp.transformers as t
 
@@ -118,25 +150,25 @@ def _optimize(net, backend: str):
         return jit_core.optimize(net, backend=backend)
 
 
-def _first_call_ms(fn, ids) -> float:
+def _first_call_ms(fn, x) -> float:
     start = time.perf_counter()
-    fn(ids)
+    fn(x)
     return (time.perf_counter() - start) * 1e3
 
 
 def forwards(backends, repeat: int) -> None:
-    ids = (paddle.arange(32, dtype="int64").reshape([2, 16]) * 37) % 1000
     head = " | ".join(f"jit_core {b}" for b in backends)
     firsts = " | ".join(f"first call, {b}" for b in backends)
     print(f"| model | graphs / breaks / eager frames | {firsts} | eager | Paddle SOT | {head} |")
     print("|---|---|" + "---|" * len(backends) + "---|---|" + "---|" * len(backends))
-    for name, make in _models():
+    for name, make, example in _models():
         paddle.seed(0)
         net = make()
         net.eval()
-        expected = net(ids)
+        x = example()
+        expected = net(x)
         probe = jit_core.optimize(net)
-        report = jit_core.explain(probe, ids)
+        report = jit_core.explain(probe, x)
         eager_frames = len(probe.jit_stats.eager_frames)
         counts = f"{report.graph_count} / {report.break_count} / {eager_frames}"
         fast, firsts = [], []
@@ -144,20 +176,20 @@ def forwards(backends, repeat: int) -> None:
             fn = _optimize(net, b)
             with warnings.catch_warnings(record=True) as fell_back:
                 warnings.simplefilter("always")
-                firsts.append(f"{_first_call_ms(fn, ids):.0f} ms")
+                firsts.append(f"{_first_call_ms(fn, x):.0f} ms")
             if any("runs on the paddle backend" in str(w.message) for w in fell_back):
                 firsts[-1] += " (some graphs on paddle)"
-            if not _same(fn(ids), expected):
+            if not _same(fn(x), expected):
                 raise SystemExit(f"{name} on {b}: a result differs from eager Paddle")
             fast.append(fn)
         try:
             sot = paddle.jit.to_static(net, full_graph=False)
             with contextlib.redirect_stdout(io.StringIO()):
-                sot_ok = _same(sot(ids), expected)
+                sot_ok = _same(sot(x), expected)
         except Exception as e:  # noqa: BLE001 - the peer's failure is a cell of the table
             sot, sot_ok = None, f"fails ({type(e).__name__})"
         fns = [net] + ([sot] if sot is not None and sot_ok is True else []) + fast
-        times = per_call_us(fns, (ids,), repeat, rounds=7, warmup=5, quiet=True)
+        times = per_call_us(fns, (x,), repeat, rounds=7, warmup=5, quiet=True)
         eager_us = times[0]
         sot_cell = f"{times[1]:.0f} us" if len(fns) > 1 + len(fast) else (sot_ok or "differs")
         cells = " | ".join(f"{t:.0f} us ({eager_us / t:.2f}x)" for t in times[-len(fast) :])
@@ -265,7 +297,9 @@ def main() -> None:
     parser.add_argument("--tokens", default="12,48")
     args = parser.parse_args()
     try:
+        import paddleclas  # noqa: F401
         import paddlenlp
+        import paddleseg  # noqa: F401
     except ImportError:
         raise SystemExit(
             "bench/libraries.py needs PaddleNLP: `./dev bench-libs` runs it in a venv of its "

@@ -272,6 +272,82 @@ def test_layers_of_a_vision_net(capture):
     check(capture, net, paddle.rand([2, 3, 17, 16]), rtol=1e-4, atol=1e-5)
 
 
+class _LegacyNormNet(paddle.nn.Layer):
+    """The layers PaddleClas and PaddleSeg build with: ``nn.BatchNorm`` with an ``act``,
+    convolutions with ``padding="SAME"`` or ``"VALID"``, and ``paddle.mm``."""
+
+    def __init__(self, act, padding, stride):
+        super().__init__()
+        self.conv = paddle.nn.Conv2D(3, 4, 3, stride=stride, padding=padding)
+        self.bn = paddle.nn.BatchNorm(4, act=act)
+        self.wide = paddle.nn.Conv2D(4, 4, [2, 4], stride=[stride, 1], padding=padding)
+
+    def forward(self, x, w):
+        y = self.wide(self.bn(self.conv(x)))
+        return paddle.mm(y.flatten(1), w)
+
+
+@pytest.mark.parametrize("act", [None, "relu", "sigmoid", "tanh", "swish"])
+@pytest.mark.parametrize("padding,stride", [("SAME", 1), ("SAME", 2), ("VALID", 2), (1, 3)])
+def test_the_layers_of_paddleclas_and_paddleseg(capture, act, padding, stride):
+    paddle.seed(5)
+    net = _LegacyNormNet(act, padding, stride)
+    for p in net.bn.buffers():
+        p.set_value(paddle.rand(p.shape) + 0.5)
+    net.eval()
+    # odd and even sizes: SAME pads the larger half after, as Paddle does
+    x = edge_values([2, 3, 11, 10]) if act == "relu" else paddle.rand([2, 3, 11, 10])
+    with paddle.no_grad():
+        width = net.wide(net.bn(net.conv(x))).flatten(1).shape[1]  # what ``mm`` takes
+    check(capture, net, x, paddle.rand([width, 3]), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "shifts,axis", [(1, 0), (-3, 1), ((2, -1), (1, 2)), ((7, 0), (0, -1)), (-9, -2)]
+)
+def test_roll_along_axes(capture, shifts, axis):
+    check(capture, lambda x: paddle.roll(x * 2, shifts, axis), paddle.rand([3, 4, 5]))
+    check(capture, lambda x: (x * 2).roll(shifts, axis), paddle.rand([3, 4, 5]))
+
+
+def test_roll_of_the_flattened_tensor_is_declined(capture):
+    gm, example = capture(lambda x: paddle.roll(x * 2, 1), paddle.rand([3, 4]))
+    with pytest.raises(MissingLowering, match="no axis"):
+        export_direct(gm, example, DEFAULT_OPSET)
+
+
+@pytest.mark.parametrize(
+    "size,kernel,stride,padding", [(9, 2, 1, 0), (9, 3, 2, 0), (10, 2, 2, 1), (6, 3, 1, 1)]
+)
+@pytest.mark.parametrize("pool", [paddle.nn.MaxPool2D, paddle.nn.AvgPool2D])
+def test_pooling_in_ceil_mode_where_it_is_the_floor(capture, pool, size, kernel, stride, padding):
+    layer = pool(kernel, stride, padding, ceil_mode=True)
+    check(capture, lambda x: layer(x) + 1, paddle.rand([1, 2, size, size]))
+
+
+@pytest.mark.parametrize("padding", ["SAME", "VALID"])
+@pytest.mark.parametrize("size,kernel,stride", [(9, 2, 1), (9, 3, 2), (10, 3, 2), (7, 2, 3)])
+@pytest.mark.parametrize("pool", [paddle.nn.MaxPool2D, paddle.nn.AvgPool2D])
+def test_pooling_with_a_padding_algorithm(capture, pool, padding, size, kernel, stride):
+    layer = pool(kernel, stride, padding)
+    check(capture, lambda x: layer(x) + 1, paddle.rand([1, 2, size, size + 1]))
+
+
+def test_pooling_in_ceil_mode_that_adds_a_window_is_declined(capture):
+    layer = paddle.nn.MaxPool2D(3, 2, ceil_mode=True)
+    gm, example = capture(lambda x: layer(x) + 1, paddle.rand([1, 2, 8, 8]))
+    with pytest.raises(MissingLowering, match=r"ceil_mode=True"):
+        export_direct(gm, example, DEFAULT_OPSET)
+
+
+def test_same_padding_with_a_stride_on_a_dynamic_size_is_declined(capture):
+    conv = paddle.nn.Conv2D(3, 4, 3, stride=2, padding="SAME")
+    gm, example = capture(lambda x: conv(x), paddle.rand([1, 3, 9, 9]))
+    next(n for n in gm.graph.nodes if n.op == "placeholder").meta["dynamic_dims"] = [2]
+    with pytest.raises(MissingLowering, match="SAME with a stride, on a dynamic size"):
+        export_direct(gm, example, DEFAULT_OPSET)
+
+
 def test_resnet_is_exported_directly(tmp_path, monkeypatch):
     from paddle.vision.models import resnet18
 

@@ -154,6 +154,11 @@ def _matmul(ex: Exporter, a: Dict[str, Any]) -> str:
     return ex.op("MatMul", [ex.input(x), ex.input(y)])
 
 
+def _mm(ex: Exporter, a: Dict[str, Any]) -> str:
+    """``paddle.mm(input, mat2)``: ``matmul`` without its transposes (Swin's attention)."""
+    return _matmul(ex, {"x": a["input"], "y": a["mat2"]})
+
+
 def _transposed_last(ex: Exporter, x: Any) -> str:
     rank = ex.rank(x)
     if rank < 2:
@@ -705,6 +710,9 @@ def _dropout(ex: Exporter, a: Dict[str, Any]) -> str:
 
 
 # -- convolution, normalization, pooling ----------------------------------------------------
+_PADDING_ALGORITHMS = ("EXPLICIT", "SAME", "VALID")
+
+
 def _onnx_pads(padding: List[int]) -> List[int]:
     """Paddle's normalized 2-D paddings, ``[h, w]`` or ``[top, bottom, left, right]``, in
     ONNX's order ``[top, left, bottom, right]``."""
@@ -713,11 +721,32 @@ def _onnx_pads(padding: List[int]) -> List[int]:
     return [padding[0], padding[2], padding[1], padding[3]]
 
 
+def _same_padding(ex: Exporter, x, kernel, stride, dilation) -> List[int]:
+    """Paddle's ``padding="SAME"`` of a convolution or a pooling as explicit paddings
+    ``[top, bottom, left, right]``: the output is ``ceil(size / stride)``, and of the
+    padding that takes, the larger half goes after (its kernels' padding update). With a
+    stride of 1 that is ``kernel - 1`` whatever the size; with a larger one, the size must
+    be fixed."""
+    if any(d != 1 for d in dilation):
+        ex.decline("padding algorithm SAME with a dilation")
+    pads = []
+    for size, k, s in zip(ex.sizes(x)[2:], kernel, stride):
+        if s != 1 and size is None:
+            ex.decline("padding algorithm SAME with a stride, on a dynamic size")
+        total = k - 1 if s == 1 else max((-(-size // s) - 1) * s + k - size, 0)
+        pads += [total // 2, total - total // 2]
+    return pads
+
+
 def _conv(
     ex: Exporter, x, weight, bias, stride, padding, algorithm, dilation, groups, data_format
 ) -> str:
-    if data_format != "NCHW" or algorithm != "EXPLICIT" or ex.rank(x) != 4:
+    if data_format != "NCHW" or ex.rank(x) != 4 or algorithm not in _PADDING_ALGORITHMS:
         ex.decline(f"data_format={data_format!r}, padding algorithm {algorithm}")
+    if algorithm == "SAME":
+        padding = _same_padding(ex, x, ex.shape(weight)[2:], list(stride), list(dilation))
+    elif algorithm == "VALID":
+        padding = [0, 0]
     inputs = [_float_input(ex, x), ex.input(weight)]
     if bias is not None:
         inputs.append(ex.input(bias))
@@ -802,6 +831,29 @@ def _layer_batch_norm(ex: Exporter, a: Dict[str, Any]) -> str:
     )  # fmt: skip
 
 
+def _layer_legacy_batch_norm(ex: Exporter, a: Dict[str, Any]) -> str:
+    """``paddle.nn.BatchNorm``, the older layer PaddleClas and PaddleSeg build with: a
+    batch norm, then the activation its ``act`` names."""
+    layer = a["layer"]
+    if layer.training and not layer._use_global_stats:
+        ex.decline("batch statistics (the layer is in training)")
+    out = _batch_norm(
+        ex, a["x"], layer._mean, layer._variance, layer.weight, layer.bias, layer._epsilon,
+        layer._data_layout,
+    )  # fmt: skip
+    act = layer._act
+    if act is None:
+        return out
+    if act == "relu":  # as ``_relu``: NaN gives 0
+        zero = ex.constant(0.0, ex.dtype(a["x"]))
+        return ex.op("Where", [ex.op("Greater", [out, zero]), out, zero])
+    if act in ("sigmoid", "tanh"):
+        return ex.op(act.capitalize(), [out])
+    if act == "swish":  # Paddle's swish is x * sigmoid(x)
+        return ex.op("Mul", [out, ex.op("Sigmoid", [out])])
+    ex.decline(f"act={act!r}")
+
+
 def _layer_norm(ex: Exporter, x, shape, weight, bias, epsilon) -> str:
     shape = [shape] if isinstance(shape, int) else list(shape)
     rank = ex.rank(x)
@@ -842,8 +894,6 @@ def _pool(ex: Exporter, a: Dict[str, Any], kind: str) -> str:
     x = a["x"]
     if a.get("data_format", "NCHW") != "NCHW" or ex.rank(x) != 4:
         ex.decline(f"data_format={a.get('data_format')!r}")
-    if a.get("ceil_mode"):
-        ex.decline("ceil_mode=True")
     if a.get("return_mask"):
         ex.decline("return_mask=True")
     if a.get("divisor_override") is not None:
@@ -853,8 +903,14 @@ def _pool(ex: Exporter, a: Dict[str, Any], kind: str) -> str:
     padding, algorithm = _update_padding_nd(
         a["padding"], num_dims=2, channel_last=False, ceil_mode=False
     )
-    if algorithm != "EXPLICIT":
+    if algorithm == "SAME":
+        padding = _same_padding(ex, x, kernel, stride, [1, 1])
+    elif algorithm == "VALID":
+        padding = [0, 0]
+    elif algorithm != "EXPLICIT":
         ex.decline(f"padding={a['padding']!r}")
+    if a.get("ceil_mode") and not _ceil_is_floor(ex, x, kernel, stride, list(padding)):
+        ex.decline("ceil_mode=True")
     attrs: Dict[str, Any] = {
         "kernel_shape": kernel,
         "strides": stride,
@@ -863,6 +919,19 @@ def _pool(ex: Exporter, a: Dict[str, Any], kind: str) -> str:
     if kind == "AveragePool":
         attrs["count_include_pad"] = 0 if a.get("exclusive", True) else 1
     return ex.op(kind, [_float_input(ex, x)], **attrs)
+
+
+def _ceil_is_floor(ex: Exporter, x, kernel, stride, padding) -> bool:
+    """Whether ``ceil_mode`` gives the sizes the floor gives: with a stride of 1 always
+    (PP-HGNetV2's stem), else where the windows fit the padded size exactly. Elsewhere
+    the last window may start in the padding, where runtimes' ``ceil_mode`` disagree (one
+    drops it, Paddle keeps it): declined."""
+    pads = padding * 2 if len(padding) == 2 else padding[0::2] + padding[1::2]
+    for dim, (k, s) in enumerate(zip(kernel, stride)):
+        size = ex.sizes(x)[2 + dim]
+        if s != 1 and (size is None or (size + pads[dim] + pads[dim + 2] - k) % s):
+            return False
+    return True
 
 
 def _max_pool2d(ex: Exporter, a: Dict[str, Any]) -> str:
@@ -958,6 +1027,7 @@ def builtin_lowerings() -> Dict[Any, Callable]:
     add([paddle.minimum, "Tensor.minimum"], _binary("Min"))
     add([operator.pow, paddle.pow, "Tensor.pow", "Tensor.__pow__"], _pow)
     add([operator.matmul, paddle.matmul, "Tensor.matmul", "Tensor.__matmul__"], _matmul)
+    add([paddle.mm, "Tensor.mm"], _mm)
     for op, onnx_op in ((operator.lt, "Less"), (operator.gt, "Greater")):
         add(op, _compare(onnx_op))
     add([operator.le], _compare("LessOrEqual"))
@@ -1052,6 +1122,7 @@ def builtin_lowerings() -> Dict[Any, Callable]:
     add(nn.Conv2D, _layer_conv2d)
     add(nn.Linear, _layer_linear)
     add([nn.BatchNorm2D, nn.BatchNorm1D, nn.BatchNorm3D], _layer_batch_norm)
+    add(nn.BatchNorm, _layer_legacy_batch_norm)
     add(nn.LayerNorm, _layer_layer_norm)
     add(nn.MaxPool2D, _layer_pool("MaxPool"))
     add(nn.AvgPool2D, _layer_pool("AveragePool"))

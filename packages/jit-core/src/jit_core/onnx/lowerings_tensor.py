@@ -276,6 +276,32 @@ def _tile(ex: Exporter, a: Dict[str, Any]) -> str:
     return ex.op("Tile", [name, ex.ints(repeats)])
 
 
+def _roll(ex: Exporter, a: Dict[str, Any]) -> str:
+    """``paddle.roll`` along axes (Swin's shifted windows): per axis, the last ``shift``
+    items, then the rest, two Slices and a Concat. Without axes Paddle rolls the
+    flattened tensor: declined, as are sizes only the run knows."""
+    x, shifts, axes = a["x"], ex.known(a["shifts"]), ex.known(a.get("axis"))
+    if axes is None:
+        ex.decline("a roll of the flattened tensor (no axis)")
+    shifts = [shifts] if isinstance(shifts, int) else list(shifts)
+    axes = [axes] if isinstance(axes, int) else list(axes)
+    if len(shifts) != len(axes) or not all(isinstance(v, int) for v in shifts + axes):
+        ex.decline("shifts and axes that are not ints of one length")
+    out = ex.input(x)
+    sizes = ex.sizes(x)
+    for shift, axis in zip(shifts, axes):
+        size = sizes[axis]
+        if size is None:
+            ex.decline("a roll along a dynamic size")
+        if size == 0 or shift % size == 0:
+            continue
+        cut = size - shift % size
+        head = ex.op("Slice", [out, ex.ints([cut]), ex.ints([size]), ex.ints([axis])])
+        tail = ex.op("Slice", [out, ex.ints([0]), ex.ints([cut]), ex.ints([axis])])
+        out = ex.op("Concat", [head, tail], axis=axis % len(sizes))
+    return ex.op("Identity", [out]) if out == ex.input(x) else out
+
+
 # -- lookups and scans --------------------------------------------------------------------------
 def _embedding(ex: Exporter, ids: Any, weight: Any, padding_idx: Optional[int]) -> str:
     """Paddle's lookup: the row of each id, and zeros for ``padding_idx``'s."""
@@ -408,6 +434,7 @@ def tensor_lowerings() -> Dict[Any, Callable]:
     add([paddle.split, "Tensor.split"], _split)
     add([paddle.chunk, "Tensor.chunk"], _chunk)
     add([paddle.tile, "Tensor.tile"], _tile)
+    add([paddle.roll, "Tensor.roll"], _roll)
     add([F.embedding], _f_embedding)
     add(nn.Embedding, _layer_embedding)
     add([paddle.cumsum, "Tensor.cumsum"], _cumsum)

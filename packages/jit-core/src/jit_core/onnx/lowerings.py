@@ -52,18 +52,24 @@ def _binary(onnx_op: str) -> Callable:
 _INT_OPS = {"Add": operator.add, "Sub": operator.sub, "Mul": operator.mul}
 
 
+def _int_operands(ex: Exporter, what: str, x: Any, y: Any, op: Callable) -> Any:
+    """Decline unless ``x`` and ``y`` are graph ints or Python ints; ``op`` of their
+    values where both are known, else None."""
+    for v in (x, y):
+        if not ((isinstance(v, int) and not isinstance(v, bool)) or ex.dtype(v) == "int64"):
+            ex.decline(f"{what} of something other than ints")
+        if ex.is_tensor(v) and ex.sizes(v):
+            ex.decline(f"{what} of a tensor")
+    try:
+        return op(ex.known(x), ex.known(y))
+    except Exception:  # noqa: BLE001 - an operand only the model knows (or y == 0)
+        return None
+
+
 def _int_arithmetic(ex: Exporter, onnx_op: str, x: Any, y: Any) -> str:
     """``+``, ``-``, ``*`` of graph ints (a size of a dynamic dimension and Python ints):
     a 0-D int64 tensor, known where both operands are."""
-    for v in (x, y):
-        if not ((isinstance(v, int) and not isinstance(v, bool)) or ex.dtype(v) == "int64"):
-            ex.decline("int arithmetic on something other than ints")
-        if ex.is_tensor(v) and ex.sizes(v):
-            ex.decline("int arithmetic on a tensor")
-    try:
-        value = _INT_OPS[onnx_op](ex.known(x), ex.known(y))
-    except Exception:  # noqa: BLE001 - an operand only the model knows
-        value = None
+    value = _int_operands(ex, "int arithmetic", x, y, _INT_OPS[onnx_op])
     name = ex.op(onnx_op, [ex.input(x, "int64"), ex.input(y, "int64")])
     return ex.int_result(name, value)
 
@@ -74,15 +80,7 @@ def _int_floordiv(ex: Exporter, a: Dict[str, Any]) -> str:
     x, y = a["x"], a["y"]
     if ex.node.meta.get("dtype") is not None:
         ex.decline("// of tensors")
-    for v in (x, y):
-        if not ((isinstance(v, int) and not isinstance(v, bool)) or ex.dtype(v) == "int64"):
-            ex.decline("// of something other than ints")
-        if ex.is_tensor(v) and ex.sizes(v):
-            ex.decline("// of a tensor")
-    try:
-        value = ex.known(x) // ex.known(y)
-    except Exception:  # noqa: BLE001 - an operand only the model knows (or y == 0)
-        value = None
+    value = _int_operands(ex, "//", x, y, operator.floordiv)
     a_, b_ = ex.input(x, "int64"), ex.input(y, "int64")
     q = ex.op("Div", [a_, b_])
     inexact = ex.op("Not", [ex.op("Equal", [ex.op("Mul", [q, b_]), a_])])

@@ -21,7 +21,8 @@ def per_call_us(
     """Median microseconds per call of each function on ``args``. Rounds interleave the
     functions so that drift of the machine (frequency, other processes) hits all of them
     alike, in turn forwards and backwards: what one leaves behind (the allocator's free
-    pages, the caches) is not always met by the same next one. ``quiet``: what they print is swallowed (models that print at a break).
+    pages, the caches) is not always met by the same next one. ``quiet``: what they
+    print is swallowed (models that print at a break).
     ``clock``: ``time.process_time`` counts only this process's CPU time, steadier than
     wall time while other processes share the cores."""
     sink = io.StringIO()

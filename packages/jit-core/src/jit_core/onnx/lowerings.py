@@ -185,10 +185,10 @@ def _relu6(ex: Exporter, a: Dict[str, Any]) -> str:
 
 
 def _relu(ex: Exporter, a: Dict[str, Any]) -> str:
-    return relu_of(ex, _float_input(ex, a["x"]), a["x"])
+    return _relu_of(ex, _float_input(ex, a["x"]), a["x"])
 
 
-def relu_of(ex: Exporter, x: str, source: Any) -> str:
+def _relu_of(ex: Exporter, x: str, source: Any) -> str:
     """Paddle's relu of the ONNX value ``x``, which has the sizes and dtype of the graph
     value ``source`` and is computed from it (itself, or a batch norm's result)."""
     # Paddle's kernel is ``x > 0 ? x : 0``: NaN and -0.0 give 0, where ONNX's Relu keeps
@@ -848,7 +848,7 @@ def _layer_legacy_batch_norm(ex: Exporter, a: Dict[str, Any]) -> str:
     if act is None:
         return out
     if act == "relu":  # fused with the convolution before it where ``_relu`` would be
-        return relu_of(ex, out, a["x"])
+        return _relu_of(ex, out, a["x"])
     if act in ("sigmoid", "tanh"):
         return ex.op(act.capitalize(), [out])
     if act == "swish":  # Paddle's swish is x * sigmoid(x)

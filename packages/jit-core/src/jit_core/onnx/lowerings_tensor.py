@@ -183,13 +183,7 @@ def _ints_of(ex: Exporter, values: List[Any]) -> str:
     """A 1-D int64 tensor of ints and graph ints the model computes."""
     if not any(ex.runtime_int(v) for v in values):
         return ex.ints(values)
-    parts = [
-        ex.op("Unsqueeze", [ex.input(v, "int64"), ex.ints([0])])
-        if ex.runtime_int(v)
-        else ex.ints([v])
-        for v in values
-    ]
-    return ex.op("Concat", parts, axis=0)
+    return shape_list_tensor(ex, values)
 
 
 def _gather_index(ex: Exporter, x: Any, index: tuple) -> str:
@@ -287,7 +281,7 @@ def _roll(ex: Exporter, a: Dict[str, Any]) -> str:
     axes = [axes] if isinstance(axes, int) else list(axes)
     if len(shifts) != len(axes) or not all(isinstance(v, int) for v in shifts + axes):
         ex.decline("shifts and axes that are not ints of one length")
-    out = ex.input(x)
+    out = name = ex.input(x)
     sizes = ex.sizes(x)
     for shift, axis in zip(shifts, axes):
         size = sizes[axis]
@@ -299,7 +293,7 @@ def _roll(ex: Exporter, a: Dict[str, Any]) -> str:
         head = ex.op("Slice", [out, ex.ints([cut]), ex.ints([size]), ex.ints([axis])])
         tail = ex.op("Slice", [out, ex.ints([0]), ex.ints([cut]), ex.ints([axis])])
         out = ex.op("Concat", [head, tail], axis=axis % len(sizes))
-    return ex.op("Identity", [out]) if out == ex.input(x) else out
+    return ex.op("Identity", [out]) if out == name else out
 
 
 # -- lookups and scans --------------------------------------------------------------------------

@@ -335,7 +335,7 @@ def test_bad_options_are_named(options, message):
 
 @needs_tvm
 def test_unsupported_onnx_operator_is_named():
-    from jit_backend_tvm.backend import TvmCompileError, _to_relax
+    from jit_backend_tvm.library import TvmCompileError, _to_relax
     from onnx import TensorProto, helper
 
     node = helper.make_node("NoSuchOperator", ["x"], ["y"], name="mystery_0")
@@ -347,12 +347,12 @@ def test_unsupported_onnx_operator_is_named():
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     with pytest.raises(TvmCompileError, match="NoSuchOperator.*mystery_0"):
-        _to_relax(model, [("input", 0)], None, [paddle.rand([2])], {})
+        _to_relax(model, {"x": [2]}, {"x": "float32"}, False)
 
 
 @needs_tvm
 def test_compile_failure_names_the_relax_operator():
-    from jit_backend_tvm.backend import _compile_failure
+    from jit_backend_tvm.library import _compile_failure
 
     class Module:
         def script(self, show_meta=False):
@@ -366,7 +366,7 @@ def test_compile_failure_names_the_relax_operator():
 
 @needs_tvm
 def test_shape_arithmetic_is_folded_for_the_importer():
-    from jit_backend_tvm.backend import fold_static_shapes
+    from jit_backend_tvm.library import fold_static_shapes
     from onnx import TensorProto, helper, numpy_helper
 
     nodes = [
@@ -542,7 +542,7 @@ def test_sampled_schedules_unroll_little():
 
 @needs_tvm
 def test_batch_norms_with_constant_statistics_become_multiply_add():
-    from jit_backend_tvm.backend import fold_batch_norms
+    from jit_backend_tvm.library import fold_batch_norms
     from onnx import TensorProto, helper, numpy_helper
     from onnx.reference import ReferenceEvaluator
 
@@ -834,21 +834,22 @@ def test_a_build_with_loop_nests_in_the_cache_is_not_served_by_default(monkeypat
 
 @needs_backend
 def test_a_failing_symbolic_build_falls_back_to_one_build_per_shape(monkeypatch):
-    from jit_backend_tvm import backend, stats
+    from jit_backend_tvm import library, stats
 
     monkeypatch.setenv("JIT_TVM_TUNE", "off")
-    to_relax = backend._to_relax
+    to_relax = library._to_relax
 
-    def refuses_symbolic(model, inputs, gm, *rest):
-        if backend.dynamic_dims(gm):
-            raise backend.TvmCompileError("no symbolic sizes here (test)")
-        return to_relax(model, inputs, gm, *rest)
+    def refuses_symbolic(model, shapes, dtypes, dynamic):
+        if dynamic:
+            raise library.TvmCompileError("no symbolic sizes here (test)")
+        return to_relax(model, shapes, dtypes, dynamic)
 
-    monkeypatch.setattr(backend, "_to_relax", refuses_symbolic)
+    # the patch holds in this process: the build runs here (isolate=False)
+    monkeypatch.setattr(library, "_to_relax", refuses_symbolic)
     net = _mlp()
     x = paddle.randn([3, 8])
     jit_core.mark_dynamic(x, 0)
-    fast = jit_core.optimize(net, backend="tvm")
+    fast = jit_core.optimize(net, backend="tvm", isolate=False)
     failures, builds = stats["symbolic_failures"], stats["builds"]
     with paddle.no_grad():
         np.testing.assert_allclose(fast(x).numpy(), net(x).numpy(), rtol=1e-5, atol=1e-6)
@@ -868,7 +869,7 @@ def test_a_failing_symbolic_build_falls_back_to_one_build_per_shape(monkeypatch)
 
 @needs_tvm
 def test_identities_are_dropped_for_the_symbolic_importer():
-    from jit_backend_tvm.backend import drop_identities
+    from jit_backend_tvm.library import drop_identities
     from onnx import TensorProto, helper
 
     nodes = [
@@ -887,3 +888,67 @@ def test_identities_are_dropped_for_the_symbolic_importer():
     assert drop_identities(model) == 1
     assert [n.op_type for n in model.graph.node] == ["Shape", "Reshape", "Identity"]
     assert list(model.graph.node[1].input) == ["x", "s"]
+
+
+#: a build worker whose TVM dies of SIGFPE compiling, as LLVM or ONNX's shape inference can
+CRASHING_WORKER = """
+import os, runpy, signal, sys
+import tvm
+def crash(*args, **kwargs):
+    sys.stderr.write("LLVM ERROR: a crash of the test's making\\n")
+    sys.stderr.flush()
+    os.kill(os.getpid(), signal.SIGFPE)
+tvm.compile = crash
+sys.argv = ["jit_core.workers", sys.argv[1]]
+runpy.run_module("jit_core.workers", run_name="__main__")
+"""
+
+
+@needs_backend
+def test_tvm_dying_on_a_graph_costs_the_graph_not_the_program(monkeypatch):
+    from jit_backend_tvm import build_worker, stats
+
+    from jit_core.workers import Worker
+
+    crashing = Worker([sys.executable, "-c", CRASHING_WORKER, build_worker.WORKER.argv[-1]], "test")
+    monkeypatch.setattr(build_worker, "WORKER", crashing)
+    x, w = paddle.rand([4, 8]), paddle.rand([8, 4])
+    try:
+        with paddle.no_grad():
+            with pytest.raises(BackendCompileError) as error:
+                jit_core.optimize(_matmul, backend="tvm", tune="off", cache=False)(x, w)
+            message = str(error.value)
+            assert "TVM's build worker ended during tvm.compile: it died of SIGFPE" in message
+            assert "a crash of the test's making" in message
+            # with fallback the graph runs on paddle, and the program goes on
+            fallbacks = stats["fallbacks"]
+            fast = jit_core.optimize(_matmul, backend="tvm", tune="off", cache=False, fallback=True)
+            with pytest.warns(RuntimeWarning, match="SIGFPE.*runs on the paddle backend"):
+                out = fast(x, w)
+            np.testing.assert_allclose(out.numpy(), _matmul(x, w).numpy(), rtol=1e-6)
+            assert stats["fallbacks"] == fallbacks + 1
+    finally:
+        crashing.close()
+    # the real worker builds the same graph
+    monkeypatch.undo()
+    with paddle.no_grad():
+        fast = jit_core.optimize(_matmul, backend="tvm", tune="off", cache=False)
+        np.testing.assert_allclose(fast(x, w).numpy(), _matmul(x, w).numpy(), rtol=1e-5)
+
+
+@needs_backend
+def test_a_build_in_this_process_gives_the_same_library(monkeypatch):
+    from jit_backend_tvm import build_worker, stats
+
+    def no_worker(*args):
+        raise AssertionError("isolate=False must not use the build worker")
+
+    monkeypatch.setattr(build_worker, "build", no_worker)
+    x, w = paddle.rand([4, 8]), paddle.rand([8, 4])
+    builds = stats["builds"]
+    with paddle.no_grad():
+        fast = jit_core.optimize(_matmul, backend="tvm", tune="off", cache=False, isolate=False)
+        np.testing.assert_allclose(fast(x, w).numpy(), _matmul(x, w).numpy(), rtol=1e-5)
+    assert stats["builds"] == builds + 1
+    with pytest.raises(BackendCompileError, match="isolate must be True or False"):
+        jit_core.optimize(_matmul, backend="tvm", isolate="yes")(x, w)

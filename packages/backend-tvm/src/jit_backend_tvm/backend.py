@@ -12,18 +12,15 @@ import contextlib
 import json
 import logging
 import os
-import re
-import sys
 import tempfile
 import threading
 import time
-import warnings
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import paddle
 
 from jit_core.compile_cache import DiskCache, graph_key, machine_fingerprint
-from jit_core.errors import JitError, StaticShapesOnly
+from jit_core.errors import StaticShapesOnly
 from jit_core.index_bounds import IndexChecked
 from jit_core.logs import get_logger
 from jit_core.onnx import (
@@ -43,7 +40,15 @@ from jit_core.onnx import (
 )
 from jit_core.shape_dispatch import check_other_sizes, dynamic_dims
 
-from . import layouts, schedules, tuning
+from . import build_worker, layouts, tuning
+from .library import (
+    SCOPE_NOISE,
+    BuildSpec,
+    TvmCompileError,
+    build_library,
+    first_line,
+    without_stderr_lines,
+)
 from .target import TargetSpec, make_target
 
 log = logging.getLogger("jit_core.tvm")
@@ -81,11 +86,6 @@ stats: Dict[str, int] = {
 }
 
 
-class TvmCompileError(JitError):
-    """TVM cannot import or compile an exported graph; the message names the ONNX node or
-    Relax operator at fault."""
-
-
 def compile_graph(
     gm,
     example_inputs: Sequence[Any],
@@ -101,11 +101,14 @@ def compile_graph(
     cache: bool = True,
     fallback: bool = False,
     symbolic: Union[bool, str] = "auto",
+    isolate: bool = True,
 ):
     """The backend's ``compile``: see the package README for the options. ``symbolic``:
     whether a graph with dynamic dimensions is built once over symbolic sizes: ``"auto"``
     where every kernel gets a schedule there, ``True`` even with plain loop nests,
-    ``False`` never (once per input shape, each tuned like a static graph)."""
+    ``False`` never (once per input shape, each tuned like a static graph). ``isolate``:
+    TVM builds in a worker process, where a crash costs the graph, not the program
+    (``False`` builds in this process: for a debugger)."""
     tvm = require("tvm", "the tvm backend", _INSTALL)
     if not (isinstance(symbolic, bool) or symbolic == "auto"):
         raise ValueError(f"symbolic must be 'auto', True or False, got {symbolic!r}")
@@ -119,6 +122,8 @@ def compile_graph(
     layouts.check_layout(layout)
     if not isinstance(winograd, bool):
         raise ValueError(f"winograd must be True or False, got {winograd!r}")
+    if not isinstance(isolate, bool):
+        raise ValueError(f"isolate must be True or False, got {isolate!r}")
     tgt = make_target(target)
     dynamic = bool(dynamic_dims(gm))
     if dynamic and symbolic is False:
@@ -156,19 +161,20 @@ def compile_graph(
         key = ExportKeys(
             graph_key(gm, example_inputs, extra, values=frozen, tensor_names=state_names is None)
         )
+    spec = BuildSpec(
+        target=target,
+        layout=layout,
+        winograd=winograd,
+        mode=mode,
+        trials_per_task=trials_per_task,
+        seconds=tune_seconds,
+        label=type(gm).__name__,
+        symbolic=dynamic,
+        loop_nests=not dynamic or symbolic is True,
+    )
     if dynamic:
         return _compile_dynamic(
-            gm,
-            example_inputs,
-            key,
-            tgt,
-            live,
-            state_names,
-            opset,
-            layout,
-            winograd,
-            progress,
-            loop_nests=symbolic is True,
+            gm, example_inputs, key, live, state_names, opset, spec, progress, isolate
         )
     try:
         if key is not None and mode != "always":
@@ -178,17 +184,7 @@ def compile_graph(
                 log.info("%s: library from the cache (%s)", type(gm).__name__, hit[0][:12])
                 return _indices_checked(TvmGraph.from_blob(hit[1], gm, live, state_names), gm)
         compiled, library, complete = _build(
-            gm,
-            example_inputs,
-            tgt,
-            live,
-            opset,
-            layout,
-            winograd,
-            mode,
-            trials_per_task,
-            tune_seconds,
-            progress,
+            gm, example_inputs, live, opset, spec, progress, isolate
         )
         _check(compiled, gm, example_inputs)
         # a build that tuning left incomplete (time budget) is not kept: the next process
@@ -207,14 +203,12 @@ def _compile_dynamic(
     gm,
     example_inputs,
     key,
-    target,
     live,
     state_names,
-    opset,
-    layout,
-    winograd,
-    progress,
-    loop_nests: bool,
+    opset: int,
+    spec: BuildSpec,
+    progress: bool,
+    isolate: bool,
 ):
     """One library for every size of the graph's dynamic dimensions: exported with them,
     imported into Relax with a symbolic ``tirx.Var`` for each, built with sampled
@@ -233,19 +227,7 @@ def _compile_dynamic(
             compiled = TvmGraph.from_blob(hit[1], gm, live, state_names)
         else:
             compiled, library, _ = _build(
-                gm,
-                example_inputs,
-                target,
-                live,
-                opset,
-                layout,
-                winograd,
-                "off",
-                DEFAULT_TRIALS_PER_TASK,
-                None,
-                progress,
-                step=step,
-                loop_nests=loop_nests,
+                gm, example_inputs, live, opset, spec, progress, isolate, step=step
             )
             step[0] = "check against Paddle at the example size"
             _check(compiled, gm, example_inputs)
@@ -265,7 +247,7 @@ def _compile_dynamic(
     except Exception as e:  # noqa: BLE001 - whatever fails here may work per shape
         stats["symbolic_failures"] += 1
         raise StaticShapesOnly(
-            f"its symbolic TVM build failed ({step[0]}): {type(e).__name__}: {_first_line(e)[:300]}"
+            f"its symbolic TVM build failed ({step[0]}): {type(e).__name__}: {first_line(e)[:300]}"
         ) from e
     return _indices_checked(compiled, gm)
 
@@ -302,85 +284,60 @@ def _indices_checked(compiled: TvmGraph, gm):
 def _build(
     gm,
     example_inputs,
-    target,
     live,
-    opset,
-    layout,
-    winograd,
-    mode,
-    trials_per_task,
-    seconds,
-    progress,
+    opset: int,
+    spec: BuildSpec,
+    progress: bool,
+    isolate: bool,
     step: Optional[List[str]] = None,
-    loop_nests: bool = True,
 ) -> Tuple[TvmGraph, bytes, bool]:
     """The compiled graph, its shared library, and whether every kernel worth tuning has
-    its record (False when ``seconds`` ran out first). ``step[0]`` names the step under
-    way (for the reason of a failure)."""
-    import tvm
-
+    its record (False when the tuning's time budget ran out first). ``step[0]`` names the
+    step under way (for the reason of a failure). With ``isolate`` the native half runs
+    in the build worker (``build_worker``)."""
     step = step if step is not None else [""]
     name = type(gm).__name__
     started = time.perf_counter()
+    if isolate:
+        build_worker.WORKER.start()  # its imports overlap the export
     step[0] = "ONNX export"
     model = export_onnx(gm, example_inputs, opset)
     if live:
         lift_parameters(model, live)
     inputs = _model_inputs(model, gm)
-    step[0] = "import into Relax"
-    mod = _to_relax(model, inputs, gm, example_inputs, live)
-    step[0] = "Relax passes"
-    mod = tuning.prepare(mod, target, layout, winograd)
-    complete = True
-    if mode != "off":
-        with _progress(progress):
-            report = tuning.tune(
-                mod,
-                target,
-                trials_per_task=trials_per_task,
-                seconds=seconds,
-                only_missing=mode == "auto",
-                label=name,
-            )
-        stats["tuned_tasks"] += len(report.tuned)
-        stats["reused_tasks"] += report.reused
-        complete = report.complete
-        mod = tuning.apply_records(mod, target)
-    step[0] = "sampled schedules"
-    symbolic = bool(dynamic_dims(gm))
-    unscheduled: List[str] = []
-    mod, sampled = schedules.sample_unscheduled(mod, target, symbolic, unscheduled)
-    stats["sampled_kernels"] += sampled
-    if unscheduled and not loop_nests:
-        raise StaticShapesOnly(
-            f"TVM has no schedule over symbolic sizes for the kernels "
-            f"{', '.join(sorted(unscheduled))}: plain loop nests would run many times slower "
-            "than builds per shape (symbolic=True accepts them)"
-        )
-    mod = schedules.fold_weight_layouts(mod, target)
-    step[0] = "tvm.compile"
-    try:
-        executable = tvm.compile(mod, target)
-    except Exception as e:  # noqa: BLE001 - TVM raises its own error types
-        raise TvmCompileError(_compile_failure(e, mod)) from e
-    # machine code is emitted once, into the shared library the cache keeps: running the
-    # executable tvm.compile returns would JIT-compile every kernel first (densenet121:
-    # 12 s), and exporting it afterwards would emit the code a second time
-    library = _export(executable)
+    shapes, dtypes = _input_types(model, inputs, gm, example_inputs, live)
+
+    def at(name: str) -> None:
+        step[0] = name
+
+    build = build_worker.build if isolate else build_library
+    with _progress(progress and spec.mode != "off"):
+        built, complete, counts = build(model, shapes, dtypes, spec, at)
+    for counter, n in counts.items():
+        stats[counter] += n
     stats["builds"] += 1
     step[0] = "loading the library"
     log.info("%s: built in %.1f s", name, time.perf_counter() - started)
-    return TvmGraph.load(library, inputs, gm, live), library, complete
+    return TvmGraph.load(built, inputs, gm, live), built, complete
 
 
-def _export(executable) -> bytes:
-    """The shared library of a compiled executable."""
-    with tempfile.TemporaryDirectory(prefix="jit_tvm_") as folder:
-        path = os.path.join(folder, "graph.so")
-        with _without_stderr_lines(_SCOPE_NOISE):
-            executable.export_library(path)
-        with open(path, "rb") as f:
-            return f.read()
+def _input_types(
+    model, inputs, gm, example_inputs, live
+) -> Tuple[Dict[str, List[Any]], Dict[str, str]]:
+    """The shape and dtype of each input the model is fed, by name; a dynamic dimension is
+    the name of its symbolic size."""
+    shapes: Dict[str, List[Any]] = {}
+    dtypes: Dict[str, str] = {}
+    dynamic = dynamic_dims(gm)
+    placeholders = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+    for (kind, ref), name in zip(inputs, _fed_names(model)):
+        t = example_inputs[ref] if kind == "input" else live[ref]
+        shapes[name] = list(t.shape)
+        dtypes[name] = str(t.dtype).replace("paddle.", "")
+        if kind == "input":
+            for d in dynamic.get(placeholders[ref], ()):
+                shapes[name][d] = f"{placeholders[ref]}_{d}"
+    return shapes, dtypes
 
 
 def _state_names(gm, live: Dict[str, paddle.Tensor]) -> Optional[Dict[str, str]]:
@@ -428,326 +385,6 @@ def _fed_names(model) -> List[str]:
     the order of the Relax function's parameters."""
     initializers = {i.name for i in model.graph.initializer}
     return [i.name for i in model.graph.input if i.name not in initializers]
-
-
-def _to_relax(model, inputs, gm, example_inputs, live):
-    import tvm
-    from tvm.relax.frontend import onnx as onnx_frontend
-
-    unsupported = _unsupported_ops(model)
-    if unsupported:
-        raise TvmCompileError(
-            f"TVM's ONNX importer has no converter for the ONNX operators "
-            f"{', '.join(unsupported)} (nodes {_nodes_of(model, unsupported)})"
-        )
-    shapes: Dict[str, List[Any]] = {}
-    dtypes: Dict[str, str] = {}
-    dynamic = dynamic_dims(gm)
-    placeholders = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
-    for (kind, ref), name in zip(inputs, _fed_names(model)):
-        t = example_inputs[ref] if kind == "input" else live[ref]
-        shapes[name] = list(t.shape)
-        dtypes[name] = str(t.dtype).replace("paddle.", "")
-        if kind == "input":
-            for d in dynamic.get(placeholders[ref], ()):
-                # one symbolic size per dynamic dimension: Relax compiles kernels over it
-                shapes[name][d] = tvm.tirx.Var(f"{placeholders[ref]}_{d}", "int64")
-    if dynamic:
-        # ONNX's shape inference, which both folds run, can die of SIGFPE on a model with
-        # dynamic dimensions (conformance test_models, a vision model with a dynamic
-        # batch), taking the user's process with it; they only pay off on static shapes
-        drop_identities(model)
-    else:
-        fold_static_shapes(model)
-        fold_batch_norms(model)
-    try:
-        with warnings.catch_warnings():
-            # parameter names hold dots, which Relax renames, one warning each
-            warnings.filterwarnings("ignore", message="Renaming name", category=UserWarning)
-            return onnx_frontend.from_onnx(model, shape_dict=shapes, dtype_dict=dtypes, opset=None)
-    except Exception as e:  # noqa: BLE001 - converters raise anything
-        raise TvmCompileError(
-            f"TVM's ONNX importer failed{_failing_node(e, model)}: {_first_line(e)}"
-        ) from e
-
-
-def fold_static_shapes(model) -> int:
-    """Fold the shape arithmetic of a model into constants; returns how many nodes.
-
-    paddle2onnx computes some attributes at run time from shapes (``Max`` of a pooled
-    map's shape and a constant, ``Concat``/``Gather`` into a ``Reshape`` target). TVM's
-    importer turns ``Shape`` into a symbolic shape that most converters reject ("cannot
-    handle ShapeExpr inputs"), but every shape here is static (each input shape is its own
-    graph): each ``Shape`` of a statically shaped tensor becomes a constant, then every
-    node whose inputs are all small constants is evaluated (ONNX's reference evaluator).
-    Each round lets shape inference see more (a folded ``Reshape`` target gives the batch
-    dimension back), so it repeats until nothing changes.
-    """
-    total = 0
-    for _ in range(8):
-        folded = _fold_once(model)
-        total += folded
-        if not folded:
-            break
-    return total
-
-
-def drop_identities(model) -> int:
-    """Remove the ``Identity`` nodes whose output is not a graph output (their readers
-    read the input instead); returns how many. paddle2onnx passes shapes through them,
-    and with dynamic dimensions TVM's importer gets a symbolic shape there, which its
-    ``Identity`` converter rejects ("cannot handle ShapeExpr inputs")."""
-    graph = model.graph
-    outputs = {o.name for o in graph.output}
-    renamed: Dict[str, str] = {}
-    kept = []
-    for node in graph.node:
-        for i, name in enumerate(node.input):
-            if name in renamed:
-                node.input[i] = renamed[name]
-        if node.op_type == "Identity" and node.domain in ("", "ai.onnx"):
-            if node.output[0] not in outputs:
-                renamed[node.output[0]] = node.input[0]
-                continue
-        kept.append(node)
-    if renamed:
-        # subgraphs (If, Loop) may read a dropped name too
-        for node in kept:
-            for attr in node.attribute:
-                for sub in list(attr.g.node if attr.HasField("g") else []) + [
-                    n for g in attr.graphs for n in g.node
-                ]:
-                    for i, name in enumerate(sub.input):
-                        if name in renamed:
-                            sub.input[i] = renamed[name]
-        del graph.node[:]
-        graph.node.extend(kept)
-    return len(renamed)
-
-
-def fold_batch_norms(model) -> int:
-    """Replace each inference ``BatchNormalization`` whose statistics are constants by
-    ``Mul`` and ``Add`` with two per-channel constants; returns how many.
-
-    jit-core's ``freeze`` folds a BatchNorm that follows a convolution into its weights;
-    one that comes first (DenseNet's pre-activation blocks) stays. TVM decomposes it into
-    five operations on the constants, and its ``FoldConstant`` compiles a kernel for each
-    to evaluate them: densenet121 spent 38 s of its build there. NumPy computes the two
-    constants at once.
-    """
-    import numpy as np
-    from onnx import helper, numpy_helper
-
-    graph = model.graph
-    wanted = {i for n in graph.node if n.op_type == "BatchNormalization" for i in n.input[1:5]}
-    if not wanted:
-        return 0
-    # the statistics come as initializers or as Constant nodes (paddle2onnx, frozen)
-    constants = {i.name: numpy_helper.to_array(i) for i in graph.initializer if i.name in wanted}
-    for node in graph.node:
-        if node.op_type == "Constant" and node.output[0] in wanted and _is_tensor(node):
-            constants[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
-    ranks: Dict[str, int] = {}
-    inferred = _inferred_shapes(model)
-    for info in list(inferred.value_info) + list(inferred.input):
-        t = info.type.tensor_type
-        if t.HasField("shape"):
-            ranks[info.name] = len(t.shape.dim)
-    nodes = []
-    folded = 0
-    for node in graph.node:
-        if node.op_type != "BatchNormalization":
-            nodes.append(node)
-            continue
-        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
-        if (
-            len(node.output) != 1
-            or attrs.get("training_mode", 0)
-            or not all(name in constants for name in node.input[1:5])
-            or ranks.get(node.input[0], 0) < 2
-        ):
-            nodes.append(node)
-            continue
-        scale, bias, mean, var = (constants[name].astype(np.float64) for name in node.input[1:5])
-        dtype = constants[node.input[1]].dtype
-        factor = scale / np.sqrt(var + attrs.get("epsilon", 1e-5))
-        shift = bias - mean * factor
-        shape = [-1] + [1] * (ranks[node.input[0]] - 2)
-        out = node.output[0]
-        for suffix, value in (("factor", factor), ("shift", shift)):
-            array = value.astype(dtype).reshape(shape)
-            graph.initializer.append(numpy_helper.from_array(array, f"{out}.bn_{suffix}"))
-        nodes.append(
-            helper.make_node(
-                "Mul", [node.input[0], f"{out}.bn_factor"], [f"{out}.bn_scaled"], name=node.name
-            )
-        )
-        nodes.append(
-            helper.make_node("Add", [f"{out}.bn_scaled", f"{out}.bn_shift"], [out], name=node.name)
-        )
-        folded += 1
-    if folded:
-        used = {name for node in nodes for name in node.input}
-        used.update(o.name for o in graph.output)
-        del graph.node[:]
-        graph.node.extend(
-            n for n in nodes if n.op_type != "Constant" or any(o in used for o in n.output)
-        )
-        kept = [i for i in graph.initializer if i.name in used]
-        del graph.initializer[:]
-        graph.initializer.extend(kept)
-    return folded
-
-
-def _fold_once(model) -> int:
-    import numpy as np
-    from onnx import helper, numpy_helper
-    from onnx.reference import ReferenceEvaluator
-
-    graph = _inferred_shapes(model)
-    static: Dict[str, List[int]] = {}
-    for info in list(graph.value_info) + list(graph.input) + list(graph.output):
-        t = info.type.tensor_type
-        if t.HasField("shape") and all(d.HasField("dim_value") for d in t.shape.dim):
-            static[info.name] = [d.dim_value for d in t.shape.dim]
-    for init in model.graph.initializer:
-        static[init.name] = list(init.dims)
-    small: Dict[str, Any] = {
-        i.name: numpy_helper.to_array(i) for i in model.graph.initializer if _numel(i.dims) <= 64
-    }
-    opsets = {o.domain: o.version for o in model.opset_import}
-    folded = 0
-    for node in model.graph.node:
-        value = None
-        if node.op_type == "Constant":
-            value = numpy_helper.to_array(node.attribute[0].t) if _is_tensor(node) else None
-            if value is not None and value.size <= 64:
-                small[node.output[0]] = value
-            continue
-        if node.op_type == "Shape" and node.input[0] in static:
-            dims = static[node.input[0]]
-            attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
-            value = np.array(dims[attrs.get("start", 0) : attrs.get("end", len(dims))], np.int64)
-        elif (
-            len(node.output) == 1
-            and node.input
-            and node.domain in ("", "ai.onnx")
-            and all(i in small for i in node.input if i)
-        ):
-            try:
-                value = ReferenceEvaluator(node, opsets=opsets).run(
-                    None, {i: small[i] for i in node.input if i}
-                )[0]
-            except Exception:  # noqa: BLE001 - leave the node to TVM
-                value = None
-        if value is None or np.asarray(value).size > 64:
-            continue
-        value = np.asarray(value)
-        small[node.output[0]] = value
-        node.CopyFrom(
-            helper.make_node(
-                "Constant",
-                [],
-                [node.output[0]],
-                name=node.name,
-                value=numpy_helper.from_array(value),
-            )
-        )
-        folded += 1
-    return folded
-
-
-def _inferred_shapes(model):
-    """The graph of ``model`` after ONNX shape inference, run on a copy whose large
-    constants are inputs of the same type and shape: the inference copies the whole
-    model, which for vgg11 (500 MB of weights) took 3 s a round."""
-    from onnx import GraphProto, helper, shape_inference
-
-    graph = model.graph
-    lean = GraphProto(name=graph.name)
-    lean.input.extend(graph.input)
-    lean.output.extend(graph.output)
-    lean.value_info.extend(graph.value_info)
-    for init in graph.initializer:
-        if _numel(init.dims) > 64:
-            lean.input.append(helper.make_tensor_value_info(init.name, init.data_type, init.dims))
-        else:
-            lean.initializer.append(init)
-    for node in graph.node:
-        if (
-            node.op_type == "Constant"
-            and _is_tensor(node)
-            and _numel(node.attribute[0].t.dims) > 64
-        ):
-            t = node.attribute[0].t
-            lean.input.append(helper.make_tensor_value_info(node.output[0], t.data_type, t.dims))
-        else:
-            lean.node.append(node)
-    light = helper.make_model(lean, opset_imports=model.opset_import)
-    light.ir_version = model.ir_version
-    return shape_inference.infer_shapes(light).graph
-
-
-def _numel(dims) -> int:
-    n = 1
-    for d in dims:
-        n *= d
-    return n
-
-
-def _is_tensor(node) -> bool:
-    return len(node.attribute) == 1 and node.attribute[0].name == "value"
-
-
-def _unsupported_ops(model) -> List[str]:
-    from tvm.relax.frontend.onnx import onnx_frontend
-
-    known = onnx_frontend._get_convert_map()
-    missing: List[str] = []
-    for node in model.graph.node:
-        if node.op_type not in known and node.op_type not in missing:
-            missing.append(node.op_type)
-    return missing
-
-
-def _nodes_of(model, op_types: Sequence[str]) -> str:
-    names = [n.name or n.op_type for n in model.graph.node if n.op_type in op_types]
-    return ", ".join(names[:5]) + (" ..." if len(names) > 5 else "")
-
-
-def _failing_node(error: Exception, model) -> str:
-    text = str(error)
-    for node in model.graph.node:
-        if node.name and node.name in text:
-            return f" at ONNX node {node.name} ({node.op_type})"
-    for node in model.graph.node:
-        if re.search(rf"\b{re.escape(node.op_type)}\b", text):
-            return f" at an ONNX {node.op_type} node"
-    return ""
-
-
-def _first_line(error: Exception) -> str:
-    lines = [ln.strip() for ln in str(error).strip().splitlines() if ln.strip()]
-    # TVM puts the C++ traceback first and the message last
-    return (lines[-1] if lines else type(error).__name__)[:500]
-
-
-def _relax_ops(mod) -> List[str]:
-    found: List[str] = []
-    for name in re.findall(r"\bR\.([a-z_][\w.]*)\(", mod.script(show_meta=False)):
-        if name not in found and not name.startswith(("call_tir", "const", "tuple")):
-            found.append(name)
-    return found
-
-
-def _compile_failure(error: Exception, mod) -> str:
-    text = str(error)
-    ops = _relax_ops(mod)
-    named = [op for op in ops if op in text or op.split(".")[-1] in text]
-    where = f" at Relax operator {', '.join(named)}" if named else ""
-    return f"TVM failed to compile the graph{where}: {_first_line(error)} (operators: " + (
-        ", ".join(ops[:20]) + ")"
-    )
 
 
 class TvmGraph:
@@ -823,7 +460,7 @@ class TvmGraph:
         try:
             with open(path, "wb") as f:
                 f.write(library)
-            with _without_stderr_lines(_SCOPE_NOISE):
+            with without_stderr_lines(SCOPE_NOISE):
                 executable = tvm.runtime.load_module(path)
                 return cls(executable, inputs, gm, live)
         finally:
@@ -850,30 +487,6 @@ class TvmGraph:
             tensor_names = {key: name for name, key in (state_names or {}).items()}
             inputs = [(k, tensor_names.get(r, r) if k == "param" else r) for k, r in inputs]
         return cls.load(blob[8 + size :], inputs, gm, live)
-
-
-#: TVM 0.27 logs one warning per function when it saves or loads a library ("Warning:
-#: Scope Saving:", "Warning: Scope Loaded:"): a debugging leftover, not a problem of the graph
-_SCOPE_NOISE = re.compile(r"Warning: Scope (Saving|Loaded):")
-
-
-@contextlib.contextmanager
-def _without_stderr_lines(noise: re.Pattern) -> Iterator[None]:
-    """Drop the lines matching ``noise`` that C++ code writes to stderr meanwhile, and
-    write the others back."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with tempfile.TemporaryFile() as caught:
-        os.dup2(caught.fileno(), 2)
-        try:
-            yield
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-            caught.seek(0)
-            for line in caught.read().decode(errors="replace").splitlines(keepends=True):
-                if not noise.search(line):
-                    sys.stderr.write(line)
 
 
 def _to_tvm(t: paddle.Tensor):

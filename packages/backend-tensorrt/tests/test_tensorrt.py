@@ -5,6 +5,7 @@ optimization profiles, and the lowering sequence against a stand-in ``tensorrt``
 
 from __future__ import annotations
 
+import os
 import sys
 import types
 import warnings
@@ -388,7 +389,8 @@ def stub_export(monkeypatch):
 def test_engines_are_cached_and_foreign_or_corrupt_ones_rebuilt(stub_export):
     gm, x, _ = linear_graph()
     trt = trt_stand_in.make_module()
-    settings = builder_settings()
+    # the stand-in is this process's module: the build runs here
+    settings = builder_settings(isolate=False)
     profile = backend.input_profile(gm, [x], {})
 
     def build():
@@ -430,7 +432,7 @@ def test_no_cache_builds_every_time(stub_export):
     gm, x, _ = linear_graph()
     trt = trt_stand_in.make_module()
     profile = backend.input_profile(gm, [x], {})
-    settings = builder_settings(cache=False, timing_cache=False)
+    settings = builder_settings(cache=False, timing_cache=False, isolate=False)
     for _ in range(2):
         *_, key, from_cache = backend.engine_for(trt, gm, [x], settings, profile, ORIGIN, {})
         assert key is None and not from_cache
@@ -454,7 +456,7 @@ def test_parser_gets_the_shared_export_and_builder_the_options(monkeypatch):
     monkeypatch.setattr(backend, "export_onnx", spy)
     trt = trt_stand_in.make_module()
     live = jit_core.onnx.live_tensors(gm)
-    settings = builder_settings(fp16=True, workspace_bytes=1 << 28)
+    settings = builder_settings(fp16=True, workspace_bytes=1 << 28, isolate=False)
     profile = backend.input_profile(gm, [x], live)
     data = backend.lower(trt, gm, [x], settings, profile, ORIGIN, live)
     # the bytes parsed are the shared export's model (parameters lifted to inputs)
@@ -658,3 +660,89 @@ def test_cpu_tensors_at_run_time_say_to_set_the_device():
     compiled = TrtGraph(trt, None, linear_engine(trt, *live), gm, live, profile)
     with pytest.raises(NotOnGpuError, match=r'set_device\("gpu"\)'):
         compiled(x)
+
+
+# ------------------------------------------------------------------ the build worker
+
+#: a build worker whose ``tensorrt`` is the stand-in; with "abort" its builder aborts, as
+#: TensorRT does on an uncaught C++ exception
+STAND_IN_WORKER = """
+import os, runpy, sys
+sys.path.insert(0, sys.argv[2])
+import trt_stand_in
+trt = trt_stand_in.make_module()
+def abort(self, network, config):
+    sys.stderr.write("terminate called after throwing an instance of 'std::out_of_range'\\n")
+    sys.stderr.flush()
+    os.abort()
+if sys.argv[1] == "abort":
+    trt.Builder.build_serialized_network = abort
+sys.modules["tensorrt"] = trt
+sys.argv = ["jit_core.workers", sys.argv[3]]
+runpy.run_module("jit_core.workers", run_name="__main__")
+"""
+
+
+@pytest.fixture
+def stand_in_worker(monkeypatch):
+    """The build worker replaced by one whose tensorrt is the stand-in."""
+    from jit_backend_tensorrt import build_worker
+
+    from jit_core.workers import Worker
+
+    workers = []
+
+    def use(mode: str) -> Worker:
+        tests = os.path.dirname(os.path.abspath(__file__))
+        argv = [sys.executable, "-c", STAND_IN_WORKER, mode, tests, build_worker.WORKER.argv[-1]]
+        worker = Worker(argv, "test")
+        workers.append(worker)
+        monkeypatch.setattr(build_worker, "WORKER", worker)
+        return worker
+
+    yield use
+    for worker in workers:
+        worker.close()
+
+
+def _relu_model() -> bytes:
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+    )
+    return helper.make_model(graph).SerializeToString()
+
+
+def test_the_build_worker_builds_what_this_process_would(stand_in_worker):
+    from jit_backend_tensorrt import build_worker
+
+    stand_in_worker("build")
+    model = _relu_model()
+    profile = {"x": ((2, 3),) * 3}
+    settings = builder_settings(fp16=True)
+    here = lowering.build_engine(trt_stand_in.make_module(), model, settings, profile, b"old")
+    there = build_worker.build(None, model, settings, profile, b"old")
+    assert there == here and there[0].startswith(trt_stand_in.ENGINE_TAG)
+    assert there[1] is not None  # the timing cache came back
+    # TensorRT's own refusal is the same error as in this process
+    with pytest.raises(TensorRTError, match=r"inputs \['x'\] the graph lacks"):
+        build_worker.build(None, model, settings, {})
+
+
+def test_tensorrt_dying_in_a_build_costs_the_graph_not_the_program(stand_in_worker):
+    from jit_backend_tensorrt import build_worker
+
+    stand_in_worker("abort")
+    model, profile = _relu_model(), {"x": ((2, 3),) * 3}
+    with pytest.raises(TensorRTError) as error:
+        build_worker.build(None, model, builder_settings(), profile)
+    message = str(error.value)
+    assert "TensorRT's build worker ended during the engine build: it died of SIGABRT" in message
+    assert "std::out_of_range" in message
+    # the next build starts a new worker
+    with pytest.raises(TensorRTError, match="SIGABRT"):
+        build_worker.build(None, model, builder_settings(), profile)

@@ -24,7 +24,7 @@ from jit_core.onnx import (
 )
 from jit_core.shape_dispatch import check_other_sizes, dynamic_dims
 
-from . import engine_cache
+from . import build_worker, engine_cache
 from .engine_cache import CACHE, Origin, device_origin, engine_key, timing_cache_key
 from .environment import probe, unavailable_reason
 from .lowering import TensorRTError, build_engine, load_engine
@@ -59,6 +59,7 @@ def compile_graph(
     opset: int = DEFAULT_OPSET,
     cache: bool = True,
     fallback: bool = False,
+    isolate: bool = True,
 ):
     """The backend's ``compile``: see the package README for the options."""
     settings = builder_settings(
@@ -70,6 +71,7 @@ def compile_graph(
         opset=opset,
         cache=cache,
         fallback=fallback,
+        isolate=isolate,
     )
     try:
         trt = load_tensorrt()
@@ -195,7 +197,8 @@ def lower(
         entry = CACHE.get(tkey)
         if entry is not None:
             timings, _ = engine_cache.unpack(entry, origin)
-    data, new_timings = build_engine(trt, model, settings, profile, timings)
+    build = build_worker.build if settings.isolate else build_engine
+    data, new_timings = build(trt, model, settings, profile, timings)
     stats["builds"] += 1
     if new_timings:
         CACHE.put(tkey, engine_cache.pack(new_timings, origin))

@@ -31,6 +31,9 @@ class BuilderSettings:
     opset: int = DEFAULT_OPSET
     cache: bool = True
     fallback: bool = False
+    #: build engines in a worker process (``build_worker``), where a crash of TensorRT
+    #: costs the graph, not the program
+    isolate: bool = True
 
     def key(self) -> Tuple[Any, ...]:
         """What of the settings shapes the engine (part of its cache key)."""
@@ -57,6 +60,7 @@ def builder_settings(
     opset: int = DEFAULT_OPSET,
     cache: bool = True,
     fallback: bool = False,
+    isolate: bool = True,
 ) -> BuilderSettings:
     """The checked settings of ``compile_graph``'s options."""
     for name, value in (
@@ -66,6 +70,7 @@ def builder_settings(
         ("timing_cache", timing_cache),
         ("cache", cache),
         ("fallback", fallback),
+        ("isolate", isolate),
     ):
         _flag(name, value)
     if int8:
@@ -91,4 +96,5 @@ def builder_settings(
         opset=opset,
         cache=cache,
         fallback=fallback,
+        isolate=isolate,
     )

@@ -18,21 +18,13 @@ exported, so that its start (about 0.1 s: ``import onnxruntime``) is not waited 
 from __future__ import annotations
 
 import atexit
-import json
-import logging
 import os
-import signal
-import subprocess
 import sys
-import tempfile
-import threading
 from typing import Dict, List, Optional
 
 import numpy as np
 
-from jit_core.onnx.export import take_output
-
-log = logging.getLogger("jit_core.onnxrt")
+from jit_core.workers import Worker, WorkerDied
 
 #: feeds (inputs and parameters) up to this size go to the worker for its trial run; a
 #: larger model is only loaded there (its run would cost writing every weight to disk)
@@ -54,8 +46,8 @@ class OrtAborted(Exception):
         self.how = how
 
 
-class FirstLoads:
-    """The worker process and its protocol: one JSON request and reply per line."""
+class FirstLoads(Worker):
+    """The worker process (``jit_core.workers``) and its requests: one model each."""
 
     #: how the worker is started: the module run as a file, so that it does not import
     #: this package, which imports Paddle (1.2 s, and its signal handlers); tests start a
@@ -63,90 +55,19 @@ class FirstLoads:
     argv: List[str] = [sys.executable, CHILD]
 
     def __init__(self):
-        self._lock = threading.Lock()
-        self._proc: Optional[subprocess.Popen] = None
-        self._stderr = None
-        self._ready = False
-        self._owner = os.getpid()
-        self.version = ""
+        super().__init__(FirstLoads.argv, "ONNX Runtime first-load")
 
-    def start(self) -> None:
-        """Start the worker if none runs, without waiting for it to be ready."""
-        with self._lock:
-            self._start_locked()
-
-    def _start_locked(self) -> subprocess.Popen:
-        if self._owner != os.getpid():
-            # a forked process (jit-eval's workers) must not talk to its parent's worker
-            self._proc, self._owner = None, os.getpid()
-        if self._proc is not None and self._proc.poll() is None:
-            return self._proc
-        self._stderr = tempfile.TemporaryFile()
-        env = dict(os.environ, PYTHONWARNINGS="ignore")
-        self._proc = subprocess.Popen(
-            list(self.argv),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._stderr,
-            env=env,
-            text=True,
-        )
-        self._ready = False
-        log.debug("ONNX Runtime first-load worker started (pid %d)", self._proc.pid)
-        return self._proc
+    @property
+    def version(self) -> str:
+        """ONNX Runtime's version in the worker (known once it has started)."""
+        return self.info.get("version", "")
 
     def load(self, request: Dict) -> Dict:
         """Send one request; its reply. Raises ``OrtAborted`` where the worker died."""
-        with self._lock:
-            proc = self._start_locked()
-            step = "loading"
-            try:
-                if not self._ready:
-                    hello = proc.stdout.readline()
-                    if hello:
-                        self.version = json.loads(hello)["version"]
-                        self._ready = True
-                if self._ready:
-                    proc.stdin.write(json.dumps(request) + "\n")
-                    proc.stdin.flush()
-                    for line in proc.stdout:
-                        reply = json.loads(line)
-                        if "step" not in reply:
-                            self._stderr_tail()  # forget what a good load printed
-                            return reply
-                        step = reply["step"]
-            except (BrokenPipeError, OSError):
-                pass
-            proc.wait()
-            self._proc = None
-            raise OrtAborted(step, f"{_how(proc.returncode)}{_detail(self._stderr_tail())}")
-
-    def _stderr_tail(self, limit: int = 600) -> str:
-        return take_output(self._stderr, limit)
-
-    def close(self) -> None:
-        proc, self._proc = self._proc, None
-        if proc is not None and self._owner == os.getpid() and proc.poll() is None:
-            try:
-                proc.stdin.close()
-                proc.wait(timeout=5)
-            except Exception:  # noqa: BLE001 - shutting down anyway
-                proc.kill()
-
-
-def _how(returncode: int) -> str:
-    if returncode < 0:
         try:
-            return f"it died of {signal.Signals(-returncode).name}"
-        except ValueError:
-            return f"it died of signal {-returncode}"
-    return f"its process exited with code {returncode}"
-
-
-def _detail(stderr: str) -> str:
-    """The lines ONNX Runtime printed before dying, the C++ exception's among them."""
-    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
-    return f": {' | '.join(lines[-4:])[-400:]}" if lines else ""
+            return self.request(request)
+        except WorkerDied as e:
+            raise OrtAborted("running" if e.step == "running" else "loading", e.how) from None
 
 
 def scratch_dir(size: int) -> Optional[str]:

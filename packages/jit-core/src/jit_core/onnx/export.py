@@ -18,18 +18,16 @@ from __future__ import annotations
 import atexit
 import importlib.metadata
 import importlib.util
-import json
 import logging
 import os
 import re
-import subprocess
 import sys
 import tempfile
-import threading
 import warnings
 from typing import Any, List, Optional, Sequence, Tuple
 
 from ..errors import GraphDeclined, JitError, MissingDependencyError, StaticShapesOnly
+from ..workers import Worker, WorkerDied
 
 log = logging.getLogger("jit_core.onnx")
 
@@ -325,92 +323,42 @@ def _placeholders(graph) -> list:
 
 
 # -------------------------------------------------------------------- the worker process
-class _ExportWorker:
+class _ExportWorker(Worker):
+    """paddle2onnx in a worker process (``jit_core.workers``): it aborts the process on
+    an operator it cannot convert."""
+
     def __init__(self):
-        self._lock = threading.Lock()
-        self._proc: Optional[subprocess.Popen] = None
-        self._stderr = None
-        self.supported: List[str] = []
-        self.version = ""
+        super().__init__([sys.executable, "-m", "jit_core.onnx._worker"], "paddle2onnx")
 
-    def _start(self) -> subprocess.Popen:
-        self._stderr = tempfile.TemporaryFile()
-        env = dict(os.environ, GLOG_minloglevel="2", PYTHONWARNINGS="ignore")
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "jit_core.onnx._worker"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._stderr,
-            env=env,
-            text=True,
-        )
-        hello = proc.stdout.readline()
-        if not hello:
-            proc.wait()
-            raise OnnxExportError(
-                f"the paddle2onnx worker did not start (exit code {proc.returncode}):\n"
-                f"{self._stderr_tail()}"
-            )
-        info = json.loads(hello)
-        self.supported = info["supported"]
-        self.version = info["version"]
-        log.debug("paddle2onnx %s worker started (pid %d)", self.version, proc.pid)
-        return proc
+    @property
+    def version(self) -> str:
+        return self.info.get("version", "")
 
-    def _stderr_tail(self, limit: int = 2000) -> str:
-        return take_output(self._stderr, limit)
+    @property
+    def supported(self) -> List[str]:
+        return self.info.get("supported", [])
 
     def export(self, model: str, params: str, opset: int, out: str) -> None:
-        with self._lock:
-            if self._proc is None or self._proc.poll() is not None:
-                self._proc = self._start()
-            proc = self._proc
-            req = {"model": model, "params": params, "opset": opset, "out": out}
-            try:
-                proc.stdin.write(json.dumps(req) + "\n")
-                proc.stdin.flush()
-                line = proc.stdout.readline()
-            except (BrokenPipeError, OSError):
-                line = ""
-            if not line:
-                proc.wait()
-                self._proc = None
-                ops = unsupported_operators(model, self.supported)
-                tail = self._stderr_tail()
-                reason = _reason(tail)
-                if ops:
-                    msg = (
-                        f"paddle2onnx {self.version} cannot convert the operator"
-                        f"{'s' if len(ops) > 1 else ''} {', '.join(ops)} (it aborted: {reason})"
-                    )
-                else:
-                    msg = f"paddle2onnx {self.version} aborted: {reason}\n{tail}"
-                raise OnnxExportError(msg, ops)
-            reply = json.loads(line)
-            self._stderr_tail()  # forget the output of a good export
-            if not reply["ok"]:
-                raise OnnxExportError(f"paddle2onnx {self.version} failed: {reply['error']}")
-
-    def close(self) -> None:
-        proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            try:
-                proc.stdin.close()
-                proc.wait(timeout=5)
-            except Exception:  # noqa: BLE001 - shutting down anyway
-                proc.kill()
-
-
-def take_output(file, limit: int) -> str:
-    """The last ``limit`` characters a worker process wrote to ``file`` (its stderr), which
-    is emptied for what it writes next."""
-    if file is None:
-        return ""
-    file.seek(0)
-    text = file.read().decode(errors="replace")
-    file.seek(0)
-    file.truncate()
-    return text[-limit:]
+        req = {"model": model, "params": params, "opset": opset, "out": out}
+        try:
+            reply = self.request(req)
+        except WorkerDied as e:
+            if e.step == "its start":
+                raise OnnxExportError(
+                    f"the paddle2onnx worker did not start ({e.how}):\n{e.stderr}"
+                ) from None
+            ops = unsupported_operators(model, self.supported)
+            reason = _reason(e.stderr)
+            if ops:
+                msg = (
+                    f"paddle2onnx {self.version} cannot convert the operator"
+                    f"{'s' if len(ops) > 1 else ''} {', '.join(ops)} (it aborted: {reason})"
+                )
+            else:
+                msg = f"paddle2onnx {self.version} aborted: {reason}\n{e.stderr}"
+            raise OnnxExportError(msg, ops) from None
+        if not reply["ok"]:
+            raise OnnxExportError(f"paddle2onnx {self.version} failed: {reply['error']}")
 
 
 _WORKER = _ExportWorker()

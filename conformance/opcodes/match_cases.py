@@ -42,7 +42,7 @@ def many_captures(x, cfg={"w": 2.0, "b": 1.0, "act": "relu"}):  # noqa: B006
     return x
 
 
-def class_pattern(x, k=(1, "a"), p=Point(2, 3)):  # noqa: B008
+def class_pattern(x, k=(1, "a"), p=Point(2, 3)):
     match k:
         case (int(a), str()):
             x = x + a

@@ -35,7 +35,7 @@ def on_ort(gm, inputs):
         session = ort.InferenceSession(
             model.SerializeToString(), providers=["CPUExecutionProvider"]
         )
-    except Exception as e:  # noqa: BLE001 - ORT's exception types differ between releases
+    except Exception as e:  # ORT's exception types differ between releases
         if "Could not find an implementation" not in str(e):
             raise
         # (1.19 and 1.23 have no float64 Cos: the backend then runs the graph on paddle,

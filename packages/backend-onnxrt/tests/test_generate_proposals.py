@@ -15,7 +15,7 @@ from jit_core.onnx import DEFAULT_OPSET, refuse_runtime_checks, runtime_checks
 from jit_core.onnx.direct import MissingLowering, export_direct
 
 pytest.importorskip("onnxruntime")
-from jit_backend_onnxrt import backend as ort_backend  # noqa: E402
+from jit_backend_onnxrt import backend as ort_backend
 
 N, A, H, W = 2, 3, 6, 5
 

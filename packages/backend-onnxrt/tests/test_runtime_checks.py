@@ -12,7 +12,7 @@ from paddle import _C_ops
 import jit_core
 
 pytest.importorskip("onnxruntime")
-from jit_backend_onnxrt import backend as ort_backend  # noqa: E402
+from jit_backend_onnxrt import backend as ort_backend
 
 
 def same(got, want):

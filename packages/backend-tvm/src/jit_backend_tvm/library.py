@@ -105,7 +105,7 @@ def build_library(
     step("tvm.compile")
     try:
         executable = tvm.compile(mod, target)
-    except Exception as e:  # noqa: BLE001 - TVM raises its own error types
+    except Exception as e:  # TVM raises its own error types
         raise TvmCompileError(_compile_failure(e, mod)) from e
     # machine code is emitted once, into the shared library the cache keeps: running the
     # executable tvm.compile returns would JIT-compile every kernel first (densenet121:
@@ -154,7 +154,7 @@ def _to_relax(model, shapes: Dict[str, List[Any]], dtypes: Dict[str, str], dynam
             # parameter names hold dots, which Relax renames, one warning each
             warnings.filterwarnings("ignore", message="Renaming name", category=UserWarning)
             return onnx_frontend.from_onnx(model, shape_dict=sized, dtype_dict=dtypes, opset=None)
-    except Exception as e:  # noqa: BLE001 - converters raise anything
+    except Exception as e:  # converters raise anything
         raise TvmCompileError(
             f"TVM's ONNX importer failed{_failing_node(e, model)}: {first_line(e)}"
         ) from e

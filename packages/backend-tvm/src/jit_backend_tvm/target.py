@@ -47,7 +47,7 @@ def make_target(spec: TargetSpec = None):
         spec = host_target()
     try:
         target = tvm.target.Target(spec)
-    except Exception as e:  # noqa: BLE001 - TVM raises its own error types
+    except Exception as e:  # TVM raises its own error types
         raise ValueError(f"TVM cannot make a target of {spec!r}: {str(e).strip()[:300]}") from e
     if target.kind.name != "llvm":
         raise ValueError(

@@ -54,7 +54,7 @@ def capture(
         raise CaptureError(f"cannot capture {name} into one graph: {e.describe()}") from None
     except JitError:
         raise
-    except Exception as e:  # noqa: BLE001 - say which call failed, keep the cause
+    except Exception as e:  # say which call failed, keep the cause
         raise CaptureError(f"cannot capture {name}: {type(e).__name__}: {e}") from e
     changed = [f"the cell {c[0]!r}" for c in traced.cells]
     changed += [f"{c.source.name()} ({c.describe()})" for c in traced.containers]

@@ -489,7 +489,7 @@ class CompileContext:
                 return RUN_ORIGINAL
             except BackendCompileError:
                 raise
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 # A bug of ours must never reach the user's program: the frame runs
                 # eagerly (which raises the user's own error, if it is one) and we say so.
                 reason = f"internal error during capture: {type(e).__name__}: {e}"

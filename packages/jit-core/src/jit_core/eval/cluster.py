@@ -123,7 +123,7 @@ def run_on_ray(
             kwargs["include_dashboard"] = False
         try:
             ray.init(**kwargs)
-        except Exception as e:  # noqa: BLE001 - Ray's errors differ by cause and release
+        except Exception as e:  # Ray's errors differ by cause and release
             raise ClusterUnreachable(address, e) from e
     try:
         return _schedule(ray, paths, names, cfg, on_sample, on_result, done, task_cpus, task_gpus)

@@ -53,7 +53,7 @@ def _resolves(path: str, obj: Any) -> bool:
         cur = importlib.import_module(parts[0])
         for p in parts[1:]:
             cur = getattr(cur, p)
-    except Exception:
+    except Exception:  # noqa: BLE001 - a module that fails to import does not resolve
         return False
     return cur is obj
 
@@ -211,7 +211,7 @@ def _paddle_dtype_name(value: Any):
     try:
         if candidate is not None and candidate == value:
             return name
-    except Exception:
+    except Exception:  # noqa: BLE001 - a dtype Paddle cannot compare has no short name
         return None
     return None
 

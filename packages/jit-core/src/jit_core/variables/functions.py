@@ -695,7 +695,7 @@ class PaddleFunctionVariable(KnownValueVariable):
                 )
             try:
                 return ConstantVariable(self.fn(*consts[0], **consts[1]))
-            except Exception as e:  # noqa: BLE001 - eager raises it too, at this line
+            except Exception as e:  # eager raises it too, at this line
                 raise Unsupported(
                     f"{self.describe()} raises {type(e).__name__}: {e}", category=RAISES
                 ) from e
@@ -706,7 +706,7 @@ class PaddleFunctionVariable(KnownValueVariable):
             consts = tuple(a.as_python_constant() for a in args)
             try:
                 self.fn(*consts)
-            except Exception as e:  # noqa: BLE001 - what it raises is what eager raises
+            except Exception as e:  # what it raises is what eager raises
                 from .. import guards
                 from ..errors import Raised, raised_at_capture
                 from ..sources import CallSource

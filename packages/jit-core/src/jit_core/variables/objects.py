@@ -118,7 +118,7 @@ class UserObjectVariable(VariableTracker):
             )
         try:
             value = getattr(self.value, name)
-        except Exception as e:  # noqa: BLE001 - eager raises it too, at this line
+        except Exception as e:  # eager raises it too, at this line
             raise Unsupported(
                 f"reading {name!r} of {self.describe()} raises {type(e).__name__}",
                 category=RAISES,

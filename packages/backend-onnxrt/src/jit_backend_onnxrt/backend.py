@@ -4,7 +4,6 @@ an ``InferenceSession``, and wrap it as a callable that takes and returns Paddle
 from __future__ import annotations
 
 import collections
-import importlib.metadata
 import logging
 import os
 import re
@@ -25,6 +24,7 @@ from jit_core.onnx import (
     export_onnx,
     exporter_fingerprint,
     exporter_name,
+    installed_version,
     lift_parameters,
     live_tensors,
     require,
@@ -73,10 +73,8 @@ class OnnxRuntimeError(JitError):
 
 
 def _version(dist: str) -> str:
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return "missing"
+    # "missing" where it is not installed: part of cache keys, spelt as it always was
+    return installed_version(dist) or "missing"
 
 
 def _session_options(ort, intra: Optional[int], inter: Optional[int], level: str):

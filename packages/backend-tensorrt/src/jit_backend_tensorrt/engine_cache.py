@@ -13,13 +13,12 @@ compile cache shares them only between machines that sign entries with one key.
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
 import json
 from dataclasses import asdict, dataclass
 from typing import Optional, Sequence, Tuple
 
 from jit_core.compile_cache import DiskCache, graph_key
-from jit_core.onnx import exporter_fingerprint
+from jit_core.onnx import exporter_fingerprint, installed_version
 
 from .options import BuilderSettings
 from .profiles import Profile
@@ -49,10 +48,8 @@ def device_origin(tensorrt_version: str) -> Origin:
 
 
 def _version(dist: str) -> str:
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return "missing"
+    # "missing" where it is not installed: part of cache keys, spelt as it always was
+    return installed_version(dist) or "missing"
 
 
 def engine_key(

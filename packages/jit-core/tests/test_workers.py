@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 
 import pytest
@@ -75,3 +76,18 @@ def test_a_worker_that_cannot_start_says_so():
         w.request({})
     assert died.value.step == "its start"
     assert died.value.how == "its process exited with code 3: no module"
+
+
+def test_an_interrupted_request_leaves_no_reply_for_the_next(worker, monkeypatch):
+    first = worker.request({"n": 0})
+
+    def interrupt(*args):
+        raise KeyboardInterrupt  # as if the user pressed Ctrl-C while the worker ran
+
+    monkeypatch.setattr(logging.getLogger("jit_core.test"), "log", interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        worker.request({"n": 1})
+    monkeypatch.undo()
+    # a new worker answers the next request: not the interrupted one's reply
+    second = worker.request({"n": 2})
+    assert second["echo"] == 2 and second["pid"] != first["pid"]

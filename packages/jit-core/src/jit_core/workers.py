@@ -14,8 +14,8 @@ child first writes a line ``{"ready": true, ...}`` (what it says of itself lands
 ``Worker.info``); for each request it may write ``{"step": NAME}`` lines (the step under
 way), ``{"log": [LOGGER, LEVEL, MESSAGE]}`` lines (re-logged here, so ``caplog``, the
 ``JIT_CORE_LOGS`` channels and progress output see them as if logged here), and then one
-reply line: any object without those two keys. What the library prints goes to the child's stderr, kept in a file for the
-error message.
+reply line: any object without those two keys. What the library prints goes to the
+child's stderr, kept in a file for the error message.
 """
 
 from __future__ import annotations
@@ -124,7 +124,15 @@ class Worker:
                             self.take_stderr()  # forget what a good request printed
                             return reply
             except (BrokenPipeError, OSError, ValueError):
-                pass
+                if proc.poll() is None:  # a line that is not the protocol's: start afresh
+                    proc.kill()
+            except BaseException:
+                # interrupted (Ctrl-C, a timeout's exception): the worker may still answer
+                # this request, and its reply must not be read as the next one's
+                proc.kill()
+                proc.wait()
+                self._proc = None
+                raise
             proc.wait()
             self._proc = None
             tail = self.take_stderr(2000)

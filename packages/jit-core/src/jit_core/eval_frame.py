@@ -424,9 +424,7 @@ class CompileContext:
         elif code.co_flags & _GENERATOR_FLAGS:
             reason = "generators and coroutines run eagerly"
             cache.run_eagerly(reason)
-            self.events.append(
-                CaptureEvent(code.co_name, _location(code), False, None, reason, category=GENERATOR)
-            )
+            self.events.append(CaptureEvent.eager(code, _location(code), reason, GENERATOR))
         self.cache[code] = cache
         return cache
 
@@ -456,16 +454,7 @@ class CompileContext:
                     for note in cache.mark_other_instances(L, G):
                         recompiles_log.info("%s: %s", code.co_name, note)
             location = _location(code)
-            policy = ShapePolicy(
-                self.options.dynamic,
-                cache.dynamic_dims,
-                cache.static_reason,
-                cache.dynamic_numbers,
-                cache.shared_layers,
-                cache.layer_reason,
-                cache.dynamic_lists,
-            )
-            policy.raise_reason = cache.raise_reason
+            policy = ShapePolicy.from_earlier_captures(self.options.dynamic, cache)
             try:
                 entry = self.compiler.capture(frame, code, policy)
             except Unsupported as e:
@@ -474,15 +463,8 @@ class CompileContext:
                     raise GraphBreakError(e.reason, e.location, e.instruction, e.category) from None
                 cache.run_eagerly(reason)
                 self.events.append(
-                    CaptureEvent(
-                        code.co_name,
-                        location,
-                        False,
-                        None,
-                        e.reason,
-                        e.location,
-                        e.instruction,
-                        category=e.category,
+                    CaptureEvent.eager(
+                        code, location, e.reason, e.category, e.location, e.instruction
                     )
                 )
                 breaks_log.info("%s runs eagerly: %s", code.co_name, reason)
@@ -496,9 +478,7 @@ class CompileContext:
                 if self.options.full_graph:
                     raise GraphBreakError(reason, location, None, INTERNAL) from e
                 cache.run_eagerly(reason)
-                self.events.append(
-                    CaptureEvent(code.co_name, location, False, None, reason, category=INTERNAL)
-                )
+                self.events.append(CaptureEvent.eager(code, location, reason, INTERNAL))
                 breaks_log.warning("%s runs eagerly: %s", code.co_name, reason, exc_info=True)
                 warnings.warn(
                     f"jit_core: {code.co_name} ({location}) runs eagerly: {reason}",
@@ -526,24 +506,10 @@ class CompileContext:
             root = self._resume_roots.get(code, code)
             if root not in self.targets:
                 self._callee_roots.add(root)
-            self.events.append(CaptureEvent(code.co_name, location, True, entry))
-            brk = entry.graph_break
-            if brk is not None:
-                self.events.append(
-                    CaptureEvent(
-                        code.co_name,
-                        location,
-                        False,
-                        None,
-                        brk.reason,
-                        brk.location,
-                        brk.instruction,
-                        graph_break=True,
-                        resumes=list(entry.resumes),
-                        category=brk.category,
-                    )
-                )
-                breaks_log.info("graph break in %s: %s", code.co_name, brk.describe())
+            self.events.append(CaptureEvent.captured(code, location, entry))
+            if entry.graph_break is not None:
+                self.events.append(CaptureEvent.graph_break_in(code, location, entry))
+                breaks_log.info("graph break in %s: %s", code.co_name, entry.graph_break.describe())
             return entry.result
 
     # ------------------------------------------------------------------ the limits
@@ -604,18 +570,7 @@ class CompileContext:
         cache.limits_hit.add(kind)
         cache.limit_reason = reason
         key = frame_key(code)
-        self.events.append(
-            CaptureEvent(
-                code.co_name,
-                _location(code),
-                False,
-                None,
-                reason,
-                recompile_limit=True,
-                key=key,
-                category=LIMIT,
-            )
-        )
+        self.events.append(CaptureEvent.limit_reached(code, _location(code), reason, key, LIMIT))
         recompiles_log.info("%s: %s", key, reason)
         warnings.warn(
             f"jit_core: {key} now runs eagerly when no cache entry matches: {reason}",
@@ -693,16 +648,7 @@ class CompileContext:
         ``explain()`` says why, at ``where`` (``file:line``) and ``instruction`` if given."""
         self.cache_for(code).run_eagerly(reason)
         self.events.append(
-            CaptureEvent(
-                code.co_name,
-                _location(code),
-                False,
-                None,
-                reason,
-                where,
-                instruction,
-                category=LIMIT,
-            )
+            CaptureEvent.eager(code, _location(code), reason, LIMIT, where, instruction)
         )
 
     def run_direct(

@@ -390,3 +390,57 @@ class CaptureEvent:
     key: Optional[str] = None
     #: the kind of break (one of ``errors.CATEGORIES``), for a frame that does not compile
     category: Optional[str] = None
+
+    @classmethod
+    def captured(cls, code: types.CodeType, location: str, entry: CacheEntry) -> CaptureEvent:
+        """``code`` was captured into ``entry``."""
+        return cls(code.co_name, location, True, entry)
+
+    @classmethod
+    def eager(
+        cls,
+        code: types.CodeType,
+        location: str,
+        reason: str,
+        category: str,
+        where: Optional[str] = None,
+        instruction: Optional[str] = None,
+    ) -> CaptureEvent:
+        """``code`` runs as it is, for ``reason`` (met at ``where``, ``instruction``)."""
+        return cls(
+            code.co_name, location, False, None, reason, where, instruction, category=category
+        )
+
+    @classmethod
+    def graph_break_in(cls, code: types.CodeType, location: str, entry: CacheEntry) -> CaptureEvent:
+        """The graph break inside ``entry``, a capture of ``code``."""
+        brk = entry.graph_break
+        return cls(
+            code.co_name,
+            location,
+            False,
+            None,
+            brk.reason,
+            brk.location,
+            brk.instruction,
+            graph_break=True,
+            resumes=list(entry.resumes),
+            category=brk.category,
+        )
+
+    @classmethod
+    def limit_reached(
+        cls, code: types.CodeType, location: str, reason: str, key: str, category: str
+    ) -> CaptureEvent:
+        """A recompile limit of ``code`` was reached: calls that match no entry run as
+        they are."""
+        return cls(
+            code.co_name,
+            location,
+            False,
+            None,
+            reason,
+            recompile_limit=True,
+            key=key,
+            category=category,
+        )

@@ -152,6 +152,24 @@ class ShapePolicy:
         #: (``errors.ExceptionsNotSimulated``)
         self.raise_reason: Optional[str] = None
 
+    @classmethod
+    def from_earlier_captures(cls, dynamic: Optional[bool], cache: Any) -> ShapePolicy:
+        """The policy of a new capture of a code whose earlier captures learnt what
+        ``cache`` (its ``frame_cache.CodeCache``) holds: the dimensions, numbers and lists
+        that changed, the layers shared, and why shapes, layers or ``try`` blocks stay as
+        they are."""
+        policy = cls(
+            dynamic=dynamic,
+            automatic=cache.dynamic_dims,
+            static_reason=cache.static_reason,
+            numbers=cache.dynamic_numbers,
+            layers=cache.shared_layers,
+            layer_reason=cache.layer_reason,
+            lists=cache.dynamic_lists,
+        )
+        policy.raise_reason = cache.raise_reason
+        return policy
+
     def list_is_input(self, source_name: str) -> bool:
         """Whether a list of tensors read from ``source_name`` and passed whole to a Paddle
         operation (``paddle.stack(keys, 1)`` over a KV cache) is one input of the graph, of

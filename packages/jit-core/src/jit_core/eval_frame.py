@@ -27,6 +27,7 @@ from paddle.framework import core as _core
 from paddle.nn.layer import layers as _layers
 
 from . import _compat
+from .bytecode.opcode_info import GENERATOR_FLAGS
 from .codegen.frame import GENERATED_CODES
 from .config import Options
 from .convert_frame import FrameCompiler
@@ -251,7 +252,6 @@ def layer_call_is_forward(layer: paddle.nn.Layer) -> bool:
 
 
 #: generator, coroutine, iterable coroutine, async generator
-_GENERATOR_FLAGS = 0x20 | 0x80 | 0x100 | 0x200
 _CO_OPTIMIZED = 0x1
 
 
@@ -296,7 +296,7 @@ class CompileContext:
         self.callback = _Hook(self)
         #: targets that ``run`` enters itself (all but generators, which must start
         #: through CPython's own call to become generator objects)
-        self.direct_codes = {c for c in self.targets if not c.co_flags & _GENERATOR_FLAGS}
+        self.direct_codes = {c for c in self.targets if not c.co_flags & GENERATOR_FLAGS}
         #: targets whose arguments bind by position alone: the cheap way to build locals
         self._positional_codes = {
             c for c in self.direct_codes if not c.co_flags & 0x0C and not c.co_kwonlyargcount
@@ -385,7 +385,7 @@ class CompileContext:
     def _mark_generator_targets(self) -> None:
         # the shim never shows us generator frames: say up front that they run eagerly
         for code in self.targets:
-            if code.co_flags & _GENERATOR_FLAGS:
+            if code.co_flags & GENERATOR_FLAGS:
                 self.cache.pop(code, None)
                 self._new_cache(code)
 
@@ -421,7 +421,7 @@ class CompileContext:
                 code in LIBRARY_BRIDGES or code in GENERATED_CODES or is_jit_file(code.co_filename)
             ):
                 cache.library_calls = 0
-        elif code.co_flags & _GENERATOR_FLAGS:
+        elif code.co_flags & GENERATOR_FLAGS:
             reason = "generators and coroutines run eagerly"
             cache.run_eagerly(reason)
             self.events.append(CaptureEvent.eager(code, _location(code), reason, GENERATOR))

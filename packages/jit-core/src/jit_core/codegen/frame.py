@@ -17,11 +17,10 @@ from typing import Any, Callable, List, Optional, Sequence
 from bytecode import Bytecode, Instr
 
 from .. import _compat
+from ..bytecode.opcode_info import GENERATOR_FLAGS
 from ..sources import Source
 from ..variables import TensorVariable, VariableTracker
 from .pycodegen import OUT_LOCAL, PyCodegen, collect, store_cells
-
-_GEN_FLAGS = 0x20 | 0x80 | 0x100 | 0x200
 
 
 def collect_return(
@@ -75,7 +74,7 @@ def assemble(code: types.CodeType, instrs: List[Any]) -> types.CodeType:
     """A code object with ``code``'s signature, cells and names, running ``instrs``."""
     bc = Bytecode.from_code(code)
     bc.clear()
-    bc.flags = bc.flags & ~_GEN_FLAGS
+    bc.flags = bc.flags & ~GENERATOR_FLAGS
     line = code.co_firstlineno
     for ins in instrs:
         if isinstance(ins, Instr) and ins.lineno is None:

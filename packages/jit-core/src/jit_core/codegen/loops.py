@@ -66,6 +66,7 @@ from typing import Dict, Iterator, List, Optional, Tuple, Union
 from bytecode import Bytecode, Instr, Label
 
 from .. import _compat
+from ..bytecode.opcode_info import JUMPS, TERMINAL, UNCONDITIONAL_JUMPS
 from . import resume
 
 CONTINUE, BREAK, RETURN = 0, 1, 2
@@ -106,9 +107,6 @@ def is_body(code: types.CodeType) -> bool:
 #: instructions that reach the stack slot their argument counts down to, plus how many
 #: slots above it they pop first (the loop's iterator is slot 1 of the body's stack)
 _DEEP = {"LIST_APPEND": 1, "SET_ADD": 1, "MAP_ADD": 2, "COPY": 0, "SWAP": 0}
-_TERMINAL = {"RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE"}
-_UNCONDITIONAL = {"JUMP_FORWARD", "JUMP_ABSOLUTE", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT"}
-_JUMPS = set(dis.hasjrel) | set(dis.hasjabs)
 #: backward jumps of 3.11+ and the forward ones that replace them when their target (the
 #: loop head) becomes a stub at the end of the body function
 _FORWARD = {
@@ -182,7 +180,7 @@ def plan_loop(code: types.CodeType, head: int) -> Union[LoopPlan, str]:
             return f"the loop body has {insts[k].opname}"
     # nothing may jump into the body from outside it (but to a while loop's head)
     for k, inst in enumerate(insts):
-        if k in region or inst.opcode not in _JUMPS:
+        if k in region or inst.opcode not in JUMPS:
             continue
         t = index.get(inst.argval)
         if t is not None and i < t < end_i:
@@ -231,7 +229,7 @@ def carried_numbers(plan: LoopPlan, values: Dict[str, object]) -> Tuple[Tuple[st
 
 
 def _jumps_to(inst: dis.Instruction, index, target_i: int) -> bool:
-    return inst.opcode in _JUMPS and index.get(inst.argval) == target_i
+    return inst.opcode in JUMPS and index.get(inst.argval) == target_i
 
 
 def _past_end(insts) -> int:
@@ -300,17 +298,17 @@ def _check_stack(
             if d != want:
                 return "a return with other values on the stack"
             continue
-        if inst.opname in _TERMINAL:
+        if inst.opname in TERMINAL:
             continue
         try:
-            if inst.opcode in _JUMPS:
+            if inst.opcode in JUMPS:
                 t = index.get(inst.argval)
                 if t is None:
                     return f"a jump to {inst.argval}, which is no instruction"
                 why = reach(t, d + _effect(inst, True))
                 if why:
                     return why
-            if inst.opname not in _UNCONDITIONAL:
+            if inst.opname not in UNCONDITIONAL_JUMPS:
                 why = reach(k + 1, d + _effect(inst, False))
                 if why:
                     return why
@@ -403,7 +401,7 @@ def build_body_code(code: types.CodeType, plan: LoopPlan, whole: bool = False) -
             out += _at_line(_exit(RETURN, _compat.load_const(item.arg), ()), item)
             continue
         out.append(item)
-        falls = item.name not in _UNCONDITIONAL and item.name not in _TERMINAL
+        falls = item.name not in UNCONDITIONAL_JUMPS and item.name not in TERMINAL
         if k == end_i - 1 and falls and plan.end in break_labels:
             # 3.10+ test a while loop at its bottom: when false, it falls out of the loop
             out += _at_line(_compat.jump_forward(break_labels[plan.end]), item)
@@ -457,7 +455,7 @@ class Exit:
 
 
 #: instructions that only lead on to the next one or jump, on the way to an exit stub
-_ON_THE_WAY = {"NOP"} | _UNCONDITIONAL
+_ON_THE_WAY = {"NOP"} | UNCONDITIONAL_JUMPS
 
 
 def exit_at(code: types.CodeType, offset: int, nstack: int) -> Optional[Exit]:

@@ -16,6 +16,7 @@ from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tup
 from bytecode import Bytecode, CellVar, FreeVar, Instr, Label
 
 from .. import _compat
+from ..bytecode.opcode_info import JUMPS, TERMINAL, UNCONDITIONAL_JUMPS
 
 #: the prefix's names for the stack values it pushes back
 STACK_ARG = "___stack{}"
@@ -30,14 +31,6 @@ _PAIRS = {
     "STORE_FAST_LOAD_FAST": ("store", "load"),
     "STORE_FAST_STORE_FAST": ("store", "store"),
 }
-_UNCONDITIONAL = {
-    "JUMP_FORWARD",
-    "JUMP_ABSOLUTE",
-    "JUMP_BACKWARD",
-    "JUMP_BACKWARD_NO_INTERRUPT",
-}
-_ENDS = {"RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE"}
-_JUMPS = set(dis.hasjrel) | set(dis.hasjabs)
 
 
 def _layout(code: types.CodeType) -> Tuple[List[dis.Instruction], Dict[int, int]]:
@@ -136,7 +129,7 @@ def loop_head(code: types.CodeType, offset: int) -> Optional[int]:
     heads = [
         index[inst.argval]
         for inst in insts[i:]
-        if inst.opcode in _JUMPS and index.get(inst.argval, len(insts)) <= i
+        if inst.opcode in JUMPS and index.get(inst.argval, len(insts)) <= i
     ]
     return insts[min(heads)].offset if heads else None
 
@@ -336,9 +329,13 @@ def _flows(insts, index, i: int) -> List[Tuple[int, bool]]:
     them; a resume function never starts in one)."""
     inst = insts[i]
     out = []
-    if inst.opname not in _ENDS and inst.opname not in _UNCONDITIONAL and i + 1 < len(insts):
+    if (
+        inst.opname not in TERMINAL
+        and inst.opname not in UNCONDITIONAL_JUMPS
+        and i + 1 < len(insts)
+    ):
         out.append((i + 1, False))
-    if inst.opcode in _JUMPS and inst.argval in index:
+    if inst.opcode in JUMPS and inst.argval in index:
         out.append((index[inst.argval], True))
     return out
 

@@ -16,6 +16,7 @@ import types
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .. import _compat, plugins
+from ..bytecode.opcode_info import CO_GENERATOR, GENERATOR_FLAGS
 from ..errors import (
     DYNAMIC_VALUE,
     GENERATOR,
@@ -62,13 +63,6 @@ MAX_INLINE_DEPTH = 32
 #: a guard against capture loops that never end (a `while True` on Python values)
 MAX_INSTRUCTIONS = 2_000_000
 
-CO_GENERATOR = 0x20
-_GENERATOR_FLAGS = (
-    CO_GENERATOR
-    | 0x80  # CO_COROUTINE
-    | 0x100  # CO_ITERABLE_COROUTINE
-    | 0x200  # CO_ASYNC_GENERATOR
-)
 
 #: each code's decoded instructions. It keeps every code it read alive, on purpose for now:
 #: a weak version (a leak fix, ~0.27 MB a fuzz program) was followed by a segfault in a
@@ -108,8 +102,8 @@ class Translator:
         # a generator's code runs only through ``inline_generator`` (a generator
         # expression or function consumed in a captured frame); a captured frame that is
         # a generator, and every coroutine, runs eagerly
-        if code.co_flags & _GENERATOR_FLAGS and not (
-            generator and code.co_flags & _GENERATOR_FLAGS == CO_GENERATOR
+        if code.co_flags & GENERATOR_FLAGS and not (
+            generator and code.co_flags & GENERATOR_FLAGS == CO_GENERATOR
         ):
             raise Unsupported("generators and coroutines run eagerly", category=GENERATOR)
         self.code = code
@@ -623,7 +617,7 @@ class Translator:
         return self._inline(fn.code, fn.f_globals, defaults, kwdefaults, closure, args, kwargs)
 
     def _inline(self, code, f_globals, defaults, kwdefaults, closure, args, kwargs):
-        if code.co_flags & _GENERATOR_FLAGS == CO_GENERATOR:
+        if code.co_flags & GENERATOR_FLAGS == CO_GENERATOR:
             return self.make_generator(code, f_globals, defaults, kwdefaults, closure, args, kwargs)
         child = Translator(code, f_globals, self.output, self.root_globals, parent=self)
         bound = bind_arguments(code, defaults, kwdefaults, list(args), dict(kwargs))

@@ -251,7 +251,6 @@ def layer_call_is_forward(layer: paddle.nn.Layer) -> bool:
     )
 
 
-#: generator, coroutine, iterable coroutine, async generator
 _CO_OPTIMIZED = 0x1
 
 

@@ -24,5 +24,7 @@ TERMINAL = frozenset({"RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE"
 UNCONDITIONAL_JUMPS = frozenset(
     {"JUMP_FORWARD", "JUMP_ABSOLUTE", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT"}
 )
+#: instructions whose next instruction never runs right after them
+NO_FALL_THROUGH = TERMINAL | UNCONDITIONAL_JUMPS
 #: the opcodes, of the running Python, whose argument is a jump target
 JUMPS = frozenset(dis.hasjrel) | frozenset(dis.hasjabs)

@@ -66,7 +66,7 @@ from typing import Dict, Iterator, List, Optional, Tuple, Union
 from bytecode import Bytecode, Instr, Label
 
 from .. import _compat
-from ..bytecode.opcode_info import JUMPS, TERMINAL, UNCONDITIONAL_JUMPS
+from ..bytecode.opcode_info import JUMPS, NO_FALL_THROUGH, TERMINAL, UNCONDITIONAL_JUMPS
 from . import resume
 
 CONTINUE, BREAK, RETURN = 0, 1, 2
@@ -401,7 +401,7 @@ def build_body_code(code: types.CodeType, plan: LoopPlan, whole: bool = False) -
             out += _at_line(_exit(RETURN, _compat.load_const(item.arg), ()), item)
             continue
         out.append(item)
-        falls = item.name not in UNCONDITIONAL_JUMPS and item.name not in TERMINAL
+        falls = item.name not in NO_FALL_THROUGH
         if k == end_i - 1 and falls and plan.end in break_labels:
             # 3.10+ test a while loop at its bottom: when false, it falls out of the loop
             out += _at_line(_compat.jump_forward(break_labels[plan.end]), item)

@@ -16,7 +16,7 @@ from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tup
 from bytecode import Bytecode, CellVar, FreeVar, Instr, Label
 
 from .. import _compat
-from ..bytecode.opcode_info import JUMPS, TERMINAL, UNCONDITIONAL_JUMPS
+from ..bytecode.opcode_info import JUMPS, NO_FALL_THROUGH
 
 #: the prefix's names for the stack values it pushes back
 STACK_ARG = "___stack{}"
@@ -329,11 +329,7 @@ def _flows(insts, index, i: int) -> List[Tuple[int, bool]]:
     them; a resume function never starts in one)."""
     inst = insts[i]
     out = []
-    if (
-        inst.opname not in TERMINAL
-        and inst.opname not in UNCONDITIONAL_JUMPS
-        and i + 1 < len(insts)
-    ):
+    if inst.opname not in NO_FALL_THROUGH and i + 1 < len(insts):
         out.append((i + 1, False))
     if inst.opcode in JUMPS and inst.argval in index:
         out.append((index[inst.argval], True))

@@ -38,10 +38,9 @@ def build(
 ) -> Tuple[bytes, bool, Dict[str, int]]:
     """``library.build_library`` in the worker: the same results and errors, and
     ``TvmCompileError`` where the worker died."""
-    folder = tempfile.mkdtemp(prefix="jit_tvm_")
-    path = os.path.join(folder, "model.onnx")
-    out = os.path.join(folder, "graph.so")
-    try:
+    with tempfile.TemporaryDirectory(prefix="jit_tvm_") as folder:
+        path = os.path.join(folder, "model.onnx")
+        out = os.path.join(folder, "graph.so")
         with open(path, "wb") as f:
             f.write(model.SerializeToString())
         request = {
@@ -62,11 +61,6 @@ def build(
             raise _ERRORS.get(reply["error"], TvmCompileError)(reply["message"])
         with open(out, "rb") as f:
             return f.read(), reply["complete"], reply["counts"]
-    finally:
-        for name in (path, out):
-            if os.path.exists(name):
-                os.unlink(name)
-        os.rmdir(folder)
 
 
 def _remote() -> Optional[List[Any]]:

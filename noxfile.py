@@ -99,10 +99,8 @@ CLUSTER_PYTHON = "3.12"
 
 
 def install_project(session: nox.Session) -> None:
-    """Paddle, the test tools and every package (editable) in one pip call.
-
-    jit-core and jit-opcodes depend on each other, so they are installed together.
-    """
+    """Paddle, the test tools and every package (editable) in one pip call (jit-core
+    requires jit-opcodes: both from this checkout, not from an index)."""
     paddle = PADDLE.get(str(session.python), PADDLE_DEFAULT)
     packages = list(PACKAGES)
     if session.python == CLUSTER_PYTHON:

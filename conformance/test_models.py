@@ -11,8 +11,8 @@ import pytest
 from paddle.vision import models
 
 import jit_core
-from jit_core import _compat
 from jit_core.api import frame_key
+from jit_core.bytecode import compat
 
 from .helpers import assert_same
 
@@ -209,7 +209,7 @@ def test_forward_hooks_run_as_in_eager(backend):
     assert_same(fast(x), plain(x * 2) + 1)
     assert_same(fast(x), plain(x * 2) + 1)
     stats = fast.jit_stats
-    if _compat.hook_skips(BranchyBlocks.forward.__code__):
+    if compat.hook_skips(BranchyBlocks.forward.__code__):
         # 3.11+: Layer.__call__ must run the hooks, and the frame hook cannot see this
         # forward (it has an exception table): it runs eagerly and says why
         assert "forward hooks" in stats.eager_frames[frame_key(BranchyBlocks.forward)]

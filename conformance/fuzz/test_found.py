@@ -231,7 +231,7 @@ def test_a_layer_called_through_a_function_again():
     # found by the fuzzer's two-instance phase on 3.8: program 32 of the CI run. Was, before
     # 3.11, a heap corruption (a segfault or a malloc abort): the replacement of the
     # layer's forward (39 locals) had 8 local slots, and Paddle's shim copies the frame's
-    # locals into it by position (_compat.replacement_code).
+    # locals into it by position (compat.replacement_code).
     # Run in a process of its own: a crash must not take the test run with it.
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     script = (

@@ -12,6 +12,7 @@ import pytest
 
 import jit_core
 from jit_core import errors
+from jit_core.bytecode import flow
 from jit_core.codegen import resume
 
 
@@ -58,22 +59,22 @@ def _call_offset(fn, nth=0):
 
 def test_live_locals_after_a_call_are_those_read_later():
     after = _after(straight, _call_offset(straight))
-    assert resume.live_locals(straight.__code__, [after]) == {"a", "y", "flag"}
+    assert flow.live_locals(straight.__code__, [after]) == {"a", "y", "flag"}
 
 
 def test_live_locals_follow_loops_and_handlers():
     code = looping.__code__
     head = _offset(looping, "FOR_ITER")
     # the loop reads items through its iterator (already on the stack), total and x later
-    assert resume.live_locals(code, [head]) == {"total", "x"}
+    assert flow.live_locals(code, [head]) == {"total", "x"}
 
 
 def test_loops_and_try_ranges():
     code = looping.__code__
     call_in_loop = _call_offset(looping)
     # the loop goes back to FOR_ITER on every version
-    assert resume.loop_head(code, call_in_loop) == _offset(looping, "FOR_ITER")
-    assert resume.loop_head(straight.__code__, _call_offset(straight)) is None
+    assert flow.loop_head(code, call_in_loop) == _offset(looping, "FOR_ITER")
+    assert flow.loop_head(straight.__code__, _call_offset(straight)) is None
     read_in_try = next(
         i.offset
         for i in dis.get_instructions(looping)
@@ -81,13 +82,13 @@ def test_loops_and_try_ranges():
         if i.opname.startswith("LOAD_FAST")
         and "x" in (i.argval if type(i.argval) is tuple else [i.argval])
     )
-    assert resume.protected(code, read_in_try)
-    assert not resume.protected(code, call_in_loop)
+    assert flow.protected(code, read_in_try)
+    assert not flow.protected(code, call_in_loop)
 
 
 def test_a_resume_function_runs_the_rest_of_the_frame():
     after = _after(straight, _call_offset(straight))
-    live = sorted(resume.live_locals(straight.__code__, [after]))
+    live = sorted(flow.live_locals(straight.__code__, [after]))
     code = resume.build_resume_code(straight.__code__, after, 1, live)
     assert code.co_name == f"straight__resume_at_{after}"
     assert code.co_varnames[: code.co_argcount] == ("___stack0", *live)
@@ -356,7 +357,7 @@ def _many_locals():
 def test_a_replacement_keeps_the_frame_local_slots_where_the_shim_copies_them():
     # was, on 3.8-3.10, a heap corruption: Paddle's shim copies the original frame's 41
     # local slots by position into the replacement, which had 5
-    from jit_core import _compat
+    from jit_core.bytecode import compat
 
     many_locals = _many_locals()
     fast = jit_core.optimize(many_locals)
@@ -365,7 +366,7 @@ def test_a_replacement_keeps_the_frame_local_slots_where_the_shim_copies_them():
         assert paddle.allclose(fast(x), many_locals(x)).item()
     code = many_locals.__code__
     (entry,) = fast._ctx.cache[code].entries
-    if _compat.SHIM_COPIES_LOCALS_BY_POSITION:
+    if compat.SHIM_COPIES_LOCALS_BY_POSITION:
         assert entry.code.co_varnames[: code.co_nlocals] == code.co_varnames
     else:  # 3.11+: the shim maps locals by name, and the replacement keeps only its own
         assert entry.code.co_nlocals < code.co_nlocals

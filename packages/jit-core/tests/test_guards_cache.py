@@ -541,7 +541,7 @@ def test_a_sublayer_is_read_through_its_dict_where_the_interpreter_reads_it_slow
     """A layer's attribute read takes ``Layer.__getattr__``'s slot unless the
     interpreter specializes it (3.13; 3.12 unless the dict is split): there the guard
     reads the sublayer's instance dict instead, after one check of its class."""
-    from jit_core import _compat
+    from jit_core.bytecode import compat
 
     net = paddle.nn.Sequential(paddle.nn.Linear(4, 4), paddle.nn.ReLU())
     net.eval()
@@ -555,7 +555,7 @@ def test_a_sublayer_is_read_through_its_dict_where_the_interpreter_reads_it_slow
         if line.startswith("#") and "= Linear(" in line
     ]
     through_dict = f"= {name}.__dict__" in guard
-    assert through_dict is not _compat.attribute_reads_specialized(vars(net[0])), guard
+    assert through_dict is not compat.attribute_reads_specialized(vars(net[0])), guard
     assert (f"type({name}) is " in guard) is through_dict, guard
     assert (f"{name}._forward_pre_hooks" in guard) is not through_dict, guard
     # either way the guard sees a hook added later

@@ -13,8 +13,8 @@ import pytest
 from paddle.framework import core
 
 import jit_core
-from jit_core import _compat
 from jit_core.api import frame_key
+from jit_core.bytecode import compat
 
 THIS_FILE = os.path.basename(__file__)
 
@@ -341,8 +341,8 @@ def test_qualified_names_on_every_python():
 
     code = local.__code__
     want = "test_qualified_names_on_every_python.<locals>.local"
-    assert _compat.code_qualname(code) == want
-    assert _compat.code_qualnames([code, Block.forward.__code__]) == {
+    assert compat.code_qualname(code) == want
+    assert compat.code_qualnames([code, Block.forward.__code__]) == {
         code: want,
         Block.forward.__code__: "Block.forward",
     }

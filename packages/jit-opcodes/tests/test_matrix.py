@@ -77,7 +77,7 @@ def test_the_command_prints_the_matrix_and_checks_for_gaps():
 
 
 def test_every_declared_break_names_how_jit_core_breaks():
-    from jit_core.codegen.breaks import BreakKind
+    from jit_core.spi import BreakKind
 
     declared = [d for d in HANDLERS if getattr(d.fn, "break_reason", None)]
     assert declared

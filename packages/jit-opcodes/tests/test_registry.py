@@ -13,8 +13,9 @@ import pytest
 
 import jit_core
 import jit_opcodes
-from jit_core import _compat, plugins
+from jit_core import plugins
 from jit_core.api import frame_key
+from jit_core.bytecode import compat
 from jit_core.errors import GraphBreakError, Unsupported
 from jit_opcodes import plugin as opcodes_plugin
 from jit_opcodes.registry import ALL_VERSIONS, HANDLERS, handler, versions
@@ -51,7 +52,7 @@ def own_handlers():
 
 
 def test_running_version_is_known():
-    assert RUNNING == _compat.VERSION_STR
+    assert RUNNING == compat.VERSION_STR
     assert RUNNING in ALL_VERSIONS
 
 
@@ -388,7 +389,7 @@ def stores_an_attribute(x, box):
 
 
 def test_the_break_at_an_opcode_is_what_its_handler_registers(fresh_plugins):
-    from jit_core.codegen.breaks import RunsInPython
+    from jit_core.spi import RunsInPython
 
     x = paddle.ones([3])
     ours = jit_core.explain(stores_an_attribute, x, Box())

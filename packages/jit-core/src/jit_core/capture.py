@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, Sequence
 
-from . import _compat
 from .api import _target_codes
+from .bytecode import compat
 from .config import Options
 from .errors import CaptureError, JitError, Unsupported
 from .eval_frame import CompileContext
@@ -47,7 +47,7 @@ def capture(
     f_locals = ctx._bind(func, code, lead + tuple(example_args), example_kwargs)
     if f_locals is None:
         raise CaptureError(f"the example arguments do not fit the signature of {name}")
-    frame = _compat.EntryFrame(code, f_locals, func.__globals__)
+    frame = compat.EntryFrame(code, f_locals, func.__globals__)
     try:
         traced = ctx.compiler.trace(frame, code, inputs_as_outputs=True)
     except Unsupported as e:

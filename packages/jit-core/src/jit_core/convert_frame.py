@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Set
 
 import paddle
 
-from . import _compat, auto_backend, compile_cache, plugins
+from . import auto_backend, compile_cache, plugins
+from .bytecode import compat
 from .codegen import breaks as graph_breaks
 from .codegen import loops
 from .codegen import resume as resume_codes
@@ -334,7 +335,7 @@ class FrameCompiler:
             tx = Translator(code, f_globals, output, f_globals)
             # capture() makes a graph of what the function returns, its inputs too
             tx.unread_pass_through = not inputs_as_outputs
-            root_locals(code, _compat.frame_locals(frame), tx, getattr(frame, "f_closure", None))
+            root_locals(code, compat.frame_locals(frame), tx, getattr(frame, "f_closure", None))
             point = None
             before_loop = where is not None and where.before_loop is not None
             if before_loop:

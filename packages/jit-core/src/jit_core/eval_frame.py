@@ -26,7 +26,7 @@ import paddle
 from paddle.framework import core as _core
 from paddle.nn.layer import layers as _layers
 
-from . import _compat
+from .bytecode import compat
 from .bytecode.opcode_info import GENERATOR_FLAGS
 from .codegen.frame import GENERATED_CODES
 from .config import Options
@@ -209,12 +209,12 @@ def frame_key(code: types.CodeType, func: Optional[types.FunctionType] = None) -
     ``Net.forward (model.py:12)`` (``Net.forward`` and ``Block.forward`` are both
     ``forward`` to ``co_name``). ``func``, a function running ``code``, saves a search
     on 3.8-3.10."""
-    return _key(_compat.code_qualname(code, func), code)
+    return _key(compat.code_qualname(code, func), code)
 
 
 def frame_keys(codes) -> Dict[types.CodeType, str]:
     """``frame_key`` of several codes at once (one search on 3.8-3.10)."""
-    return {code: _key(name, code) for code, name in _compat.code_qualnames(codes).items()}
+    return {code: _key(name, code) for code, name in compat.code_qualnames(codes).items()}
 
 
 #: each layer class's ``forward``, held weakly too: the function reaches its class (its
@@ -614,7 +614,7 @@ class CompileContext:
             if code not in self.direct_codes:
                 return None
             if not layer_call_is_forward(fn):  # Layer.__call__'s own code must run
-                if _compat.hook_skips(code):
+                if compat.hook_skips(code):
                     self._note_invisible(
                         code,
                         "Layer.__call__ has to run its own code (forward hooks, a pending "
@@ -692,7 +692,7 @@ class CompileContext:
                 return fn(*args, **kwargs)
             finally:
                 set_eval_frame(prev)
-        frame = _compat.EntryFrame(code, f_locals, f_globals, func.__closure__)
+        frame = compat.EntryFrame(code, f_locals, f_globals, func.__closure__)
         prev = set_eval_frame(None)
         try:
             result = self._callback(frame)

@@ -27,7 +27,7 @@ import tokenize
 import types
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from . import _compat
+from .bytecode import compat
 
 #: what an entry without an entry function of its own returns: take the general path
 GENERAL = object()
@@ -118,7 +118,7 @@ def build(
     lines.append("    return None")
     source = "\n".join(lines) + "\n"
     filename = f"<jit_core dispatch {next(_counter)}: {code.co_name}>"
-    fn = _compat.exec_source(source, filename, "___dispatch", scope)
+    fn = compat.exec_source(source, filename, "___dispatch", scope)
     fn.source = source
     return fn
 

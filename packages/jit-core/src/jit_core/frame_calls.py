@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Dict, Optional, Tuple
 
 from paddle.framework import core as _core
 
+from .bytecode import flow
 from .codegen import loops
-from .codegen import resume as resume_codes
 
 if TYPE_CHECKING:  # pragma: no cover
     from .eval_frame import CompileContext
@@ -174,9 +174,7 @@ class LoopCall(_WeakContext):
         bound = {n: v for n, v in zip(plan.names, values) if keep_unbound or v is not loops.UNBOUND}
         after = self._after.get(target)
         if after is None:
-            after = self._after[target] = tuple(
-                sorted(resume_codes.live_locals(self.code, [target]))
-            )
+            after = self._after[target] = tuple(sorted(flow.live_locals(self.code, [target])))
         live = [n for n in after if n in bound]
         rest = ctx.compiler.resume_call(self.code, target, len(below), live, self.f_globals)
         return rest(below, tuple(bound[n] for n in live), closure)

@@ -19,7 +19,8 @@ from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
 import numpy as np
 import paddle
 
-from . import _compat, shapes
+from . import shapes
+from .bytecode import compat
 from .sources import (
     AttrSource,
     CallSource,
@@ -651,7 +652,7 @@ class _AttributeReads:
     replaced by assigning ``obj.__dict__``, which Paddle never does).
 
     The dict wins where the interpreter does not specialize the attribute read
-    (``_compat.attribute_reads_specialized``) and where the object is read often enough
+    (``compat.attribute_reads_specialized``) and where the object is read often enough
     to pay for the class check. Both are known only once the whole guard is, so reads
     are written as placeholders and replaced by ``settle``.
     """
@@ -737,7 +738,7 @@ def _slow_reads(obj: Any) -> bool:
     """Whether reading an attribute of ``obj`` costs a slot call the instance dict saves:
     its class defines ``__getattr__`` (a ``Layer`` does), where the interpreter does not
     specialize the read. Without ``__getattr__`` the read is as cheap as the dict's."""
-    return hasattr(type(obj), "__getattr__") and not _compat.attribute_reads_specialized(vars(obj))
+    return hasattr(type(obj), "__getattr__") and not compat.attribute_reads_specialized(vars(obj))
 
 
 _PLACEHOLDER = re.compile("\x00([0-9]+)\x00")
@@ -841,7 +842,7 @@ class CompiledGuard:
             lines.append("    return True")
         self.source = "\n".join(lines) + "\n"
         filename = f"<jit_core guard {next(_guard_counter)}: {fn_name}>"
-        self.fn: Callable[[dict, dict], bool] = _compat.exec_source(
+        self.fn: Callable[[dict, dict], bool] = compat.exec_source(
             self.source, filename, fn_name, dict(scope)
         )
 

@@ -9,8 +9,11 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import pluggy
 
-from . import _compat, hookspecs
+from . import hookspecs
+from .bytecode import compat
 from .errors import BackendNotFoundError, BackendUnavailableError
+from .passes.base import GraphPass, PassError
+from .spi import BreakKind
 
 if sys.version_info >= (3, 10):
     from importlib.metadata import entry_points as _entry_points
@@ -53,16 +56,16 @@ class OpcodeHandler:
     handler: Callable
     priority: int
     plugin: str
-    #: how the graph breaks at this opcode (a ``codegen.breaks.BreakKind``), or None: a
-    #: frame whose capture stops there runs eagerly
-    break_as: Any = None
+    #: how the graph breaks at this opcode, or None: a frame whose capture stops there
+    #: runs eagerly
+    break_as: Optional[BreakKind] = None
 
 
 _lock = threading.Lock()
 _pm: Optional[pluggy.PluginManager] = None
 _backends: Optional[Dict[str, Backend]] = None
 _opcodes: Optional[Dict[str, OpcodeHandler]] = None
-_passes: Optional[Dict[str, Any]] = None
+_passes: Optional[Dict[str, GraphPass]] = None
 _stores: Optional[Dict[str, Callable]] = None
 _lowerings: Optional[Dict[Any, Callable]] = None
 
@@ -145,7 +148,7 @@ def get_backend(name: str) -> Backend:
 
 
 def _serves(versions) -> bool:
-    return _compat.VERSION_STR in set(versions)
+    return compat.VERSION_STR in set(versions)
 
 
 def opcode_handlers() -> Dict[str, OpcodeHandler]:
@@ -156,12 +159,10 @@ def opcode_handlers() -> Dict[str, OpcodeHandler]:
 
         def make_register(plugin):
             def register(opname, handler, versions, priority=10, break_as=None):
-                from .codegen.breaks import BreakKind
-
                 if break_as is not None and not isinstance(break_as, BreakKind):
                     raise TypeError(
                         f"plugin {plugin!r} registered {opname} with break_as={break_as!r}, "
-                        "which is not a jit_core.codegen.breaks.BreakKind"
+                        "which is not a jit_core.spi.BreakKind"
                     )
                 if not _serves(versions):
                     return
@@ -199,12 +200,10 @@ def onnx_lowerings() -> Dict[Any, Callable]:
     return _lowerings
 
 
-def graph_passes() -> Dict[str, Any]:
+def graph_passes() -> Dict[str, GraphPass]:
     """name -> ``GraphPass`` of every registered graph pass (built once)."""
     global _passes
     if _passes is None:
-        from .passes.manager import GraphPass, PassError
-
         found: Dict[str, GraphPass] = {}
 
         def make_register(plugin):

@@ -11,7 +11,7 @@ from typing import Any, FrozenSet, List, Optional
 
 from bytecode import Instr
 
-from . import _compat
+from .bytecode import compat
 
 
 class Source:
@@ -45,7 +45,7 @@ class LocalSource(Source):
         return f"L[{self.local_name!r}]"
 
     def reconstruct(self, code) -> List[Instr]:
-        return [_compat.load_local(self.local_name, code)]
+        return [compat.load_local(self.local_name, code)]
 
     def is_local(self) -> bool:
         return True
@@ -59,7 +59,7 @@ class GlobalSource(Source):
         return f"G[{self.global_name!r}]"
 
     def reconstruct(self, code) -> List[Instr]:
-        return _compat.load_global(self.global_name)
+        return compat.load_global(self.global_name)
 
 
 class AttrSource(Source):
@@ -73,7 +73,7 @@ class AttrSource(Source):
         return f"getattr({self.base.name()}, {self.attr!r})"
 
     def reconstruct(self, code) -> List[Instr]:
-        return self.base.reconstruct(code) + _compat.load_attr(self.attr)
+        return self.base.reconstruct(code) + compat.load_attr(self.attr)
 
     def is_local(self) -> bool:
         return self.base.is_local()
@@ -90,7 +90,7 @@ class ItemSource(Source):
         return f"{self.base.name()}[{self.key!r}]"
 
     def reconstruct(self, code) -> List[Instr]:
-        return self.base.reconstruct(code) + _compat.load_const(self.key) + _compat.subscr()
+        return self.base.reconstruct(code) + compat.load_const(self.key) + compat.subscr()
 
     def is_local(self) -> bool:
         return self.base.is_local()
@@ -109,10 +109,10 @@ class ClosureSource(Source):
     def reconstruct(self, code) -> List[Instr]:
         return (
             self.func.reconstruct(code)
-            + _compat.load_attr("__closure__")
-            + _compat.load_const(self.index)
-            + _compat.subscr()
-            + _compat.load_attr("cell_contents")
+            + compat.load_attr("__closure__")
+            + compat.load_const(self.index)
+            + compat.subscr()
+            + compat.load_attr("cell_contents")
         )
 
     def is_local(self) -> bool:
@@ -135,9 +135,9 @@ class DefaultSource(Source):
         attr = "__kwdefaults__" if self.kwonly else "__defaults__"
         return (
             self.func.reconstruct(code)
-            + _compat.load_attr(attr)
-            + _compat.load_const(self.key)
-            + _compat.subscr()
+            + compat.load_attr(attr)
+            + compat.load_const(self.key)
+            + compat.subscr()
         )
 
     def is_local(self) -> bool:
@@ -162,8 +162,8 @@ class ObjectSource(Source):
         except TypeError:
             # a code object's constants are hashed (a list would make it unhashable):
             # an unhashable object is handed out by a constant that holds it
-            return _compat.load_callable_const(_Held(self.obj)) + _compat.call(0)
-        return _compat.load_const(self.obj)
+            return compat.load_callable_const(_Held(self.obj)) + compat.call(0)
+        return compat.load_const(self.obj)
 
 
 class _Held:
@@ -195,10 +195,10 @@ class CallSource(Source):
         return f"{mod}.{fname}({', '.join(repr(a) for a in self.args)})"
 
     def reconstruct(self, code) -> List[Instr]:
-        out = _compat.load_callable_const(self.fn)
+        out = compat.load_callable_const(self.fn)
         for a in self.args:
-            out += _compat.load_const(a)
-        return out + _compat.call(len(self.args))
+            out += compat.load_const(a)
+        return out + compat.call(len(self.args))
 
 
 def names_through(source: Optional[Source]) -> FrozenSet[str]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import operator
 
-from jit_core.codegen.breaks import RunsInPython
 from jit_core.errors import UNSUPPORTED_OPCODE, Unsupported
+from jit_core.spi import RunsInPython
 from jit_core.variables import ConstantVariable, SliceVariable, wrap_static
 
 from .registry import handler, versions

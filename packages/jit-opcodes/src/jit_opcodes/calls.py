@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from jit_core.codegen.breaks import BreaksAtCall, CallParts
 from jit_core.errors import DYNAMIC_VALUE, INTERNAL, UNSUPPORTED_OPCODE, Unsupported
+from jit_core.spi import BreaksAtCall, CallParts
 from jit_core.variables import DictVariable, NestedFunctionVariable, NullVariable
 
 from .registry import handler, versions

@@ -12,7 +12,7 @@ kind, handler offset, stack depth); 3.11+ read the exception table.
 
 from __future__ import annotations
 
-from jit_core._compat import HAS_EXCEPTION_TABLE
+from jit_core.bytecode.compat import HAS_EXCEPTION_TABLE
 from jit_core.errors import INTERNAL, RAISES, UNSUPPORTED_OPCODE, Unsupported
 from jit_core.variables import ConstantVariable, NullVariable
 from jit_core.variables.contexts import enter_context

@@ -3,8 +3,8 @@ are guarded); loops over containers and ranges are unrolled."""
 
 from __future__ import annotations
 
-from jit_core import _compat
-from jit_core.codegen.breaks import BreaksAtBranch, RunsInPython
+from jit_core.bytecode import compat
+from jit_core.spi import BreaksAtBranch, RunsInPython
 from jit_core.variables import ConstantVariable, NullVariable
 
 from .registry import handler, versions
@@ -115,7 +115,7 @@ def for_iter(tx, inst):
     if item is not None:
         tx.push(item)
         return
-    if _compat.FOR_ITER_JUMPS_TO_END_FOR:
+    if compat.FOR_ITER_JUMPS_TO_END_FOR:
         # END_FOR pops the iterator and the slot a value would have taken
         tx.push(NullVariable())
     else:
@@ -139,5 +139,5 @@ def end_for_313(tx, inst):
 def to_bool(tx, inst):
     # only a conditional jump or UNARY_NOT reads what it makes, and both take the truth of
     # the value itself (as on 3.12, which has no TO_BOOL); a break at such a jump turns
-    # the rebuilt value into a bool first (``_compat.pop_jump_forward``)
+    # the rebuilt value into a bool first (``compat.pop_jump_forward``)
     pass

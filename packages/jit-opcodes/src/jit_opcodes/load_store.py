@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from jit_core import _compat
-from jit_core.codegen.breaks import RunsInPython
+from jit_core.bytecode import compat
 from jit_core.errors import SIDE_EFFECT, Unsupported
+from jit_core.spi import RunsInPython
 from jit_core.variables import NullVariable, wrap_static
 
 from .registry import handler, versions
@@ -145,10 +145,10 @@ def load_super_attr(tx, inst):
     cls = tx.pop()
     sup = tx.call(tx.pop(), [cls, obj], {})
     method = inst.arg & 1  # the method form, as in LOAD_ATTR: a NULL next to the value
-    if method and not _compat.NULL_AFTER_CALLABLE:
+    if method and not compat.NULL_AFTER_CALLABLE:
         tx.push(NullVariable())
     tx.push(tx.getattr(sup, inst.argval))
-    if method and _compat.NULL_AFTER_CALLABLE:
+    if method and compat.NULL_AFTER_CALLABLE:
         tx.push(NullVariable())
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, List, NamedTuple, Optional, Tuple
 
-from jit_core.codegen.breaks import BreakKind
+from jit_core.spi import BreakKind
 
 #: the Python versions this package knows
 ALL_VERSIONS: Tuple[str, ...] = ("3.8", "3.9", "3.10", "3.11", "3.12", "3.13")
@@ -41,7 +41,7 @@ def handler(
     """Declare ``fn(tx, inst)`` as the handler of ``opnames`` on ``versions``.
 
     ``break_as`` is how the graph breaks at the instruction when the handler raises
-    ``Unsupported`` (a ``jit_core.codegen.breaks.BreakKind``: the stack it takes and the
+    ``Unsupported`` (a ``jit_core.spi.BreakKind``: the stack it takes and the
     code that runs it in CPython between two graphs); without it such a frame runs
     eagerly. ``eager="why"`` declares a handler that always sends the frame to eager
     execution; ``breaks="why"`` one that always breaks the graph there, which needs a
@@ -51,7 +51,7 @@ def handler(
         if v not in ALL_VERSIONS:
             raise ValueError(f"unknown Python version {v!r}")
     if break_as is not None and not isinstance(break_as, BreakKind):
-        raise TypeError(f"break_as={break_as!r} is not a jit_core.codegen.breaks.BreakKind")
+        raise TypeError(f"break_as={break_as!r} is not a jit_core.spi.BreakKind")
     if breaks is not None and break_as is None:
         raise ValueError(
             f"{', '.join(opnames)}: breaks={breaks!r} needs break_as= (how the graph breaks)"

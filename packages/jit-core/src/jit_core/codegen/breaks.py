@@ -31,14 +31,16 @@ from __future__ import annotations
 import dis
 import types
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, List, Optional, Sequence
 
-from bytecode import Instr, Label
+from bytecode import Instr
 from bytecode.instr import UNSET
 
-from .. import _compat, plugins
-from ..executor.translator import parameter_names
+from .. import plugins
+from ..bytecode import compat, flow
+from ..bytecode.flow import parameter_names
 from ..sources import Source
+from ..spi import BreakKind, BreaksAtBranch, BreaksAtCall, CallParts, RunsInPython
 from ..variables import DictVariable, TensorVariable, TupleVariable, VariableTracker
 from ..variables.base import KnownValueVariable
 from ..variables.functions import UserMethodVariable
@@ -48,130 +50,6 @@ from .pycodegen import PyCodegen, collect, store_cells
 
 STACK_LOCAL = "___jit_stack"
 LOCALS_LOCAL = "___jit_locals"
-
-
-@dataclass
-class CallParts:
-    """A call instruction decoded from the tracker stack: what a call handler and its
-    break share (``BreaksAtCall``)."""
-
-    #: stack entries the instruction takes
-    consumed: int
-    fn: VariableTracker
-    args: List[VariableTracker] = field(default_factory=list)
-    kwargs: Dict[str, VariableTracker] = field(default_factory=dict)
-    #: CALL_FUNCTION_EX: the argument tuple and keyword dict as they are
-    args_obj: Optional[VariableTracker] = None
-    kwargs_obj: Optional[VariableTracker] = None
-
-
-class BreakKind:
-    """How the graph breaks at one kind of instruction: which stack entries it takes,
-    where the frame goes on after it, and the code that runs it in CPython between the
-    graph before it and the resume functions after it. Opcode handlers choose one of the
-    subclasses below when they register (``break_as=``)."""
-
-    def call_parts(self, stack: Sequence[VariableTracker], inst, kw_names) -> Optional[CallParts]:
-        """The call an instruction of this kind makes, decoded from ``stack``."""
-        return None
-
-    def successors(self, code: types.CodeType, inst: dis.Instruction) -> List[int]:
-        """The offsets where the frame can go on after ``inst``."""
-        return [resume.next_offset(code, inst.offset)]
-
-    def emit(self, b: BreakBuilder) -> None:
-        """Write into ``b`` the code that rebuilds the stack, runs the instruction and
-        returns what the resume function of each successor returns."""
-        raise NotImplementedError
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}()"
-
-
-class RunsInPython(BreakKind):
-    """The instruction runs as it is, on the rebuilt stack: stores and deletes (side
-    effects), and GET_ITER (a loop over what the capture cannot unroll)."""
-
-    def __init__(self, pops: int, pushes: int = 0):
-        self.pops, self.pushes = pops, pushes
-
-    def emit(self, b: BreakBuilder) -> None:
-        point = b.point
-        inst = point.inst
-        for v in point.stack:
-            b.value(v)
-        b.stack_rebuilt()
-        if inst.opcode in dis.hasname:
-            b.out.append(Instr(inst.opname, inst.argval))
-        elif inst.opcode < dis.HAVE_ARGUMENT:
-            b.out.append(Instr(inst.opname))
-        else:
-            raise ValueError(f"RunsInPython cannot re-emit {inst.opname} with its argument")
-        b.resume(point.next_offset, len(point.stack) - self.pops + self.pushes)
-
-    def __repr__(self) -> str:
-        return f"RunsInPython(pops={self.pops}, pushes={self.pushes})"
-
-
-class BreaksAtCall(BreakKind):
-    """A call: the callee runs in CPython through ``hooked_call`` (so the frame hook
-    captures it on its own), and its result is the top of the resumed frame's stack.
-    ``decode(stack, inst, kw_names) -> CallParts`` reads the instruction's operands, the
-    same function its handler simulates the call with."""
-
-    def __init__(self, decode: Callable[..., CallParts]):
-        self.decode = decode
-
-    def call_parts(self, stack, inst, kw_names) -> Optional[CallParts]:
-        return self.decode(stack, inst, kw_names)
-
-    def emit(self, b: BreakBuilder) -> None:
-        point = b.point
-        call = point.call
-        rest = point.stack[: len(point.stack) - call.consumed]
-        for v in rest:
-            b.value(v)
-        b.out += _compat.load_callable_const(b.hooked_call)
-        b.value(call.fn)
-        b.value(call.args_obj if call.args_obj is not None else TupleVariable(call.args))
-        b.value(call.kwargs_obj if call.kwargs_obj is not None else DictVariable(call.kwargs))
-        b.stack_rebuilt()
-        b.out += _compat.call(3)
-        b.resume(point.next_offset, len(rest) + 1)
-
-    def __repr__(self) -> str:
-        return f"BreaksAtCall({getattr(self.decode, '__name__', self.decode)})"
-
-
-class BreaksAtBranch(BreakKind):
-    """A conditional jump on a value the capture cannot know (a tensor's truth): the
-    real value decides, and each side goes on in its own resume function."""
-
-    def __init__(self, jump_if_true: bool, keeps_value: bool = False):
-        #: jumps when the value is true; keeps the value on the stack when it jumps
-        self.jump_if_true, self.keeps_value = jump_if_true, keeps_value
-
-    def successors(self, code, inst) -> List[int]:
-        return [resume.next_offset(code, inst.offset), inst.argval]
-
-    def emit(self, b: BreakBuilder) -> None:
-        point = b.point
-        rest = point.stack[:-1]
-        for v in point.stack:
-            b.value(v)
-        b.stack_rebuilt()
-        taken = Label()
-        if self.keeps_value:
-            b.out += _compat.dup_top()
-        b.out += _compat.pop_jump_forward(self.jump_if_true, taken)
-        if self.keeps_value:
-            b.out += _compat.pop_top()
-        b.resume(point.next_offset, len(rest))
-        b.out.append(taken)
-        b.resume(point.inst.argval, len(rest) + (1 if self.keeps_value else 0))
-
-    def __repr__(self) -> str:
-        return f"BreaksAtBranch(jump_if_true={self.jump_if_true}, keeps_value={self.keeps_value})"
 
 
 def break_kind(opname: str) -> Optional[BreakKind]:
@@ -211,22 +89,22 @@ def where_to_break(code: types.CodeType, inst: dis.Instruction):
         # its cells are shared with the closures it made: the break stores what the
         # capture left in them, and the resume function gets the very cells as free
         # variables (``resume.cells_become_free``), unless a cell also lives in a plain slot
-        why = resume.cells_not_shareable(code)
+        why = flow.cells_not_shareable(code)
         if why:
             return f"the graph cannot break in a frame that makes closures here: {why}"
-    if any(s <= inst.offset < e for s, e in _compat.finally_bodies(code)):
+    if any(s <= inst.offset < e for s, e in compat.finally_bodies(code)):
         return IN_FINALLY
-    head = resume.loop_head(code, inst.offset)
+    head = flow.loop_head(code, inst.offset)
     if head is not None:
         # whatever stopped the capture, the whole loop runs in the resumed frame
-        return IN_LOOP if resume.protected(code, head) else Where(before_loop=head)
+        return IN_LOOP if flow.protected(code, head) else Where(before_loop=head)
     if inst.opname in ("BEFORE_WITH", "SETUP_WITH"):
         # entering the block stopped the capture (its manager is not modelled, or its
         # __enter__ breaks): the resumed frame enters it
         return Where(before_loop=inst.offset, kind="block")
-    if resume.protected(code, inst.offset):
+    if flow.protected(code, inst.offset):
         # whatever stopped it: the resumed frame runs the whole block with its handlers
-        start = resume.block_start(code, inst.offset)
+        start = flow.block_start(code, inst.offset)
         return IN_BLOCK if start is None else Where(before_loop=start, kind="block")
     if break_kind(inst.opname) is None:
         return ""
@@ -283,7 +161,7 @@ def break_point(tx, inst: dis.Instruction, before_loop: bool = False) -> BreakPo
         raise ValueError(f"no break kind is registered for {inst.opname}")
     else:
         starts = kind.successors(code, inst)
-    live = sorted(n for n in resume.live_locals(code, starts) if n in tx.symbolic_locals)
+    live = sorted(n for n in flow.live_locals(code, starts) if n in tx.symbolic_locals)
     stack = list(tx.stack)
     call = None if kind is None else kind.call_parts(stack, inst, tx.kw_names)
     if call is not None:
@@ -322,6 +200,17 @@ class BreakBuilder:
     def resume(self, offset: int, nstack: int) -> None:
         self._resume_call(self, offset, nstack)
 
+    def hooked_call_of(self, call: CallParts) -> None:
+        """Rebuild the callee and its arguments of ``call`` and call it through
+        ``hooked_call`` (the frame hook captures the callee on its own); its result is
+        left on the stack."""
+        self.out += compat.load_callable_const(self.hooked_call)
+        self.value(call.fn)
+        self.value(call.args_obj if call.args_obj is not None else TupleVariable(call.args))
+        self.value(call.kwargs_obj if call.kwargs_obj is not None else DictVariable(call.kwargs))
+        self.stack_rebuilt()
+        self.out += compat.call(3)
+
     def stack_rebuilt(self) -> None:
         """Called by a kind once the values the instruction takes are on the stack, before
         the instruction: the frame's cells get what the capture left in them (the
@@ -338,7 +227,7 @@ def _emit(b: BreakBuilder) -> None:
     # the live locals first, while every source still reads the frame as it was
     for v in point.local_values:
         b.value(v)
-    b.out += _compat.build_tuple(len(point.local_values)) + _compat.store_fast(LOCALS_LOCAL)
+    b.out += compat.build_tuple(len(point.local_values)) + compat.store_fast(LOCALS_LOCAL)
     if point.before_loop:
         for v in point.stack:
             b.value(v)
@@ -388,22 +277,22 @@ def build_break_code(
         if made not in point.resumes:  # (the code is built twice: see frame_calls.Rearm)
             point.resumes.append(made)
         out = b.out
-        out.extend(_compat.build_tuple(nstack) + _compat.store_fast(STACK_LOCAL))
-        out.extend(_compat.load_callable_const(fn))
-        out.extend(_compat.load_fast(STACK_LOCAL) + _compat.load_fast(LOCALS_LOCAL))
+        out.extend(compat.build_tuple(nstack) + compat.store_fast(STACK_LOCAL))
+        out.extend(compat.load_callable_const(fn))
+        out.extend(compat.load_fast(STACK_LOCAL) + compat.load_fast(LOCALS_LOCAL))
         if code.co_freevars or code.co_cellvars:
             # the resume function reads the same cells as this frame
-            out.extend(_compat.load_closure(code) + _compat.call(3))
+            out.extend(compat.load_closure(code) + compat.call(3))
         else:
-            out.extend(_compat.call(2))
+            out.extend(compat.call(2))
         if rearm is not None:  # (see frame_calls.Rearm)
-            out.extend(_compat.load_callable_const(rearm) + _compat.call(0) + _compat.pop_top())
-        out.extend(_compat.return_value())
+            out.extend(compat.load_callable_const(rearm) + compat.call(0) + compat.pop_top())
+        out.extend(compat.return_value())
 
     _emit(BreakBuilder(point, cg, hooked_call, resume_call))
     # what runs at the break (the instruction itself, natively) carries its line: an
     # error it raises points at the user's line, as in eager, not at the ``def``
-    line = _compat.line_of(code, point.inst.offset)
+    line = compat.line_of(code, point.inst.offset)
     for ins in cg.instrs:
         if isinstance(ins, Instr) and (ins.lineno is None or ins.lineno is UNSET):
             ins.lineno = line

@@ -16,7 +16,7 @@ from typing import Any, Callable, List, Optional, Sequence
 
 from bytecode import Bytecode, Instr
 
-from .. import _compat
+from ..bytecode import compat
 from ..bytecode.opcode_info import GENERATOR_FLAGS
 from ..sources import Source
 from ..variables import TensorVariable, VariableTracker
@@ -60,13 +60,13 @@ def run_graph(
 ) -> List[Any]:
     """The start of every replacement of ``code``: its prologue, then the compiled graph
     called on the inputs (loaded through their sources), its outputs kept in OUT_LOCAL."""
-    instrs: List[Any] = list(_compat.prologue(code))
+    instrs: List[Any] = list(compat.prologue(code))
     if compiled is not None:
-        instrs += _compat.load_callable_const(compiled)
+        instrs += compat.load_callable_const(compiled)
         for src in input_sources:
             instrs += src.reconstruct(code)
-        instrs += _compat.call(len(input_sources))
-        instrs += _compat.store_fast(OUT_LOCAL)
+        instrs += compat.call(len(input_sources))
+        instrs += compat.store_fast(OUT_LOCAL)
     return instrs
 
 
@@ -80,7 +80,7 @@ def assemble(code: types.CodeType, instrs: List[Any]) -> types.CodeType:
         if isinstance(ins, Instr) and ins.lineno is None:
             ins.lineno = line
     bc.extend(instrs)
-    new_code = _compat.replacement_code(bc, code)
+    new_code = compat.replacement_code(bc, code)
     GENERATED_CODES.add(new_code)
     return new_code
 
@@ -104,7 +104,7 @@ def build_code(
     instrs = run_graph(code, compiled, input_sources)
     _emit_return(cg, return_value, cells, containers)
     instrs += cg.instrs
-    instrs += _compat.return_value()
+    instrs += compat.return_value()
     return assemble(code, instrs)
 
 

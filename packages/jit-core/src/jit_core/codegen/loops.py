@@ -65,7 +65,7 @@ from typing import Dict, Iterator, List, Optional, Tuple, Union
 
 from bytecode import Bytecode, Instr, Label
 
-from .. import _compat
+from ..bytecode import compat, flow
 from ..bytecode.opcode_info import JUMPS, NO_FALL_THROUGH, TERMINAL, UNCONDITIONAL_JUMPS
 from . import resume
 
@@ -152,7 +152,7 @@ def eager_loop_name(code: types.CodeType, head: int) -> str:
 
 def plan_loop(code: types.CodeType, head: int) -> Union[LoopPlan, str]:
     """How to outline the loop starting at ``head``, or why it cannot be."""
-    insts, index = resume._layout(code)
+    insts, index = flow.layout(code)
     i = index.get(head)
     if i is None:
         return f"no instruction at {head}"
@@ -171,7 +171,7 @@ def plan_loop(code: types.CodeType, head: int) -> Union[LoopPlan, str]:
         end_i = backs[-1] + 1
         end = insts[end_i].offset if end_i < len(insts) else _past_end(insts)
         first = i
-    for start, stop in _compat.protected_ranges(code) + _compat.finally_bodies(code):
+    for start, stop in compat.protected_ranges(code) + compat.finally_bodies(code):
         if start < end and head < stop:
             return "the loop holds (or is inside) a try or with block"
     region = range(first, end_i)
@@ -190,7 +190,7 @@ def plan_loop(code: types.CodeType, head: int) -> Union[LoopPlan, str]:
         return breaks
     exhausted = end
     if kind == "for" and insts[end_i].opname == "END_FOR":
-        exhausted = insts[end_i + _compat.FOR_ITER_EXIT_SKIPS].offset
+        exhausted = insts[end_i + compat.FOR_ITER_EXIT_SKIPS].offset
     return LoopPlan(
         head,
         insts[first].offset,
@@ -209,10 +209,10 @@ def _carried(code: types.CodeType, insts, region: range, head: int) -> Tuple[str
     assigned in it, or read after it, are not carried from one iteration to the next;
     one read after the loop too is counted, to be safe)."""
     cells = code.co_cellvars + code.co_freevars
-    accesses = [a for k in region for a in resume.local_accesses(insts[k], cells)]
+    accesses = [a for k in region for a in flow.local_accesses(insts[k], cells)]
     stored = {name for kind, name in accesses if kind == "store"}
     loaded = {name for kind, name in accesses if kind == "load"}
-    live = resume.live_locals(code, [head])
+    live = flow.live_locals(code, [head])
     return tuple(sorted(stored & loaded & live))
 
 
@@ -248,9 +248,9 @@ def iterations(plan: LoopPlan, stack: tuple) -> Iterator[tuple]:
 
 def head_where(code: types.CodeType, plan: LoopPlan) -> Tuple[str, str]:
     """``(file:line, instruction)`` of the loop's head, for reports."""
-    insts, index = resume._layout(code)
+    insts, index = flow.layout(code)
     inst = insts[index[plan.head]]
-    line = _compat.instruction_line(inst) or code.co_firstlineno
+    line = compat.instruction_line(inst) or code.co_firstlineno
     arg = f" {inst.argrepr}" if inst.argrepr else ""
     return f"{code.co_filename}:{line}", f"{inst.opname}{arg}"
 
@@ -320,17 +320,17 @@ def _check_stack(
 def _names_tuple(names) -> List[Instr]:
     out: List[Instr] = []
     for n in names:
-        out += _compat.load_fast(n)
-    return out + _compat.build_tuple(len(names))
+        out += compat.load_fast(n)
+    return out + compat.build_tuple(len(names))
 
 
 def _exit(kind: int, payload: List[Instr], names) -> List[Instr]:
     return (
-        _compat.load_const(kind)
+        compat.load_const(kind)
         + payload
         + _names_tuple(names)
-        + _compat.build_tuple(3)
-        + _compat.return_value()
+        + compat.build_tuple(3)
+        + compat.return_value()
     )
 
 
@@ -343,7 +343,7 @@ def build_body_code(code: types.CodeType, plan: LoopPlan, whole: bool = False) -
     a ``return`` (``eager_loop_name``): a counter loop runs in it eagerly, in one call."""
     if whole and plan.kind != "while":
         raise ValueError("only a while loop runs whole in a loop function")
-    insts, index = resume._layout(code)
+    insts, index = flow.layout(code)
     head_i, end_i = index[plan.head], index.get(plan.end, len(insts))
     first = index[plan.body_start]
     bc = Bytecode.from_code(code)
@@ -362,7 +362,7 @@ def build_body_code(code: types.CodeType, plan: LoopPlan, whole: bool = False) -
             n += 1
 
     names = plan.names
-    line = _compat.instruction_line(insts[head_i]) or code.co_firstlineno
+    line = compat.instruction_line(insts[head_i]) or code.co_firstlineno
     body_label, continue_label = Label(), Label()
     break_labels = {t: Label() for t in plan.break_targets}
     out: List = []
@@ -392,39 +392,39 @@ def build_body_code(code: types.CodeType, plan: LoopPlan, whole: bool = False) -
                 if item.name in _FORWARD:
                     item.name = _FORWARD[item.name]
         if item.name == "RETURN_VALUE":
-            ret = _compat.store_fast(RETURN_LOCAL) + _exit(
-                RETURN, _compat.load_fast(RETURN_LOCAL), ()
+            ret = compat.store_fast(RETURN_LOCAL) + _exit(
+                RETURN, compat.load_fast(RETURN_LOCAL), ()
             )
             out += _at_line(ret, item)
             continue
         if item.name == "RETURN_CONST":
-            out += _at_line(_exit(RETURN, _compat.load_const(item.arg), ()), item)
+            out += _at_line(_exit(RETURN, compat.load_const(item.arg), ()), item)
             continue
         out.append(item)
         falls = item.name not in NO_FALL_THROUGH
         if k == end_i - 1 and falls and plan.end in break_labels:
             # 3.10+ test a while loop at its bottom: when false, it falls out of the loop
-            out += _at_line(_compat.jump_forward(break_labels[plan.end]), item)
+            out += _at_line(compat.jump_forward(break_labels[plan.end]), item)
 
     out = resume.cells_become_free(bc, out)
     stubs: List = []
     if not whole:
         stubs.append(continue_label)
         if plan.kind == "for":
-            stubs += _compat.pop_top()
-        stubs += _exit(CONTINUE, _compat.load_const(None), names)
+            stubs += compat.pop_top()
+        stubs += _exit(CONTINUE, compat.load_const(None), names)
     for target, label in break_labels.items():
         stubs.append(label)
-        stubs += _exit(BREAK, _compat.load_const(target), names)
-    prefix = _compat.entry_prologue(code)
+        stubs += _exit(BREAK, compat.load_const(target), names)
+    prefix = compat.entry_prologue(code)
     item_arg = resume.fresh_name(code, ITEM_ARG)
     if plan.kind == "for":
         # the loop's iterator stays below the item in the original; a placeholder stands
         # for it here (the body only ever pops it, on its way out)
         # (a loop nested in an outlined loop is outlined from the outer body, which has an
         # item argument of its own among its locals)
-        prefix += _compat.load_const(None) + _compat.load_fast(item_arg)
-    prefix += _compat.jump_forward(body_label)
+        prefix += compat.load_const(None) + compat.load_fast(item_arg)
+    prefix += compat.jump_forward(body_label)
     for ins in prefix + stubs:
         if isinstance(ins, Instr):
             ins.lineno = line
@@ -439,7 +439,7 @@ def build_body_code(code: types.CodeType, plan: LoopPlan, whole: bool = False) -
     bc.name = eager_loop_name(code, plan.head) if whole else body_name(code, plan.head)
     if hasattr(bc, "qualname"):
         bc.qualname = bc.name
-    body = _compat.to_code(bc)
+    body = compat.to_code(bc)
     BODY_CODES.add(body)
     return body
 
@@ -470,7 +470,7 @@ def exit_at(code: types.CodeType, offset: int, nstack: int) -> Optional[Exit]:
     guards and a call of compiled code that would do nothing (``frame_calls.LoopExit``)."""
     if not is_body(code):
         return None
-    insts, index = resume._layout(code)
+    insts, index = flow.layout(code)
     i = index.get(offset)
     seen = set()
     while i is not None and i < len(insts) and insts[i].opname in _ON_THE_WAY:

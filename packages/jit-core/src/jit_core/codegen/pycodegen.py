@@ -14,7 +14,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from bytecode import Instr
 
-from .. import _compat
+from ..bytecode import compat
 from ..errors import RECONSTRUCT, Unsupported
 
 OUT_LOCAL = "___jit_graph_out"
@@ -84,7 +84,7 @@ class PyCodegen:
         idx = self.outputs.get(id(t.node))
         if idx is None:
             raise Unsupported(f"{t.describe()} is not an output of the graph", category=RECONSTRUCT)
-        self.extend(_compat.load_fast(OUT_LOCAL) + _compat.load_const(idx) + _compat.subscr())
+        self.extend(compat.load_fast(OUT_LOCAL) + compat.load_const(idx) + compat.subscr())
 
     def new_object(self, v, build: Callable[[], None]) -> None:
         """Rebuild ``v``, a mutable object made during the capture (a list, a dict, a
@@ -101,7 +101,7 @@ class PyCodegen:
             if self.uses[key] > 1:
                 return
         elif key in self._shared and self._shared[key] is not None:
-            self.extend(_compat.load_fast(self._shared[key]))
+            self.extend(compat.load_fast(self._shared[key]))
             return
         self._building.add(key)
         try:
@@ -111,7 +111,7 @@ class PyCodegen:
         if not self.collecting and key in self._shared:
             name = SHARED_LOCAL.format(len([n for n in self._shared.values() if n]))
             self._shared[key] = name
-            self.extend(_compat.dup_top() + _compat.store_fast(name))
+            self.extend(compat.dup_top() + compat.store_fast(name))
 
     def container(self, v, build: Callable[[], None]) -> None:
         """A list or a dict: one from outside the frame (unchanged, since mutating one
@@ -134,7 +134,7 @@ class PyCodegen:
         names += [OUT_LOCAL] + [n for n in self._shared.values() if n]
         for name in names:
             # (a store, not DELETE_FAST: OUT_LOCAL is unbound where no graph ran)
-            self.extend(_compat.load_const(None) + _compat.store_fast(name))
+            self.extend(compat.load_const(None) + compat.store_fast(name))
 
     def shared_objects(self) -> List[int]:
         """Collecting: the objects held in more than one place."""
@@ -150,24 +150,24 @@ def store_cells(cg: PyCodegen, cells: Sequence[tuple], containers: Sequence[Any]
     container that changes."""
     for i, c in enumerate(containers):
         c.build_new(cg)
-        cg.extend(_compat.store_fast(WRITTEN_LOCAL.format(i)))
+        cg.extend(compat.store_fast(WRITTEN_LOCAL.format(i)))
     stores: List[Any] = []
     for name, contents, bound_at_entry in cells:
         if contents is not None:
             cg(contents)
-            stores = _compat.store_deref(name, cg.code) + stores
+            stores = compat.store_deref(name, cg.code) + stores
         elif bound_at_entry:  # deleted by the captured code
-            stores += _compat.delete_deref(name, cg.code)
+            stores += compat.delete_deref(name, cg.code)
     # the containers first: their sources may go through a cell that changes
     for i, c in enumerate(containers):
         local = WRITTEN_LOCAL.format(i)
-        cg.extend(_compat.load_callable_const(c.written_back_by()))
+        cg.extend(compat.load_callable_const(c.written_back_by()))
         pinned = getattr(c, "pinned", None)
         if pinned is not None:  # the object the guards held it to, this very call
-            cg.extend(_compat.load_const(pinned))
+            cg.extend(compat.load_const(pinned))
         else:
             cg.extend(c.source.reconstruct(cg.code))
-        cg.extend(_compat.load_fast(local) + _compat.call(2) + _compat.pop_top())
+        cg.extend(compat.load_fast(local) + compat.call(2) + compat.pop_top())
         # the copy must not keep the items alive while the rest of the frame runs
         cg.extend([Instr("DELETE_FAST", local)])
     cg.extend(stores)

@@ -14,7 +14,7 @@ import enum
 import keyword
 import operator
 import types
-from typing import Any, Callable, Dict, List, Optional, Set, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 import paddle
 
@@ -22,7 +22,6 @@ from .. import guards, shapes, sym_shapes
 from ..errors import (
     CONTEXT_MANAGER,
     DATA_LEAVES_GRAPH,
-    DYNAMIC_VALUE,
     INPLACE_OUTSIDE,
     RAISES,
     SIDE_EFFECT,
@@ -31,8 +30,10 @@ from ..errors import (
     raised_at_capture,
 )
 from ..fx import Graph
+from ..fx.interpreter import run_leaf_layer
 from ..shapes import ShapePolicy
 from ..sources import Source, attr_path
+from ..variables.arguments import as_argument, example_of, node_arg_of
 from ..variables.base import VariableTracker
 from ..variables.constant import ConstantVariable
 from ..variables.containers import (
@@ -43,36 +44,8 @@ from ..variables.containers import (
     TupleVariable,
 )
 from ..variables.symbolic import SymIntVariable
-from ..variables.tensor import TensorVariable, live_tensor_trackers
+from ..variables.tensor import TensorListVariable, TensorVariable, live_tensor_trackers
 from .side_effects import SideEffects
-
-
-def _as_argument(v: VariableTracker, tensor: Callable[[TensorVariable], Any]) -> Any:
-    """The Python value of an argument, with each tensor (and dynamic size) replaced by
-    ``tensor(t)``."""
-    if isinstance(v, (TensorVariable, SymIntVariable, TensorListVariable)):
-        return tensor(v)
-    if isinstance(v, ListVariable) and v.unread and v.as_input is not None:
-        whole = v.as_input()
-        if whole is not None:
-            return tensor(whole)
-    if isinstance(v, BaseListVariable):
-        items = [_as_argument(i, tensor) for i in v.items]
-        try:
-            return v.python_value(items)
-        except TypeError:
-            # paddle.Size holds ints only: a shape with dynamic sizes is a plain list
-            return list(items)
-    if isinstance(v, DictVariable):
-        return {k: _as_argument(i, tensor) for k, i in v.items.items()}
-    if isinstance(v, SliceVariable):
-        return slice(*(_as_argument(p, tensor) for p in v.parts))
-    if v.is_python_constant():
-        return v.as_python_constant()
-    raise Unsupported(
-        f"{v.describe()} cannot be passed to a Paddle operation", category=DYNAMIC_VALUE
-    )
-
 
 #: operators whose result has the shape of their tensor operand whatever Python number
 #: the other one is: the arithmetic and comparisons of symbolic numbers, and ``**``
@@ -101,29 +74,6 @@ def _reads_number_input(v: VariableTracker) -> bool:
     if isinstance(v, SliceVariable):
         return any(_reads_number_input(p) for p in v.parts)
     return False
-
-
-class TensorListVariable(VariableTracker):
-    """A list of tensors of any length that the graph takes whole (``tensor_list``): a
-    graph node and the list at capture, used only as an argument of Paddle operations."""
-
-    def __init__(self, node, example: list, source: Optional[Source] = None):
-        super().__init__(source)
-        self.node = node
-        self.example = example
-
-    def describe(self) -> str:
-        return f"list of {len(self.example)} tensors (any length)"
-
-
-def example_of(v: VariableTracker) -> Any:
-    """The argument as the example run sees it: tensors are their example values."""
-    return _as_argument(v, lambda t: t.example)
-
-
-def node_arg_of(v: VariableTracker) -> Any:
-    """The argument as the graph records it: tensors are their nodes."""
-    return _as_argument(v, lambda t: t.node)
 
 
 def buffer_key(t: Any) -> Any:
@@ -168,7 +118,7 @@ def _tensors_in(v: VariableTracker) -> List[TensorVariable]:
         return None
 
     try:
-        _as_argument(v, keep)
+        as_argument(v, keep)
     except Unsupported:
         pass
     return found
@@ -555,7 +505,7 @@ class OutputGraph:
         target = self.register_object(layer, layer_var.source)
 
         def run(*a, **k):
-            return _run_leaf_layer(layer, a, k)
+            return run_leaf_layer(layer, a, k)
 
         return self._record(tx, "call_module", target, run, args, kwargs)
 
@@ -759,24 +709,6 @@ def _operation_name(node) -> str:
     if name is None:
         return f"a call of {type(target).__name__}"
     return f"{mod}.{name}()" if mod else f"{name}()"
-
-
-def _run_leaf_layer(layer: paddle.nn.Layer, args, kwargs):
-    # In training mode layers like BatchNorm update their running statistics in place;
-    # the capture must not, so they are put back after the example run. Paddle keeps those
-    # statistics as buffers in some layers and as stop_gradient parameters in others.
-    saved = []
-    if layer.training:
-        state = [b for _, b in layer.named_buffers()]
-        state += [p for _, p in layer.named_parameters() if p.stop_gradient]
-        for t in state:
-            if t is not None and t._is_initialized():
-                saved.append((t, t.clone()))
-    try:
-        return layer(*args, **kwargs)
-    finally:
-        for buf, value in saved:
-            buf.set_value(value)
 
 
 __all__ = ["OutputGraph", "ConstantVariable", "example_of", "node_arg_of"]

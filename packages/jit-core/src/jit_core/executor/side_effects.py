@@ -23,28 +23,7 @@ import paddle
 from ..guards import LAYER_STORES
 from ..sources import Source
 from ..variables.base import VariableTracker
-
-
-def replace_list(target: list, contents: list) -> None:
-    """What the generated code calls to give an outside list its new contents: the same
-    object (other references to it see the change), as eager's mutation leaves it."""
-    target[:] = contents
-
-
-def extend_list(target: list, appended: list) -> None:
-    """For an outside list the captured code only appended to (it never read its items or
-    length, so no guard pins them): what it appended, after whatever the list holds."""
-    target.extend(appended)
-
-
-def replace_dict(target: dict, contents: dict) -> None:
-    """As ``replace_list``: the keys in the order the captured code left them, which is
-    the order eager's item assignments, deletions and updates leave."""
-    if list(target.keys()) == list(contents.keys()):
-        target.update(contents)
-    else:
-        target.clear()
-        target.update(contents)
+from ..variables.containers import extend_list, replace_dict, replace_list
 
 
 class AttributeWriteBack(VariableTracker):

@@ -13,9 +13,11 @@ import dis
 import logging
 import operator
 import types
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional
 
-from .. import _compat, plugins
+from .. import plugins
+from ..bytecode import compat
+from ..bytecode.flow import parameter_names
 from ..bytecode.opcode_info import CO_GENERATOR, GENERATOR_FLAGS
 from ..errors import (
     DYNAMIC_VALUE,
@@ -75,14 +77,14 @@ _instruction_cache: Dict[types.CodeType, tuple] = {}
 def _decoded(code: types.CodeType):
     cached = _instruction_cache.get(code)
     if cached is None:
-        insts = _compat.instructions(code)
+        insts = compat.instructions(code)
         index = {inst.offset: i for i, inst in enumerate(insts)}
         # the source line of every instruction (dis marks only those that start one): a
         # jump into the middle of a line, as a resume function's prefix makes, keeps it
         lines = []
         line = code.co_firstlineno
         for inst in insts:
-            line = _compat.instruction_line(inst) or line
+            line = compat.instruction_line(inst) or line
             lines.append(line)
         cached = (insts, index, lines)
         _instruction_cache[code] = cached
@@ -173,7 +175,7 @@ class Translator:
                 h = handlers.get(inst.opname)
                 if h is None:
                     raise Unsupported(
-                        f"no handler for opcode {inst.opname} on Python {_compat.VERSION_STR}",
+                        f"no handler for opcode {inst.opname} on Python {compat.VERSION_STR}",
                         category=UNSUPPORTED_OPCODE,
                     )
                 h.handler(self, inst)
@@ -216,8 +218,8 @@ class Translator:
             raise ExceptionsNotSimulated("an exception raised inside a generator's code")
         offset = self.current.offset
         exc = ExceptionVariable(e.exc)
-        if _compat.HAS_EXCEPTION_TABLE:
-            entry = _compat.exception_handler(self.code, offset)
+        if compat.HAS_EXCEPTION_TABLE:
+            entry = compat.exception_handler(self.code, offset)
             if entry is None:
                 return False
             target, depth, lasti = entry
@@ -788,14 +790,6 @@ def bind_arguments(code, defaults, kwdefaults, args, kwargs) -> Dict[str, Variab
     return bound
 
 
-def parameter_names(code: types.CodeType) -> Tuple[str, ...]:
-    """The names a call binds: positional and keyword-only parameters, ``*args``,
-    ``**kwargs``."""
-    n = code.co_argcount + code.co_kwonlyargcount
-    n += bool(code.co_flags & 0x04) + bool(code.co_flags & 0x08)
-    return code.co_varnames[:n]
-
-
 def root_locals(
     code, f_locals: Dict[str, Any], tx: Translator, real_cells: Optional[tuple] = None
 ) -> None:
@@ -827,7 +821,6 @@ def root_locals(
 __all__ = [
     "Translator",
     "bind_arguments",
-    "parameter_names",
     "root_locals",
     "ListVariable",
     "TupleVariable",

@@ -7,7 +7,7 @@ from typing import Any, Dict, Union
 
 import paddle
 
-from .. import _compat
+from ..bytecode import compat
 from .graph import Graph
 
 _counter = itertools.count()
@@ -100,7 +100,7 @@ class GraphModule(paddle.nn.Layer):
         self._code = pc.src
         self._code_globals = dict(pc.globals)
         filename = f"<jit_core.fx.{type(self).__name__}_{next(_counter)}>"
-        fn = _compat.exec_source(pc.src, filename, "forward", dict(pc.globals), pc.shown)
+        fn = compat.exec_source(pc.src, filename, "forward", dict(pc.globals), pc.shown)
         # set on the class so that paddle.jit.to_static finds a normal method
         type(self).forward = fn
 

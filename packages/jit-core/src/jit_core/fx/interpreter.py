@@ -53,3 +53,23 @@ class Interpreter:
 
     def output(self, target, args, kwargs):
         return args[0]
+
+
+def run_leaf_layer(layer, args, kwargs):
+    """Call ``layer`` on an example without changing its state: a layer in training mode
+    (BatchNorm) gets back the statistics it updated."""
+    # In training mode layers like BatchNorm update their running statistics in place;
+    # the capture must not, so they are put back after the example run. Paddle keeps those
+    # statistics as buffers in some layers and as stop_gradient parameters in others.
+    saved = []
+    if layer.training:
+        state = [b for _, b in layer.named_buffers()]
+        state += [p for _, p in layer.named_parameters() if p.stop_gradient]
+        for t in state:
+            if t is not None and t._is_initialized():
+                saved.append((t, t.clone()))
+    try:
+        return layer(*args, **kwargs)
+    finally:
+        for buf, value in saved:
+            buf.set_value(value)

@@ -781,7 +781,7 @@ def _dynamic_sizes(
 def _sizes_changed(gm, what: str, inputs, perturb) -> Dict[Any, FrozenSet[int]]:
     import paddle
 
-    from ..fx import Interpreter
+    from ..fx.interpreter import Interpreter, run_leaf_layer
 
     grown: Dict[Any, List[int]] = {}
 
@@ -795,9 +795,7 @@ def _sizes_changed(gm, what: str, inputs, perturb) -> Dict[Any, FrozenSet[int]]:
             return value
 
         def call_module(self, target, args, kwargs):
-            from ..executor.output_graph import _run_leaf_layer
-
-            return _run_leaf_layer(getattr(self.gm, target), args, kwargs)
+            return run_leaf_layer(getattr(self.gm, target), args, kwargs)
 
     state = paddle.get_rng_state()
     try:

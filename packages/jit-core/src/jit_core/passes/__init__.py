@@ -6,14 +6,8 @@ graph; ``passes=[...]`` chooses, ``disable_passes=[...]`` turns passes off by na
 ``jit_register_passes`` hook.
 """
 
-from .manager import (
-    GraphPass,
-    PassContext,
-    PassError,
-    PassManager,
-    PassRecord,
-    graph_pass,
-)
+from .base import GraphPass, PassContext, PassError, graph_pass
+from .manager import PassManager, PassRecord
 from .rewrite import Match, PatternError, replace_pattern
 
 __all__ = [

@@ -12,6 +12,7 @@ from typing import Any, List
 import paddle
 
 from ..fx import Interpreter
+from ..fx.interpreter import run_leaf_layer
 
 
 class _ShapeProp(Interpreter):
@@ -26,10 +27,8 @@ class _ShapeProp(Interpreter):
         return value
 
     def call_module(self, target, args, kwargs):
-        from ..executor.output_graph import _run_leaf_layer
-
         # a training-mode BatchNorm must not update its statistics here
-        return _run_leaf_layer(getattr(self.gm, target), args, kwargs)
+        return run_leaf_layer(getattr(self.gm, target), args, kwargs)
 
 
 def propagate_shapes(gm, example_inputs: List[Any]) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
-from .. import _compat
+from ..bytecode import compat
 from ..errors import DYNAMIC_VALUE, RECONSTRUCT, UNTRACED_CALL, Unsupported
 from ..sources import Source
 
@@ -93,7 +93,7 @@ class VariableTracker:
         if self.source is not None:
             cg.extend(self.source.reconstruct(cg.code))
         elif self.is_python_constant():
-            cg.extend(_compat.load_const(self.as_python_constant()))
+            cg.extend(compat.load_const(self.as_python_constant()))
         else:
             raise Unsupported(
                 f"cannot rebuild {self.describe()} after the graph", category=RECONSTRUCT
@@ -157,7 +157,7 @@ class NullVariable(VariableTracker):
 
     def reconstruct(self, cg: PyCodegen) -> None:
         # generated code cannot push a NULL: see call_first
-        cg.extend(_compat.load_const(call_first))
+        cg.extend(compat.load_const(call_first))
 
 
 def call_first(fn, *args, **kwargs):

@@ -9,7 +9,7 @@ from typing import Any, Dict, List
 
 import numpy as np
 
-from .. import _compat
+from ..bytecode import compat
 from ..errors import DYNAMIC_VALUE, RAISES, Unsupported
 from .base import KnownValueVariable, VariableTracker
 
@@ -85,10 +85,10 @@ class ConstantVariable(KnownValueVariable):
         elif isinstance(self._value, np.ndarray):
             # a new array on every call, as the original code makes one: a shared
             # constant would carry a caller's in-place changes into the next call
-            cg.extend(_compat.load_callable_const(functools.partial(np.copy, self._value)))
-            cg.extend(_compat.call(0))
+            cg.extend(compat.load_callable_const(functools.partial(np.copy, self._value)))
+            cg.extend(compat.call(0))
         else:
-            cg.extend(_compat.load_const(self.value))
+            cg.extend(compat.load_const(self.value))
 
     def describe(self) -> str:
         r = repr(self.value)

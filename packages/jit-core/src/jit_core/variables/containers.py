@@ -6,7 +6,7 @@ import itertools
 import types
 from typing import Any, Callable, Dict, List, Optional
 
-from .. import _compat
+from ..bytecode import compat
 from ..errors import DYNAMIC_VALUE, RAISES, SIDE_EFFECT, UNTRACED_CALL, Unsupported
 from .base import VariableTracker
 from .constant import ConstantVariable
@@ -103,6 +103,28 @@ def sort_items(
     return [items[i] for i in order]
 
 
+def replace_list(target: list, contents: list) -> None:
+    """What the generated code calls to give an outside list its new contents: the same
+    object (other references to it see the change), as eager's mutation leaves it."""
+    target[:] = contents
+
+
+def extend_list(target: list, appended: list) -> None:
+    """For an outside list the captured code only appended to (it never read its items or
+    length, so no guard pins them): what it appended, after whatever the list holds."""
+    target.extend(appended)
+
+
+def replace_dict(target: dict, contents: dict) -> None:
+    """As ``replace_list``: the keys in the order the captured code left them, which is
+    the order eager's item assignments, deletions and updates leave."""
+    if list(target.keys()) == list(contents.keys()):
+        target.update(contents)
+    else:
+        target.clear()
+        target.update(contents)
+
+
 class BaseListVariable(VariableTracker):
     container_type: type = list
 
@@ -178,15 +200,15 @@ class BaseListVariable(VariableTracker):
     def _build(self, cg) -> None:
         subclass = self.container_type not in (list, tuple)
         if subclass:  # paddle.Size: a list subclass made from a list
-            cg.extend(_compat.load_callable_const(self.container_type))
+            cg.extend(compat.load_callable_const(self.container_type))
         for item in self.items:
             cg(item)
         if self.container_type is tuple:
-            cg.extend(_compat.build_tuple(len(self.items)))
+            cg.extend(compat.build_tuple(len(self.items)))
         else:
-            cg.extend(_compat.build_list(len(self.items)))
+            cg.extend(compat.build_list(len(self.items)))
         if subclass:
-            cg.extend(_compat.call(1))
+            cg.extend(compat.call(1))
 
 
 class TupleVariable(BaseListVariable):
@@ -281,12 +303,12 @@ class NamedTupleVariable(TupleVariable):
         raise Unsupported(f"{self.describe()}.{name}", category=UNTRACED_CALL)
 
     def _build(self, cg) -> None:
-        cg.extend(_compat.load_callable_const(tuple.__new__))
-        cg.extend(_compat.load_const(self.container_type))
+        cg.extend(compat.load_callable_const(tuple.__new__))
+        cg.extend(compat.load_const(self.container_type))
         for item in self.items:
             cg(item)
-        cg.extend(_compat.build_tuple(len(self.items)))
-        cg.extend(_compat.call(2))
+        cg.extend(compat.build_tuple(len(self.items)))
+        cg.extend(compat.call(2))
 
 
 class ListVariable(BaseListVariable):
@@ -346,14 +368,12 @@ class ListVariable(BaseListVariable):
         if self._unread is not None:  # only appended to: what was appended
             for item in self._appended:
                 cg(item)
-            cg.extend(_compat.build_list(len(self._appended)))
+            cg.extend(compat.build_list(len(self._appended)))
         else:
             super().build_new(cg)
 
     def written_back_by(self) -> Callable[[list, list], None]:
         """The function that gives the outside list what ``build_new`` built."""
-        from ..executor.side_effects import extend_list, replace_list
-
         return extend_list if self._unread is not None else replace_list
 
     def _mutable(self, what: str, tx=None) -> None:
@@ -478,19 +498,17 @@ class DictVariable(VariableTracker):
 
     def written_back_by(self) -> Callable[[dict, dict], None]:
         """The function that gives the outside dict what ``build_new`` built."""
-        from ..executor.side_effects import replace_dict
-
         return replace_dict
 
     def _build(self, cg) -> None:
         if self.dict_type is not dict:
-            cg.extend(_compat.load_callable_const(self.dict_type))
+            cg.extend(compat.load_callable_const(self.dict_type))
         for k, item in self.items.items():
-            cg.extend(_compat.load_const(k))
+            cg.extend(compat.load_const(k))
             cg(item)
-        cg.extend(_compat.build_map(len(self.items)))
+        cg.extend(compat.build_map(len(self.items)))
         if self.dict_type is not dict:
-            cg.extend(_compat.call(1))
+            cg.extend(compat.call(1))
 
     def describe(self) -> str:
         return f"dict of {len(self.items)}"
@@ -643,8 +661,8 @@ class SetVariable(VariableTracker):
     def reconstruct(self, cg) -> None:
         def build():
             for item in self.value:
-                cg.extend(_compat.load_const(item))
-            cg.extend(_compat.build_set(len(self.value)))
+                cg.extend(compat.load_const(item))
+            cg.extend(compat.build_set(len(self.value)))
 
         cg.new_object(self, build)
 
@@ -754,9 +772,9 @@ class ListIteratorVariable(VariableTracker):
 
     def reconstruct(self, cg) -> None:
         # a loop's iterator: the items it has not given yet, as a real iterator
-        cg.extend(_compat.load_callable_const(iter))
+        cg.extend(compat.load_callable_const(iter))
         TupleVariable(self.items[self.index :]).reconstruct(cg)
-        cg.extend(_compat.call(1))
+        cg.extend(compat.call(1))
 
     def next_item(self, tx) -> Optional[VariableTracker]:
         """The next item, or None when the iterator is exhausted."""

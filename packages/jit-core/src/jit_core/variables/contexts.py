@@ -20,7 +20,8 @@ from typing import Any, Optional, Tuple
 
 import paddle
 
-from .. import _compat, guards
+from .. import guards
+from ..bytecode import compat
 from ..errors import CONTEXT_MANAGER, RAISES, Unsupported
 from ..sources import CallSource
 from .base import VariableTracker
@@ -70,7 +71,7 @@ class GradModeVariable(VariableTracker):
             super().reconstruct(cg)
             return
         # not entered yet (a break just before the `with`): a new one is the same
-        cg.extend(_compat.load_callable_const(self.klass) + _compat.call(0))
+        cg.extend(compat.load_callable_const(self.klass) + compat.call(0))
 
     def describe(self) -> str:
         return f"gradient mode context ({'on' if self.mode else 'off'})"
@@ -162,9 +163,9 @@ class NullContextVariable(VariableTracker):
         # a break with it alive (before or inside its block): a new one is the same
         import contextlib
 
-        cg.extend(_compat.load_callable_const(contextlib.nullcontext))
+        cg.extend(compat.load_callable_const(contextlib.nullcontext))
         self.enter_result.reconstruct(cg)
-        cg.extend(_compat.call(1))
+        cg.extend(compat.call(1))
 
     def enter(self, tx) -> VariableTracker:
         return self.enter_result

@@ -11,7 +11,7 @@ import types
 import weakref
 from typing import Any, Callable, Dict, List, Optional
 
-from .. import _compat
+from ..bytecode import compat
 from ..errors import (
     CONTEXT_MANAGER,
     DATA_LEAVES_GRAPH,
@@ -737,7 +737,7 @@ class PaddleFunctionVariable(KnownValueVariable):
                 )
             return _wrap_folded(value)
         if name in _METADATA_FNS:
-            from ..executor.output_graph import example_of
+            from .arguments import example_of
 
             return ConstantVariable(
                 self.fn(
@@ -843,18 +843,18 @@ class NestedFunctionVariable(VariableTracker):
 
         def build():
             make = functools.partial(_make_function, self.code, self.f_globals, self.name)
-            cg.extend(_compat.load_callable_const(make))
+            cg.extend(compat.load_callable_const(make))
             for part in (self.defaults, self.kwdefaults, self.annotations):
                 if part is None:
-                    cg.extend(_compat.load_const(None))
+                    cg.extend(compat.load_const(None))
                 else:
                     cg(part)
             if self.closure is None:
-                cg.extend(_compat.load_const(None))
+                cg.extend(compat.load_const(None))
             else:
-                cg.extend([_compat.load_cell(c.root_name, cg.code) for c in cells])
-                cg.extend(_compat.build_tuple(len(cells)))
-            cg.extend(_compat.call(4))
+                cg.extend([compat.load_cell(c.root_name, cg.code) for c in cells])
+                cg.extend(compat.build_tuple(len(cells)))
+            cg.extend(compat.call(4))
 
         cg.new_object(self, build)
 
@@ -880,10 +880,10 @@ class UserMethodVariable(VariableTracker):
         return tx.inline_function(self.fn, [self.obj] + list(args), kwargs, fn_source=None)
 
     def reconstruct(self, cg) -> None:
-        cg.extend(_compat.load_callable_const(types.MethodType))
-        cg.extend(_compat.load_const(self.fn))
+        cg.extend(compat.load_callable_const(types.MethodType))
+        cg.extend(compat.load_const(self.fn))
         cg(self.obj)
-        cg.extend(_compat.call(2))
+        cg.extend(compat.call(2))
 
 
 class BoundMethodVariable(VariableTracker):
@@ -902,7 +902,7 @@ class BoundMethodVariable(VariableTracker):
 
     def reconstruct(self, cg) -> None:
         cg(self.obj)
-        cg.extend(_compat.load_attr(self.name))
+        cg.extend(compat.load_attr(self.name))
 
 
 def is_python_builtin(value: Any) -> bool:

@@ -22,7 +22,7 @@ import types
 from collections import OrderedDict
 from typing import Any, Dict, List, Optional
 
-from .. import _compat
+from ..bytecode import compat
 from ..errors import DYNAMIC_VALUE, RAISES, UNTRACED_CALL, Unsupported
 from .base import VariableTracker
 from .constant import ConstantVariable
@@ -220,20 +220,20 @@ class NewObjectVariable(VariableTracker):
     # -- made for real
     def reconstruct(self, cg) -> None:
         def build() -> None:
-            cg.extend(_compat.load_callable_const(rebuild_object))
-            cg.extend(_compat.load_const(self.cls))
+            cg.extend(compat.load_callable_const(rebuild_object))
+            cg.extend(compat.load_const(self.cls))
             for k, v in self.attrs.items():
-                cg.extend(_compat.load_const(k))
+                cg.extend(compat.load_const(k))
                 cg(v)
-            cg.extend(_compat.build_map(len(self.attrs)))
+            cg.extend(compat.build_map(len(self.attrs)))
             if self.items is None:
-                cg.extend(_compat.load_const(None))
+                cg.extend(compat.load_const(None))
             else:
                 for k, v in self.items.items():
-                    cg.extend(_compat.load_const(k))
+                    cg.extend(compat.load_const(k))
                     cg(v)
-                cg.extend(_compat.build_map(len(self.items)))
-            cg.extend(_compat.call(3))
+                cg.extend(compat.build_map(len(self.items)))
+            cg.extend(compat.call(3))
 
         cg.new_object(self, build)
 

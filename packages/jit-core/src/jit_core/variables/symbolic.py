@@ -5,7 +5,8 @@ from __future__ import annotations
 import operator
 from typing import Any, Optional
 
-from .. import _compat, shapes
+from .. import shapes
+from ..bytecode import compat
 from .base import VariableTracker
 from .constant import ConstantVariable
 
@@ -71,7 +72,7 @@ class SymIntVariable(VariableTracker):
         if expr is not None and expr[0] != "const":
             cg.extend(_emit(expr, cg.code))
             return
-        cg.extend(_compat.load_const(self.as_python_constant()))
+        cg.extend(compat.load_const(self.as_python_constant()))
 
 
 def _emit(expr: tuple, code) -> list:
@@ -81,20 +82,18 @@ def _emit(expr: tuple, code) -> list:
     if kind == "value":
         return expr[1].reconstruct(code)
     if kind == "const":
-        return _compat.load_const(expr[1])
+        return compat.load_const(expr[1])
     if kind == "dim":
         return (
             expr[1].reconstruct(code)
-            + _compat.load_attr("shape")
-            + _compat.load_const(expr[2])
-            + _compat.subscr()
+            + compat.load_attr("shape")
+            + compat.load_const(expr[2])
+            + compat.subscr()
         )
     if kind == "neg":
-        return _compat.load_callable_const(operator.neg) + _emit(expr[1], code) + _compat.call(1)
+        return compat.load_callable_const(operator.neg) + _emit(expr[1], code) + compat.call(1)
     fn, left, right = expr[1], expr[2], expr[3]
-    return (
-        _compat.load_callable_const(fn) + _emit(left, code) + _emit(right, code) + _compat.call(2)
-    )
+    return compat.load_callable_const(fn) + _emit(left, code) + _emit(right, code) + compat.call(2)
 
 
 def is_int_like(v: VariableTracker) -> bool:

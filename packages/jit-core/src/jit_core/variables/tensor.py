@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import operator
 import weakref
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 from ..errors import (
     DATA_LEAVES_GRAPH,
@@ -19,6 +19,9 @@ from ..errors import (
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .containers import ListVariable
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..sources import Source
 
 #: methods whose result is a Python value computed from the tensor's *data*
 _LEAVES_GRAPH = {
@@ -265,3 +268,16 @@ class TensorVariable(VariableTracker):
             tx.output.call_function(tx, operator.getitem, [self, ConstantVariable(i)], {})
             for i in range(n)
         ]
+
+
+class TensorListVariable(VariableTracker):
+    """A list of tensors of any length that the graph takes whole (``tensor_list``): a
+    graph node and the list at capture, used only as an argument of Paddle operations."""
+
+    def __init__(self, node, example: list, source: Optional[Source] = None):
+        super().__init__(source)
+        self.node = node
+        self.example = example
+
+    def describe(self) -> str:
+        return f"list of {len(self.example)} tensors (any length)"

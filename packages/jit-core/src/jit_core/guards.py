@@ -417,232 +417,281 @@ class GuardSet:
         )
 
     def build(self, fn_name: str) -> CompiledGuard:
-        namer = _Namer()
-        liveness = Liveness()
+        return _GuardWriter().write(self, fn_name)
+
+
+class _GuardWriter:
+    """Writes the checks of one guard function: one renderer per guard kind, each adding
+    its parts (a comment and an expression) through ``add``, which records with each part
+    the sources it reads more of than their type (``CompiledGuard.reads``). Besides the
+    checks it collects what later calls are compared with: the tensors, numbers, layers
+    and list lengths guarded."""
+
+    def __init__(self):
+        self.namer = _Namer()
+        self.liveness = Liveness()
         #: (source name, expression, spec) of each tensor guarded: what automatic dynamic
         #: shapes compare a later call with
-        tensors: List[Tuple[str, str, TensorSpec]] = []
+        self.tensors: List[Tuple[str, str, TensorSpec]] = []
         #: (source name, expression, value) of each int or float pinned: what automatic
         #: dynamic numbers compare a later call with
-        numbers: List[Tuple[str, str, Any]] = []
+        self.numbers: List[Tuple[str, str, Any]] = []
         #: (source name, expression, weak reference, type) of each layer held weakly:
         #: what sharing a capture between instances compares a later call with
-        layers: List[Tuple[str, str, Any, type]] = []
+        self.layers: List[Tuple[str, str, Any, type]] = []
         #: (source name, expression, length) of each list whose length is pinned: what
         #: lists of any length compare a later call with
-        lengths: List[Tuple[str, str, int]] = []
+        self.lengths: List[Tuple[str, str, int]] = []
         # expression of each identity-matched source, replaced by its constant
-        pinned: Dict[str, str] = {}
+        self.pinned: Dict[str, str] = {}
         # expression -> object, for identity-matched sources checked through their local
-        weakly_held: Dict[str, Any] = {}
-        parts: List[Tuple[str, str]] = []  # (comment, expression)
-        attributes = _AttributeReads(namer, parts)
-        attribute = attributes.read
+        self.weakly_held: Dict[str, Any] = {}
+        self.parts: List[Tuple[str, str]] = []  # (comment, expression)
+        #: per part, the sources it reads more of than their type
+        self.reads: List[FrozenSet[str]] = []
+        # what the parts added now read: the guard being rendered's (the class checks its
+        # attribute reads add included)
+        self._reading: FrozenSet[str] = frozenset()
+        self.attributes = _AttributeReads(self.namer, self.add)
 
-        def expr(src: Source) -> str:
-            if src.name() in pinned:
-                return pinned[src.name()]
-            if isinstance(src, AttrSource):
-                base = expr(src.base)
-                obj = weakly_held.get(base, namer.scope.get(base))
-                store = _layer_store(obj, src.attr)
-                if store is not None:
-                    return f"{attribute(base, store)}[{src.attr!r}]"
-                return attribute(base, src.attr)
-            if isinstance(src, ItemSource):
-                base = expr(src.base)
-                if type(src.key) is int and src.key >= 0 and _layer_list(namer.scope.get(base)):
-                    return f"{attribute(base, '_sub_layers')}[{str(src.key)!r}]"
-                return f"{base}[{src.key!r}]"
-            if isinstance(src, ObjectSource):
-                return namer.obj(src.obj, "g")
-            if isinstance(src, ClosureSource):
-                return f"{expr(src.func)}.__closure__[{src.index}].cell_contents"
-            if isinstance(src, DefaultSource):
-                attr = "__kwdefaults__" if src.kwonly else "__defaults__"
-                return f"{expr(src.func)}.{attr}[{src.key!r}]"
-            if isinstance(src, CallSource):
-                args = ", ".join(_constant_literal(a, namer) for a in src.args)
-                return f"{namer.obj(src.fn, 'f')}({args})"
-            return src.name()
+    def add(self, comment: str, check: str) -> None:
+        self.parts.append((comment, check))
+        self.reads.append(self._reading)
 
+    def expr(self, src: Source) -> str:
+        """The expression that fetches ``src`` in the guard."""
+        namer, attribute = self.namer, self.attributes.read
+        if src.name() in self.pinned:
+            return self.pinned[src.name()]
+        if isinstance(src, AttrSource):
+            base = self.expr(src.base)
+            obj = self.weakly_held.get(base, namer.scope.get(base))
+            store = _layer_store(obj, src.attr)
+            if store is not None:
+                return f"{attribute(base, store)}[{src.attr!r}]"
+            return attribute(base, src.attr)
+        if isinstance(src, ItemSource):
+            base = self.expr(src.base)
+            if type(src.key) is int and src.key >= 0 and _layer_list(namer.scope.get(base)):
+                return f"{attribute(base, '_sub_layers')}[{str(src.key)!r}]"
+            return f"{base}[{src.key!r}]"
+        if isinstance(src, ObjectSource):
+            return namer.obj(src.obj, "g")
+        if isinstance(src, ClosureSource):
+            return f"{self.expr(src.func)}.__closure__[{src.index}].cell_contents"
+        if isinstance(src, DefaultSource):
+            attr = "__kwdefaults__" if src.kwonly else "__defaults__"
+            return f"{self.expr(src.func)}.{attr}[{src.key!r}]"
+        if isinstance(src, CallSource):
+            args = ", ".join(_constant_literal(a, namer) for a in src.args)
+            return f"{namer.obj(src.fn, 'f')}({args})"
+        return src.name()
+
+    def write(self, guards: GuardSet, fn_name: str) -> CompiledGuard:
         # a container's length or key guard checks its type first
-        typed = {g.source.name() for g in self._guards.values() if g.kind in (LEN_MATCH, DICT_KEYS)}
-        #: per part, the sources it reads more of than their type (``CompiledGuard.reads``)
-        reads: List[FrozenSet[str]] = []
-        read = frozenset()  # what the parts of the guard handled last read
-        for g in self.sorted():
-            reads.extend([read] * (len(parts) - len(reads)))
+        typed = {g.source.name() for g in guards if g.kind in (LEN_MATCH, DICT_KEYS)}
+        for g in guards.sorted():
             if g.kind == TYPE_MATCH and g.source.name() in typed:
                 continue
-            read = frozenset() if g.kind == TYPE_MATCH else names_through(g.source)
-            e = expr(g.source)
-            if g.kind == ID_MATCH and _held_weakly(g):
-                # a layer passed in: the entry must not keep it (and its weights) alive;
-                # once it dies the check fails and ``liveness`` drops the entry
-                ref = weakref.ref(g.value, liveness.died)
-                name = namer.obj(ref, "w")
-                check = f"{e} is {name}() is not None"
-                layers.append((g.source.name(), e, ref, type(g.value)))
-                parts.append((f"{g.source.name()} is the layer seen at capture", check))
-                weakly_held[e] = g.value
-            elif g.kind == ID_MATCH:
-                name = namer.obj(g.value)
-                parts.append((f"{g.source.name()} is the object seen at capture", f"{e} is {name}"))
-                pinned[g.source.name()] = name
-            elif g.kind == FUNCTION_MATCH:
-                fn = g.value
-                tname = namer.obj(type(fn), "t")
-                code = namer.obj(fn.__code__, "c")
-                glb = namer.obj(fn.__globals__, "g")
-                kw = sorted(fn.__kwdefaults__ or ())
-                check = (
-                    f"type({e}) is {tname} and {e}.__code__ is {code}"
-                    f" and {e}.__globals__ is {glb}"
-                    f" and len({e}.__defaults__ or ()) == {len(fn.__defaults__ or ())}"
-                    f" and sorted({e}.__kwdefaults__ or ()) == {kw!r}"
-                )
-                parts.append(("a function made at a graph break", check))
-            elif g.kind == TYPE_MATCH:
-                tname = namer.obj(g.value, "t")
-                parts.append((f"type {g.value.__qualname__}", f"type({e}) is {tname}"))
-            elif g.kind == CONSTANT_MATCH:
-                v = g.value
-                if type(v) in (int, float):
-                    numbers.append((g.source.name(), e, v))
-                if v is None or isinstance(v, bool):
-                    check = f"{e} is {v!r}"
-                else:
-                    fetch = e
-                    if isinstance(g.source, CallSource) or "." in e or attributes.reads_in(e):
-                        # fetched once for its type and its value: a query of Paddle's
-                        # state (the expected place, the AMP state) runs on every call,
-                        # an attribute read can take a Python-level __getattr__
-                        local = namer.local()
-                        fetch, e = f"{local} := {e}", local
-                    check = f"type({fetch}) is {namer.obj(type(v), 't')} and "
-                    if type(v) is float and v != v:
-                        # nan == nan is False: the entry would never be used again
-                        check += f"{namer.obj(math.isnan, 'f')}({e})"
-                    elif type(v) is not float and _zero_or_nan(v):
-                        # a frozenset, complex, NumPy float... holding one: == takes -0.0
-                        # for 0.0, and never takes a NaN
-                        check += f"{namer.obj(Exactly(v), 'exactly')}({e})"
-                    else:
-                        check += f"{e} == {_constant_literal(v, namer)}"
-                        if type(v) is float and v == 0.0:
-                            # 0.0 == -0.0, but the sign reaches results: 1 / full([2], t)
-                            sign = namer.obj(math.copysign, "f")
-                            check += f" and {sign}(1.0, {e}) == {math.copysign(1.0, v)!r}"
-                parts.append(("constant", check))
-            elif g.kind == RAISES:
-                src = g.source
-                raises = namer.obj(Raises(src.fn, src.args, g.value), "raises")
-                parts.append((f"{src.name()} raises {g.value.__name__}", f"{raises}()"))
-            elif g.kind == HASATTR:
-                base = expr(g.source.base)
-                obj, attr = namer.scope.get(base), g.source.attr
-                if not g.value and _plain_layer(obj):
-                    # hasattr answers False by way of an AttributeError raised inside
-                    # Layer.__getattr__ (2-4 us); ask the places it looks instead
-                    where = [attributes.instance_dict(base)]
-                    where += [attribute(base, s) for s in LAYER_STORES]
-                    found = " or ".join(f"{attr!r} in {w}" for w in where)
-                    check = f"not ({found} or hasattr({namer.obj(type(obj), 't')}, {attr!r}))"
-                else:
-                    check = f"hasattr({base}, {attr!r}) is {bool(g.value)!r}"
-                parts.append(("attribute presence", check))
-            elif g.kind == NO_HOOKS:
-                hooks = " or ".join(
-                    attribute(e, h) for h in ("_forward_pre_hooks", "_forward_post_hooks")
-                )
-                parts.append(("no forward hooks", f"not ({hooks})"))
-            elif g.kind == LEN_MATCH:
-                if type(g.value) is list:
-                    lengths.append((g.source.name(), e, len(g.value)))
-                tname = namer.obj(type(g.value), "t")
-                parts.append(("container", f"type({e}) is {tname} and len({e}) == {len(g.value)}"))
-            elif g.kind == DICT_KEYS:
-                tname = namer.obj(type(g.value), "t")
-                keys = list(g.value.keys())
-                if _zero_or_nan(keys):
-                    # {-0.0: ...} has the keys of {0.0: ...} for ==, and a loop over it
-                    # bakes the key in
-                    same = f"{namer.obj(Exactly(keys), 'exactly')}(list({e}.keys()))"
-                else:
-                    same = f"list({e}.keys()) == {namer.obj(keys, 'k')}"
-                parts.append(("dict keys", f"type({e}) is {tname} and {same}"))
-            elif g.kind == TENSOR_MATCH:
-                spec: TensorSpec = g.value
-                tname = namer.obj(spec.type, "t")
-                # fetch the tensor once: its source may be a chain of lookups
-                v = namer.local()
-                dcheck = _dtype_check(v, spec.dtype, namer)
-                checks = [
-                    f"type({v} := {e}) is {tname}",
-                    *spec.shape_checks(v, namer),
-                    dcheck,
-                    f"{v}.stop_gradient is {spec.stop_gradient!r}",
-                ]
-                if PLACE_GUARD:
-                    checks.append(f"str({v}.place) == {spec.place!r}")
-                parts.append(("tensor", " and ".join(checks)))
-                tensors.append((g.source.name(), e, spec))
-            elif g.kind == TENSOR_LIST:
-                spec = g.value
-                v, t = namer.local(), namer.local()
-                each = [
-                    f"type({t}) is {namer.obj(spec.type, 't')}",
-                    *spec.shape_checks(t, namer),
-                    _dtype_check(t, spec.dtype, namer),
-                    f"{t}.stop_gradient is {spec.stop_gradient!r}",
-                ]
-                if PLACE_GUARD:
-                    each.append(f"str({t}.place) == {spec.place!r}")
-                check = (
-                    f"type({v} := {e}) is list and len({v}) >= 1"
-                    f" and all({' and '.join(each)} for {t} in {v})"
-                )
-                parts.append(("a list of tensors of any length", check))
-            else:  # pragma: no cover - programming error
+            self._reading = frozenset() if g.kind == TYPE_MATCH else names_through(g.source)
+            e = self.expr(g.source)
+            render = self._RENDERERS.get(g.kind)
+            if render is None:  # pragma: no cover - programming error
                 raise ValueError(g.kind)
-        reads.extend([read] * (len(parts) - len(reads)))
-        for a, b, same in self.identities.values():
-            op = "is" if same else "is not"
-            what = "one object" if same else "two objects"
-            text = f"{expr(a)} {op} {expr(b)}"
-            reads.extend([frozenset()] * (len(parts) - len(reads)))  # class checks
-            parts.append((what, text))
-            reads.append(names_through(a) | names_through(b))
-        for relation, holds in self.relations.items():
-            text = shapes.render(relation, expr)
-            reads.extend([frozenset()] * (len(parts) - len(reads)))
-            parts.append(("size relation", text if holds else f"not {text}"))
-            reads.append(
-                frozenset().union(*(names_through(s) for s in shapes.sources_of(relation)))
-            )
-        if self.grad_enabled is not None:
-            fn = namer.obj(paddle.is_grad_enabled, "f")
-            parts.append(("gradient mode", f"{fn}() is {self.grad_enabled!r}"))
-            reads.append(frozenset())
-        parts, reads = attributes.settle(parts, reads)
-        tensors = [(n, attributes.text(e), spec) for n, e, spec in tensors]
-        numbers = [(n, attributes.text(e), v) for n, e, v in numbers]
-        layers = [(n, attributes.text(e), ref, cls) for n, e, ref, cls in layers]
-        lengths = [(n, attributes.text(e), length) for n, e, length in lengths]
+            render(self, g, e)
+        for a, b, same in guards.identities.values():
+            self._reading = frozenset()  # (the class checks of their attribute reads)
+            text = f"{self.expr(a)} {'is' if same else 'is not'} {self.expr(b)}"
+            self._reading = names_through(a) | names_through(b)
+            self.add("one object" if same else "two objects", text)
+        for relation, holds in guards.relations.items():
+            self._reading = frozenset()
+            text = shapes.render(relation, self.expr)
+            sources = shapes.sources_of(relation)
+            self._reading = frozenset().union(*(names_through(s) for s in sources))
+            self.add("size relation", text if holds else f"not {text}")
+        if guards.grad_enabled is not None:
+            self._reading = frozenset()
+            fn = self.namer.obj(paddle.is_grad_enabled, "f")
+            self.add("gradient mode", f"{fn}() is {guards.grad_enabled!r}")
+        return self._compiled(fn_name)
+
+    def _compiled(self, fn_name: str) -> CompiledGuard:
+        text = self.attributes.text
+        parts, reads = self.attributes.settle(self.parts, self.reads)
         parts, reads = _without_repeats(parts, reads)
         return CompiledGuard(
             fn_name,
             parts,
-            namer.scope,
-            tensors,
-            numbers,
-            liveness,
-            layers,
-            lengths,
+            self.namer.scope,
+            [(n, text(e), spec) for n, e, spec in self.tensors],
+            [(n, text(e), v) for n, e, v in self.numbers],
+            self.liveness,
+            [(n, text(e), ref, cls) for n, e, ref, cls in self.layers],
+            [(n, text(e), length) for n, e, length in self.lengths],
             reads,
-            namer.notes,
+            self.namer.notes,
         )
+
+    # -- one renderer per guard kind: ``(guard, expression of its source)``
+
+    def _id_match(self, g: Guard, e: str) -> None:
+        name = g.source.name()
+        if _held_weakly(g):
+            # a layer passed in: the entry must not keep it (and its weights) alive;
+            # once it dies the check fails and ``liveness`` drops the entry
+            ref = weakref.ref(g.value, self.liveness.died)
+            check = f"{e} is {self.namer.obj(ref, 'w')}() is not None"
+            self.layers.append((name, e, ref, type(g.value)))
+            self.add(f"{name} is the layer seen at capture", check)
+            self.weakly_held[e] = g.value
+        else:
+            obj = self.namer.obj(g.value)
+            self.add(f"{name} is the object seen at capture", f"{e} is {obj}")
+            self.pinned[name] = obj
+
+    def _function_match(self, g: Guard, e: str) -> None:
+        fn, namer = g.value, self.namer
+        tname = namer.obj(type(fn), "t")
+        code = namer.obj(fn.__code__, "c")
+        glb = namer.obj(fn.__globals__, "g")
+        kw = sorted(fn.__kwdefaults__ or ())
+        check = (
+            f"type({e}) is {tname} and {e}.__code__ is {code}"
+            f" and {e}.__globals__ is {glb}"
+            f" and len({e}.__defaults__ or ()) == {len(fn.__defaults__ or ())}"
+            f" and sorted({e}.__kwdefaults__ or ()) == {kw!r}"
+        )
+        self.add("a function made at a graph break", check)
+
+    def _type_match(self, g: Guard, e: str) -> None:
+        self.add(f"type {g.value.__qualname__}", f"type({e}) is {self.namer.obj(g.value, 't')}")
+
+    def _constant_match(self, g: Guard, e: str) -> None:
+        v, namer = g.value, self.namer
+        if type(v) in (int, float):
+            self.numbers.append((g.source.name(), e, v))
+        if v is None or isinstance(v, bool):
+            self.add("constant", f"{e} is {v!r}")
+            return
+        fetch = e
+        if isinstance(g.source, CallSource) or "." in e or self.attributes.reads_in(e):
+            # fetched once for its type and its value: a query of Paddle's state (the
+            # expected place, the AMP state) runs on every call, an attribute read can
+            # take a Python-level __getattr__
+            local = namer.local()
+            fetch, e = f"{local} := {e}", local
+        check = f"type({fetch}) is {namer.obj(type(v), 't')} and "
+        if type(v) is float and v != v:
+            # nan == nan is False: the entry would never be used again
+            check += f"{namer.obj(math.isnan, 'f')}({e})"
+        elif type(v) is not float and _zero_or_nan(v):
+            # a frozenset, complex, NumPy float... holding one: == takes -0.0 for 0.0,
+            # and never takes a NaN
+            check += f"{namer.obj(Exactly(v), 'exactly')}({e})"
+        else:
+            check += f"{e} == {_constant_literal(v, namer)}"
+            if type(v) is float and v == 0.0:
+                # 0.0 == -0.0, but the sign reaches results: 1 / full([2], t)
+                sign = namer.obj(math.copysign, "f")
+                check += f" and {sign}(1.0, {e}) == {math.copysign(1.0, v)!r}"
+        self.add("constant", check)
+
+    def _raises(self, g: Guard, e: str) -> None:
+        src = g.source
+        raises = self.namer.obj(Raises(src.fn, src.args, g.value), "raises")
+        self.add(f"{src.name()} raises {g.value.__name__}", f"{raises}()")
+
+    def _hasattr(self, g: Guard, e: str) -> None:
+        base = self.expr(g.source.base)
+        obj, attr = self.namer.scope.get(base), g.source.attr
+        if not g.value and _plain_layer(obj):
+            # hasattr answers False by way of an AttributeError raised inside
+            # Layer.__getattr__ (2-4 us); ask the places it looks instead
+            where = [self.attributes.instance_dict(base)]
+            where += [self.attributes.read(base, s) for s in LAYER_STORES]
+            found = " or ".join(f"{attr!r} in {w}" for w in where)
+            check = f"not ({found} or hasattr({self.namer.obj(type(obj), 't')}, {attr!r}))"
+        else:
+            check = f"hasattr({base}, {attr!r}) is {bool(g.value)!r}"
+        self.add("attribute presence", check)
+
+    def _no_hooks(self, g: Guard, e: str) -> None:
+        hooks = " or ".join(
+            self.attributes.read(e, h) for h in ("_forward_pre_hooks", "_forward_post_hooks")
+        )
+        self.add("no forward hooks", f"not ({hooks})")
+
+    def _len_match(self, g: Guard, e: str) -> None:
+        if type(g.value) is list:
+            self.lengths.append((g.source.name(), e, len(g.value)))
+        tname = self.namer.obj(type(g.value), "t")
+        self.add("container", f"type({e}) is {tname} and len({e}) == {len(g.value)}")
+
+    def _dict_keys(self, g: Guard, e: str) -> None:
+        tname = self.namer.obj(type(g.value), "t")
+        keys = list(g.value.keys())
+        if _zero_or_nan(keys):
+            # {-0.0: ...} has the keys of {0.0: ...} for ==, and a loop over it bakes the
+            # key in
+            same = f"{self.namer.obj(Exactly(keys), 'exactly')}(list({e}.keys()))"
+        else:
+            same = f"list({e}.keys()) == {self.namer.obj(keys, 'k')}"
+        self.add("dict keys", f"type({e}) is {tname} and {same}")
+
+    @staticmethod
+    def _flag_checks(v: str, spec: TensorSpec) -> List[str]:
+        """The checks of a tensor bound to the local ``v`` after its type, shape and dtype."""
+        checks = [f"{v}.stop_gradient is {spec.stop_gradient!r}"]
+        if PLACE_GUARD:
+            checks.append(f"str({v}.place) == {spec.place!r}")
+        return checks
+
+    def _tensor_match(self, g: Guard, e: str) -> None:
+        spec: TensorSpec = g.value
+        namer = self.namer
+        tname = namer.obj(spec.type, "t")
+        # fetch the tensor once: its source may be a chain of lookups
+        v = namer.local()
+        dtype = _dtype_check(v, spec.dtype, namer)
+        checks = [
+            f"type({v} := {e}) is {tname}",
+            *spec.shape_checks(v, namer),
+            dtype,
+            *self._flag_checks(v, spec),
+        ]
+        self.add("tensor", " and ".join(checks))
+        self.tensors.append((g.source.name(), e, spec))
+
+    def _tensor_list(self, g: Guard, e: str) -> None:
+        spec: TensorSpec = g.value
+        namer = self.namer
+        v, t = namer.local(), namer.local()
+        each = [
+            f"type({t}) is {namer.obj(spec.type, 't')}",
+            *spec.shape_checks(t, namer),
+            _dtype_check(t, spec.dtype, namer),
+            *self._flag_checks(t, spec),
+        ]
+        check = (
+            f"type({v} := {e}) is list and len({v}) >= 1"
+            f" and all({' and '.join(each)} for {t} in {v})"
+        )
+        self.add("a list of tensors of any length", check)
+
+    _RENDERERS: Dict[str, Callable[[_GuardWriter, Guard, str], None]] = {
+        ID_MATCH: _id_match,
+        FUNCTION_MATCH: _function_match,
+        TYPE_MATCH: _type_match,
+        CONSTANT_MATCH: _constant_match,
+        RAISES: _raises,
+        HASATTR: _hasattr,
+        NO_HOOKS: _no_hooks,
+        LEN_MATCH: _len_match,
+        DICT_KEYS: _dict_keys,
+        TENSOR_MATCH: _tensor_match,
+        TENSOR_LIST: _tensor_list,
+    }
 
 
 class _AttributeReads:
@@ -662,9 +711,9 @@ class _AttributeReads:
     #: 3.10-3.12 and about the same on 3.8 and 3.9; one read does not pay
     MIN_READS = 2
 
-    def __init__(self, namer: _Namer, parts: List[Tuple[str, str]]):
+    def __init__(self, namer: _Namer, add: Callable[[str, str], None]):
         self.namer = namer
-        self.parts = parts
+        self._add = add
         self._reads: List[Tuple[str, str]] = []  # (base, attribute) per placeholder
         self._count: Dict[str, int] = {}
         self._forced: set = set()  # objects whose dict a check tests membership in
@@ -719,7 +768,7 @@ class _AttributeReads:
         if base not in self._count and base not in self._forced:
             # the class check goes before the first read, settled with the others
             cls = type(self.namer.scope[base])
-            self.parts.append((f"type {cls.__qualname__}", f"\x01{base}"))
+            self._add(f"type {cls.__qualname__}", f"\x01{base}")
             self._count[base] = 0
 
     def _dict_name(self, base: str) -> str:

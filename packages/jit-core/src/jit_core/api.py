@@ -14,13 +14,8 @@ import paddle
 
 from . import fast_dispatch, plugins
 from .config import Options, check_backend_options
-from .eval_frame import (
-    CompileContext,
-    forward_of,
-    frame_keys,
-    layer_call_is_forward,
-    set_eval_frame,
-)
+from .direct_entry import forward_of, layer_call_is_forward
+from .eval_frame import CompileContext, frame_keys, set_eval_frame
 from .eval_frame import frame_key as _code_key
 
 

@@ -10,7 +10,7 @@ import types
 import warnings
 import weakref
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Set
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, NamedTuple, Optional, Set
 
 import paddle
 
@@ -18,12 +18,11 @@ from . import auto_backend, compile_cache, plugins
 from .bytecode import compat
 from .codegen import breaks as graph_breaks
 from .codegen import loops
-from .codegen import resume as resume_codes
 from .codegen.frame import build_code, collect_return, disassemble
 from .config import Options
+from .convert_break import BreakCompiler
 from .errors import (
     INTERNAL,
-    RECONSTRUCT,
     BackendCompileError,
     ExceptionsNotSimulated,
     GraphDeclined,
@@ -31,10 +30,10 @@ from .errors import (
     Unsupported,
 )
 from .executor import side_effects
-from .executor.output_graph import OutputGraph, may_share_memory
+from .executor.inplace_updates import may_share_memory
+from .executor.output_graph import OutputGraph
 from .executor.translator import Translator, root_locals
 from .frame_cache import CacheEntry, FrameResult, pinned_locals
-from .frame_calls import LoopCall, LoopExit, ResumeCall, empty_closure
 from .fx import GraphModule
 from .logs import breaks_log, bytecode_log, graphs_log, guards_log, recompiles_log
 from .passes.effects import is_random, target_name
@@ -42,7 +41,6 @@ from .passes.manager import PassContext, PassManager, PassRecord
 from .passes.manager import op_count as op_count_of
 from .shape_dispatch import PerShape
 from .shapes import ShapePolicy, SpecializeLayers, SpecializeShapes, describe_dims
-from .sources import LocalSource
 
 if TYPE_CHECKING:  # pragma: no cover
     from .eval_frame import CompileContext
@@ -50,15 +48,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 def _identifier(name: str) -> str:
     return "".join(c if c.isalnum() or c == "_" else "_" for c in name).strip("_") or "code"
-
-
-#: names whose use reads the variables of the running frame: code that names one is never
-#: split by a graph break (the resume function would be another frame, with other locals)
-_FRAME_READERS = frozenset({"locals", "_getframe", "currentframe"})
-
-
-def _reads_own_frame(code: types.CodeType) -> bool:
-    return not _FRAME_READERS.isdisjoint(code.co_names)
 
 
 @dataclass
@@ -293,7 +282,22 @@ class CheckedFirstRun:
         warnings.warn(f"jit_core: the graph of {self._frame} {note}", RuntimeWarning, stacklevel=3)
 
 
-class FrameCompiler:
+class _Built(NamedTuple):
+    """A traced graph as a backend built it (``FrameCompiler._compile_traced``)."""
+
+    #: what runs the graph (None without a graph)
+    compiled: Optional[Callable]
+    #: the backend that built it: the one asked for, or the one that took the graph over
+    backend: Any
+    #: why another backend took it, or how ``auto`` chose (None when neither)
+    backend_note: Optional[str]
+    #: where the build came from (``compile_cache.last_origin``)
+    artifact: Any
+    #: the graph's operations
+    op_count: int
+
+
+class FrameCompiler(BreakCompiler):
     """Captures and compiles the frames of one ``CompileContext`` (its options, backend and
     passes); keeps the resume functions and loop bodies it made, one per place."""
 
@@ -428,75 +432,12 @@ class FrameCompiler:
                 recompiles_log.info("%s: try blocks run in Python: %s", code.co_name, e.reason)
 
     def _capture(self, frame, code: types.CodeType, policy: ShapePolicy) -> CacheEntry:
-        stop = None
-        try:
-            traced = self.trace(frame, code, policy=policy)
-        except Unsupported as e:
-            where = self._where_to_break(code, e)
-            if not isinstance(where, graph_breaks.Where):
-                if where:
-                    e.reason = f"{e.reason}; {where}"
-                raise
-            stop = e
-            try:
-                traced = self.trace(frame, code, stop=e, where=where, policy=policy)
-            except Unsupported as again:
-                raise e.could_not_break(again.reason) from None
-            if where.before_loop is not None and traced.graph_module is None:
-                if where.kind == "block":
-                    # nothing to capture before the block: the frame runs as it is
-                    e.reason = f"{e.reason}; {graph_breaks.IN_BLOCK}"
-                    raise e
-                plan = loops.plan_loop(code, where.before_loop)
-                if not isinstance(plan, loops.LoopPlan):
-                    # nothing to capture before a loop that cannot be outlined: a resume
-                    # function at the loop would be this frame again
-                    e.reason = f"{e.reason}; {graph_breaks.IN_LOOP} ({plan})"
-                    raise e
-        gm, n = traced.graph_module, traced.number
-        compiled = None
-        op_count = 0
-        backend, backend_note = self.backend, None
-        artifact = None
-        if gm is not None:
-            op_count = op_count_of(gm.graph)
-            if backend.inference_only:
-                backend, backend_note = self._inference_backend(gm, traced)
-            options = self.options.backend_options if backend is self.backend else {}
-            compile_cache.clear_origin()
-            auto_backend.take_choice()
-            try:
-                compiled = self._compile(backend, gm, traced, options)
-                artifact = compile_cache.last_origin()
-            except Unsupported:
-                raise
-            except GraphDeclined as e:
-                backend, backend_note = self._declined(backend, code.co_name, e)
-                compiled = backend.compile(gm, traced.examples)
-            except Exception as e:
-                raise BackendCompileError(
-                    f"backend {backend.name!r} failed to compile the graph of "
-                    f"{code.co_name}: {type(e).__name__}: {e}"
-                ) from e
-            refused = gm.meta.pop("fallback_reason", None)
-            if refused is not None:  # the backend's fallback=True: the graph's own code
-                backend_note = (
-                    f"runs on the paddle backend: backend {backend.name!r} failed on it "
-                    f"(fallback=True): {refused}"
-                )
-                backend = plugins.get_backend("paddle")
-            choice = auto_backend.take_choice() if backend.name == auto_backend.AUTO else None
-            if choice is not None:
-                backend_note = choice.describe()
-            # (auto compared its choice's values with paddle's already)
-            if backend.name not in ("paddle", auto_backend.AUTO):
-                compiled = CheckedFirstRun(compiled, gm, traced, code.co_name, backend.name)
-            graphs_log.info("graph of %s:\n%s", code.co_name, gm.code)
-        resumes: List[types.CodeType] = []
+        traced, stop, where = self._trace_or_break(frame, code, policy)
+        built = self._compile_traced(code, traced)
         if stop is None:
             new_code = build_code(
                 code,
-                compiled,
+                built.compiled,
                 traced.sources,
                 traced.tensors,
                 traced.ret,
@@ -504,90 +445,123 @@ class FrameCompiler:
                 traced.shared,
                 traced.containers,
             )
+            result, resumes = FrameResult(new_code, True), []
         else:
-            loop_body: List[str] = []
+            result, resumes = self._break_code(frame, code, traced, built.compiled, stop, where)
+        return self._entry(code, policy, traced, built, stop, result, resumes)
 
-            def make_resume(offset: int, nstack: int, live) -> Callable:
-                if (
-                    traced.point.before_loop
-                    and where.kind == "loop"
-                    and offset == traced.point.next_offset
-                ):
-                    loop = self.loop_call(code, offset, nstack, live, frame.f_globals)
-                    if loop is not None:
-                        resumes.append(loop.body.__code__)
-                        loop_body.append(loop.body.__code__.co_name)
-                        return loop
-                leave = loops.exit_at(code, offset, nstack)
-                if leave is not None and set(leave.names) <= set(live):
-                    return LoopExit(leave, live)
-                call = self.resume_call(code, offset, nstack, live, frame.f_globals)
-                resumes.append(call.fn.__code__)
-                return call
+    def _trace_or_break(self, frame, code: types.CodeType, policy: ShapePolicy):
+        """``(traced, stop, where)``: the whole frame traced (``stop`` None), or, where the
+        capture stopped at an instruction the graph can break at, the frame traced up to
+        it (``stop`` the ``Unsupported`` that stopped it, ``where`` the break's place).
+        Raises the ``Unsupported`` when the frame cannot break there: it runs eagerly."""
+        try:
+            return self.trace(frame, code, policy=policy), None, None
+        except Unsupported as e:
+            stop = e
+        where = self._where_to_break(code, stop)
+        if not isinstance(where, graph_breaks.Where):
+            if where:
+                stop.reason = f"{stop.reason}; {where}"
+            raise stop
+        try:
+            traced = self.trace(frame, code, stop=stop, where=where, policy=policy)
+        except Unsupported as again:
+            raise stop.could_not_break(again.reason) from None
+        if where.before_loop is not None and traced.graph_module is None:
+            if where.kind == "block":
+                # nothing to capture before the block: the frame runs as it is
+                stop.reason = f"{stop.reason}; {graph_breaks.IN_BLOCK}"
+                raise stop
+            plan = loops.plan_loop(code, where.before_loop)
+            if not isinstance(plan, loops.LoopPlan):
+                # nothing to capture before a loop that cannot be outlined: a resume
+                # function at the loop would be this frame again
+                stop.reason = f"{stop.reason}; {graph_breaks.IN_LOOP} ({plan})"
+                raise stop
+        return traced, stop, where
 
-            try:
-                new_code, hooked_code = (
-                    graph_breaks.build_break_code(
-                        code,
-                        compiled,
-                        traced.sources,
-                        traced.tensors,
-                        traced.point,
-                        traced.shared,
-                        self.ctx.hooked_call,
-                        make_resume,
-                        rearm=rearm,
-                    )
-                    for rearm in (None, self.ctx.rearm)
-                )
-            except Unsupported as again:
-                raise stop.could_not_break(again.reason) from None
-            stop.move_to_root()
-            # the entry keeps the break for explain(): not the frames of the capture that
-            # its traceback holds (the translator, the example inputs: the first call's
-            # tensors would live as long as the entry)
-            stop.__traceback__ = stop.__context__ = stop.__cause__ = None
-            if traced.point.before_loop and loop_body:
-                stop.reason = (
-                    f"{stop.reason} (in a loop: the loop runs in Python and its body is "
-                    f"captured as {loop_body[0]}, once per iteration)"
-                )
-            elif traced.point.before_loop and where.kind == "block":
-                stop.reason = (
-                    f"{stop.reason} (in a try or with block: the graph breaks before the "
-                    "block, which runs in Python with its handlers)"
-                )
-            elif traced.point.before_loop:
-                stop.reason = f"{stop.reason} (in a loop: the graph breaks before the loop)"
-        result = FrameResult(new_code, True)
-        if stop is not None:
-            result.hooked = FrameResult(hooked_code, True)
-            resumes = list(dict.fromkeys(resumes))  # both codes asked for them
-        guard = traced.output.guards.build(f"guard_{_identifier(code.co_name)}_{n}")
-        owner = pinned_locals(traced.output.guards)
+    def _compile_traced(self, code: types.CodeType, traced: Traced) -> _Built:
+        """The traced graph built by the backend, or by the one that takes it instead (an
+        inference-only backend's graph that needs gradients, a graph declined, a backend's
+        fallback), checked against the graph's own code on its first run."""
+        gm = traced.graph_module
+        backend, backend_note = self.backend, None
+        if gm is None:
+            return _Built(None, backend, None, None, 0)
+        op_count = op_count_of(gm.graph)
+        if backend.inference_only:
+            backend, backend_note = self._inference_backend(gm, traced)
+        options = self.options.backend_options if backend is self.backend else {}
+        compile_cache.clear_origin()
+        auto_backend.take_choice()
+        artifact = None
+        try:
+            compiled = self._compile(backend, gm, traced, options)
+            artifact = compile_cache.last_origin()
+        except Unsupported:
+            raise
+        except GraphDeclined as e:
+            backend, backend_note = self._declined(backend, code.co_name, e)
+            compiled = backend.compile(gm, traced.examples)
+        except Exception as e:
+            raise BackendCompileError(
+                f"backend {backend.name!r} failed to compile the graph of "
+                f"{code.co_name}: {type(e).__name__}: {e}"
+            ) from e
+        refused = gm.meta.pop("fallback_reason", None)
+        if refused is not None:  # the backend's fallback=True: the graph's own code
+            backend_note = (
+                f"runs on the paddle backend: backend {backend.name!r} failed on it "
+                f"(fallback=True): {refused}"
+            )
+            backend = plugins.get_backend("paddle")
+        choice = auto_backend.take_choice() if backend.name == auto_backend.AUTO else None
+        if choice is not None:
+            backend_note = choice.describe()
+        # (auto compared its choice's values with paddle's already)
+        if backend.name not in ("paddle", auto_backend.AUTO):
+            compiled = CheckedFirstRun(compiled, gm, traced, code.co_name, backend.name)
+        graphs_log.info("graph of %s:\n%s", code.co_name, gm.code)
+        return _Built(compiled, backend, backend_note, artifact, op_count)
+
+    def _entry(
+        self,
+        code: types.CodeType,
+        policy: ShapePolicy,
+        traced: Traced,
+        built: _Built,
+        stop: Optional[Unsupported],
+        result: FrameResult,
+        resumes: List[types.CodeType],
+    ) -> CacheEntry:
+        """The cache entry of a capture: its guard, the replacement code, and what
+        ``explain()`` reports of it."""
+        gm = traced.graph_module
+        guard = traced.output.guards.build(f"guard_{_identifier(code.co_name)}_{traced.number}")
         guards_log.info("%s", guard.readable())
         if bytecode_log.isEnabledFor(10):
             bytecode_log.debug(
                 "original %s:\n%s\ntransformed:\n%s",
                 code.co_name,
                 disassemble(code),
-                disassemble(new_code),
+                disassemble(result.code),
             )
         entry = CacheEntry(
             guard=guard,
-            code=new_code,
+            code=result.code,
             graph_module=gm,
-            compiled=compiled,
+            compiled=built.compiled,
             result=result,
             original=code,
-            op_count=op_count,
+            op_count=built.op_count,
             pass_records=traced.pass_records,
-            backend=backend.name if gm is not None else None,
-            backend_note=backend_note,
-            artifact=artifact,
+            backend=built.backend.name if gm is not None else None,
+            backend_note=built.backend_note,
+            artifact=built.artifact,
             graph_break=stop,
             resumes=resumes,
-            owner=owner,
+            owner=pinned_locals(traced.output.guards),
             shared_layers=frozenset(policy.layers) if policy.layer_reason is None else frozenset(),
             pinned_numbers=frozenset(traced.output.pinned_numbers),
             shapes=_shape_notes(traced.output, policy),
@@ -596,8 +570,8 @@ class FrameCompiler:
                 for c in (traced.point.containers if traced.point else traced.containers)
             ],
         )
-        if isinstance(compiled, CheckedFirstRun):
-            compiled.entry = weakref.ref(entry)
+        if isinstance(built.compiled, CheckedFirstRun):
+            built.compiled.entry = weakref.ref(entry)
         return entry
 
     def _compile(self, backend, gm, traced: Traced, options) -> Callable:
@@ -625,105 +599,6 @@ class FrameCompiler:
         except StaticShapesOnly as e:
             recompiles_log.info("%s: one build per input shape: %s", type(gm).__name__, e)
             return PerShape(backend, gm, traced.examples, options, why=str(e))
-
-    def _where_to_break(self, code: types.CodeType, e: Unsupported):
-        """A ``graph_breaks.Where`` when the graph can break for ``e`` in ``code``; else
-        why not ("" when there is nothing to add to the reason)."""
-        if self.options.full_graph or e.root_instruction is None:
-            return ""
-        if e.reads_frame or _reads_own_frame(code):
-            return (
-                "the frame reads its own variables (locals(), sys._getframe()), which the "
-                "code after a graph break, a function of its own, would not have: the frame "
-                "runs as it is"
-            )
-        # (a resumed frame that starts at the loop captures nothing before it, and so
-        # runs eagerly rather than break before the loop again: see capture)
-        return graph_breaks.where_to_break(code, e.root_instruction)
-
-    def loop_call(self, code, head: int, nstack: int, live, f_globals) -> Optional[LoopCall]:
-        """The driver of the loop at ``head`` of ``code`` whose body is captured as a
-        function of its own (``codegen.loops``), or None when the loop cannot be."""
-        key = ("loop", code, head, nstack, tuple(live))
-        call = self._resumes.get(key)
-        if call is not None:
-            return call
-        # (values below the loop's own, an enclosing loop's, stay with the driver:
-        # plan_loop refuses a body that reaches below them)
-        plan = loops.plan_loop(code, head)
-        if not isinstance(plan, loops.LoopPlan):
-            breaks_log.info("the loop at %s:%d runs eagerly: %s", code.co_name, head, plan)
-            return None
-        body_code = self._loop_bodies.get((code, head))
-        if body_code is None:
-            body_code = self._loop_bodies[(code, head)] = loops.build_body_code(code, plan)
-            self.ctx.adopt(body_code, code)
-        body = types.FunctionType(
-            body_code, f_globals, body_code.co_name, None, empty_closure(body_code)
-        )
-        call = self._resumes[key] = LoopCall(self.ctx, code, plan, body, tuple(live), f_globals)
-        return call
-
-    def body_root(self, code: types.CodeType) -> types.CodeType:
-        """The loop body a resume function was made for (through breaks of breaks), or
-        ``code`` itself."""
-        return self._body_roots.get(code, code)
-
-    def serves_every_value(self, body: types.CodeType, names) -> str:
-        """Why the captures of a loop's ``body`` (and of its breaks' resume functions)
-        cannot serve every value of the Python numbers ``names`` the loop carries, or ""
-        when they can: the backend takes numbers as graph inputs, ``dynamic`` is not
-        False, the body has not been made static or sent past its recompile limit, and
-        none of its captures needed one of them as a Python value (``x[i]``)."""
-        if not self.backend.number_inputs:
-            return f"the backend {self.backend.name!r} takes no Python numbers as graph inputs"
-        if self.options.dynamic is False:
-            return "optimize(dynamic=False) keeps every number a constant"
-        cache = self.ctx.cache.get(body)
-        if cache is None:
-            return ""
-        if cache.static_reason is not None or cache.limit_reason is not None:
-            return f"its body is captured per value: {cache.static_reason or cache.limit_reason}"
-        pinned = [n for n in names if LocalSource(n).name() in cache.pinned_numbers]
-        if pinned:
-            return f"its body needs {pinned[0]!r} as a Python value (a capture per value)"
-        return ""
-
-    def eager_loop(self, code, plan: loops.LoopPlan, f_globals) -> types.FunctionType:
-        """The loop function of the ``while`` loop of ``plan``: the whole loop as one call
-        (``loops.build_body_code(..., whole=True)``), for ``LoopCall`` to run eagerly."""
-        key = ("whole", code, plan.head)
-        fn = self._resumes.get(key)
-        if fn is None:
-            loop_code = loops.build_body_code(code, plan, whole=True)
-            self.ctx.adopt(loop_code, code)
-            fn = self._resumes[key] = types.FunctionType(
-                loop_code, f_globals, loop_code.co_name, None, empty_closure(loop_code)
-            )
-        return fn
-
-    def resume_call(self, code, offset: int, nstack: int, live, f_globals) -> ResumeCall:
-        key = (code, offset, nstack, tuple(live))
-        call = self._resumes.get(key)
-        if call is None:
-            try:
-                resume_code = resume_codes.build_resume_code(code, offset, nstack, live)
-            except (ValueError, RuntimeError) as e:
-                # the bytecode library refuses the entry (a stack it cannot follow)
-                raise Unsupported(
-                    f"the rest of {code.co_name} cannot be entered at offset {offset}: {e}",
-                    category=RECONSTRUCT,
-                ) from e
-            if loops.is_body(code):
-                # it keeps the body's exits, which read every name
-                loops.BODY_CODES.add(resume_code)
-                self._body_roots[resume_code] = self._body_roots.get(code, code)
-            fn = types.FunctionType(
-                resume_code, f_globals, resume_code.co_name, None, empty_closure(resume_code)
-            )
-            self.ctx.adopt(resume_code, code)
-            call = self._resumes[key] = ResumeCall(self.ctx, fn)
-        return call
 
     def _declined(self, backend, frame: str, e: GraphDeclined):
         """The paddle backend and the note ``explain()`` shows, for a graph ``backend``

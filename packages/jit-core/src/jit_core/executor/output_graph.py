@@ -18,11 +18,10 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 
 import paddle
 
-from .. import guards, shapes, sym_shapes
+from .. import guards, shapes
 from ..errors import (
     CONTEXT_MANAGER,
     DATA_LEAVES_GRAPH,
-    INPLACE_OUTSIDE,
     RAISES,
     SIDE_EFFECT,
     UNTRACED_CALL,
@@ -33,7 +32,7 @@ from ..fx import Graph
 from ..fx.interpreter import run_leaf_layer
 from ..shapes import ShapePolicy
 from ..sources import Source, attr_path
-from ..variables.arguments import as_argument, example_of, node_arg_of
+from ..variables.arguments import example_of, node_arg_of
 from ..variables.base import VariableTracker
 from ..variables.constant import ConstantVariable
 from ..variables.containers import (
@@ -44,8 +43,10 @@ from ..variables.containers import (
     TupleVariable,
 )
 from ..variables.symbolic import SymIntVariable
-from ..variables.tensor import TensorListVariable, TensorVariable, live_tensor_trackers
+from ..variables.tensor import TensorListVariable, TensorVariable
+from .inplace_updates import InplaceUpdates, buffer_key
 from .side_effects import SideEffects
+from .symbolic_sizes import SymbolicSizes
 
 #: operators whose result has the shape of their tensor operand whatever Python number
 #: the other one is: the arithmetic and comparisons of symbolic numbers, and ``**``
@@ -76,54 +77,6 @@ def _reads_number_input(v: VariableTracker) -> bool:
     return False
 
 
-def buffer_key(t: Any) -> Any:
-    """The allocation a tensor's data lives in (views share their base's), or None."""
-    try:
-        ptr = t.data_ptr()
-        return None if not ptr else (str(t.place), ptr - t._offset())
-    except Exception:  # noqa: BLE001 - no data yet, or no strided memory API
-        return None
-
-
-def may_share_memory(a: Any, b: Any) -> bool:
-    """Whether two tensors may be views of one another (Paddle's own answer; yes when it
-    cannot tell)."""
-    if a is b:
-        return True
-    # Paddle's method takes any object and reads it as a tensor: a number (a graph's
-    # number input) or a tensor without data would crash the process
-    if not (isinstance(a, paddle.Tensor) and isinstance(b, paddle.Tensor)):
-        return False
-    try:
-        if not (a._is_initialized() and b._is_initialized()):
-            return False
-        return bool(a._is_shared_buffer_with(b))
-    except Exception:  # noqa: BLE001 - a tensor without data
-        return True
-
-
-def _contiguous(t: Any) -> bool:
-    try:
-        return bool(t.is_contiguous())
-    except Exception:  # noqa: BLE001
-        return True
-
-
-def _tensors_in(v: VariableTracker) -> List[TensorVariable]:
-    found: List[TensorVariable] = []
-
-    def keep(t):
-        if isinstance(t, TensorVariable):
-            found.append(t)
-        return None
-
-    try:
-        as_argument(v, keep)
-    except Unsupported:
-        pass
-    return found
-
-
 #: what an identity guard may pin in a capture shared between layer instances
 _SHARED_KINDS = (types.FunctionType, type, types.ModuleType, enum.Enum)
 
@@ -137,7 +90,12 @@ def _identifier(hint: str) -> str:
     return name
 
 
-class OutputGraph:
+class OutputGraph(SymbolicSizes, InplaceUpdates):
+    """The graph a capture records: its inputs (placeholders, with their sources), the
+    objects it reads (layers, parameters), every Paddle operation run once on example
+    values, and the guards the capture relied on. Sizes of dynamic dimensions are
+    ``SymbolicSizes``'s, in-place updates ``InplaceUpdates``'s."""
+
     def __init__(self, shape_policy: Optional[ShapePolicy] = None):
         self.graph = Graph()
         #: which input dimensions are dynamic (``jit_core.shapes``)
@@ -373,86 +331,6 @@ class OutputGraph:
         self._attr_vars[id(tensor)] = var
         return var
 
-    # ------------------------------------------------------------ dynamic sizes
-    def size_of(self, t: TensorVariable, dim: int) -> VariableTracker:
-        """``t.shape[dim]``: a constant where the size is pinned (by the guards, or by
-        static inputs), else a symbolic size read when the graph runs."""
-        n = int(t.example.shape[dim])
-        if dim in t.dynamic_dims:
-            expr: Optional[tuple] = ("dim", t.source, dim)
-        elif (self.dynamic_inputs or self.sized_by_numbers) and t.source is None:
-            # a tensor the graph made after a dynamic input was read: its size may
-            # depend on that input's (no expression over the inputs says how)
-            expr = None
-        else:
-            return ConstantVariable(n)
-        node = self.graph.call_function(shapes.size, (t.node, dim))
-        return SymIntVariable(self, node, n, expr, dim_of=None if expr else (t.node, dim))
-
-    @staticmethod
-    def _size_parts(v: VariableTracker):
-        """(graph argument, example, expression) of an int or a dynamic size."""
-        if isinstance(v, SymIntVariable):
-            return v.node, v.example, v.expr
-        value = v.as_python_constant()
-        return value, value, shapes.const(value)
-
-    def expr_of(self, v: VariableTracker) -> Optional[tuple]:
-        """The expression of an int or a size over the frame's inputs, or None where no
-        expression holds at every size. A size of a tensor the graph made gets one where
-        Paddle's shape inference says it is fixed (``shape_infer``)."""
-        if not isinstance(v, SymIntVariable):
-            return shapes.const(v.as_python_constant())
-        if v.expr is None and v.operands is not None:
-            fn, a, b = v.operands
-            xa, xb = self.expr_of(a), self.expr_of(b)
-            if xa is not None and xb is not None:
-                v.expr = ("op", fn, xa, xb)
-        elif v.expr is None and v.dim_of is not None:
-            node, dim = v.dim_of
-            # an expression over the inputs, from each operation's rule (a fixed size
-            # where Paddle's own shape inference says so)
-            v.expr = sym_shapes.dim_expr(self, node, dim)
-        return v.expr
-
-    def specialize(self, sym: SymIntVariable, why: str) -> None:
-        """Pin ``sym`` to its value in this capture (a guard), or, when no guard can
-        say it, have the frame captured again with static shapes."""
-        expr = self.expr_of(sym)
-        if expr is None:
-            raise shapes.SpecializeShapes(
-                f"{sym.describe()}, a size of a tensor the graph made, is needed as a "
-                f"Python value ({why})"
-            )
-        if expr[0] != "const":
-            self.guards.add_relation(("op", operator.eq, expr, shapes.const(sym.example)), True)
-            self.pinned_numbers.update(s.name() for s in shapes.pinned_for_good(expr))
-
-    def guard_relation(self, fn, a: VariableTracker, b: VariableTracker, what: str) -> bool:
-        """``fn(a, b)`` for a comparison of sizes: its value in this capture, which a
-        guard on the relation (not on the sizes) makes hold for every call served."""
-        _, ea, _ = self._size_parts(a)
-        _, eb, _ = self._size_parts(b)
-        holds = bool(fn(ea, eb))
-        xa, xb = self.expr_of(a), self.expr_of(b)
-        if xa is None or xb is None:
-            unknown = a if xa is None else b
-            raise shapes.SpecializeShapes(
-                f"{unknown.describe()}, a size of a tensor the graph made, decides {what}"
-            )
-        if not sym_shapes.always_holds(fn, xa, xb):
-            self.guards.add_relation(("op", fn, xa, xb), holds)
-        return holds
-
-    def size_op(self, fn, a: VariableTracker, b: VariableTracker) -> SymIntVariable:
-        """Arithmetic on sizes, recorded in the graph (``n // 2`` of a dynamic ``n``)."""
-        na, ea, xa = self._size_parts(a)
-        nb, eb, xb = self._size_parts(b)
-        node = self.graph.call_function(fn, (na, nb))
-        if xa is not None and xb is not None:
-            return SymIntVariable(self, node, fn(ea, eb), ("op", fn, xa, xb))
-        return SymIntVariable(self, node, fn(ea, eb), None, operands=(fn, a, b))
-
     # ------------------------------------------------------------ operations
     def _set_meta(self, node, example) -> None:
         node.meta["shape"] = list(example.shape)
@@ -466,33 +344,6 @@ class OutputGraph:
         calls on the examples instead of ``fn`` (the deprecation wrapper of a function
         whose node calls it unwrapped)."""
         return self._record(tx, "call_function", fn, run or fn, args, kwargs)
-
-    def call_updating(self, tx, fn, args, kwargs, updated: List[TensorVariable]):
-        """A call that also writes into the tensors ``updated`` (a training-mode batch
-        norm's running statistics). The graph does the update when it runs, as eager
-        Paddle does; the example run must not do it a second time to tensors from outside
-        the frame, so they are put back afterwards."""
-        saved = []
-        for t in updated:
-            if t.source is not None or t.node.op in ("placeholder", "get_attr"):
-                if t.example._is_initialized():
-                    saved.append((t.example, t.example.clone()))
-        try:
-            result = self._run_example("call_function", fn, fn, args, kwargs)
-        finally:
-            for tensor, value in saved:
-                tensor.set_value(value)
-        node = self._create_node(tx, "call_function", fn, args, kwargs)
-        # the update is an effect: never merged, folded or dropped; and an exported
-        # (inference) model cannot do it (the ONNX export refuses such nodes)
-        node.meta["impure"] = True
-        node.meta["updates_inputs"] = [t.node.name for t in updated]
-        for t in updated:
-            t.node.meta["mutated"] = True
-        out = self._wrap_result(node, result)
-        if self.entry_grad_mode and not self.grad_mode():
-            out = self._detached(out)
-        return out
 
     def call_method(self, tx, name: str, args: List[VariableTracker], kwargs):
         def run(obj, *a, **k):
@@ -508,123 +359,6 @@ class OutputGraph:
             return run_leaf_layer(layer, a, k)
 
         return self._record(tx, "call_module", target, run, args, kwargs)
-
-    # ------------------------------------------------------------ in-place updates
-    def record_inplace(
-        self, tx, op: str, target, run, args: List[VariableTracker], kwargs, what: str
-    ) -> TensorVariable:
-        """An in-place update of ``args[0]``, a tensor the graph made: a node that does the
-        update for real and returns the tensor, which every tracker of it reads from then on.
-
-        Refused (``Unsupported``: the update runs in Python between two graphs, on the real
-        tensors) where it would change a tensor that outlives the graph, where another live
-        tensor of the capture shares its memory (the update would have to reach it too),
-        and where gradients could flow through it.
-        """
-        y = args[0]
-        why = self._inplace_refusal(y, args, kwargs)
-        if why is not None:
-            raise Unsupported(
-                f"{what} {why} (it runs in Python between two graphs)", category=INPLACE_OUTSIDE
-            )
-        shape, dtype = list(y.example.shape), y.example.dtype
-        result = self._run_example(op, target, run, args, kwargs)
-        # y.example belongs to this capture alone (checked above): the update may change it
-        if result is not y.example:
-            raise Unsupported(
-                f"{what} returned another tensor than the one it updates", category=INPLACE_OUTSIDE
-            )
-        if list(result.shape) != shape or result.dtype != dtype:
-            raise Unsupported(
-                f"{what} changes the shape or dtype of the tensor it updates",
-                category=INPLACE_OUTSIDE,
-            )
-        mutated = [y.node] + self._views_below(y.node)
-        node = self._create_node(tx, op, target, args, kwargs)
-        node.meta["inplace"] = True
-        for n in mutated:
-            # passes.effects: a node whose value is changed later is not pure (it may not be
-            # merged with an equal one, computed ahead of time or moved past the update)
-            n.meta["mutated"] = True
-        self._set_meta(node, result)
-        # trackers are shared objects: every local, cell and container holding y sees it
-        y.node = node
-        y.stop_gradient_set = None  # eager's flag after an update depends on its inputs
-        return y
-
-    def _inplace_refusal(self, y: TensorVariable, args, kwargs) -> Optional[str]:
-        """Why an in-place update of ``y`` cannot be captured, or None."""
-        if y.source is not None or y.node.op in ("placeholder", "get_attr"):
-            what = y.source.name() if y.source is not None else y.node.name
-            return f"mutates {what}, a tensor from outside the frame (input, parameter or buffer)"
-        ex = y.example
-        for src, _node, outside in self._outside_tensors():
-            if may_share_memory(ex, outside):
-                return f"mutates a tensor that may share memory with {src} (a view of it)"
-            if not _contiguous(outside):
-                # reshape, contiguous() and friends make a view of a contiguous tensor and
-                # a copy of another; the guards do not pin strides
-                return f"mutates a tensor while {src} is not contiguous (it may be a view of it)"
-        for n in [y.node] + self._views_below(y.node):
-            if n.op in ("placeholder", "get_attr"):
-                return f"mutates a view of {n.name}, a tensor from outside the frame"
-        for other in live_tensor_trackers():
-            if other is y or getattr(other.node, "graph", None) is not self.graph:
-                continue
-            if may_share_memory(ex, other.example):
-                return (
-                    f"mutates a tensor that {other.node.name}, another tensor of the capture, "
-                    "shares memory with (a view made in the graph)"
-                )
-        # the real gradient mode: the one the frame was entered with (a ``no_grad`` block
-        # of the captured code does not change it during the capture)
-        if paddle.is_grad_enabled():
-            needs = self._requires_grad()
-            for a in [*args, *kwargs.values()]:
-                for t in _tensors_in(a):
-                    if needs.get(t.node, False):
-                        return (
-                            f"mutates a tensor with gradients on while {t.node.name} requires "
-                            "them (autograd through in-place updates is left to eager Paddle)"
-                        )
-        return None
-
-    def _outside_tensors(self):
-        """(name, node, example) of every tensor from outside the frame the graph reads."""
-        for src, node, ex in self.inputs:
-            if isinstance(ex, paddle.Tensor):  # (not an int input)
-                yield src.name(), node, ex
-        for var in self._attr_vars.values():
-            name = var.source.name() if var.source is not None else var.node.name
-            yield name, var.node, var.example
-
-    def _views_below(self, node) -> list:
-        """The nodes ``node`` may be a view of: its inputs, theirs... whose examples live
-        in the same allocation."""
-        key = self._buffers.get(node)
-        found, todo, seen = [], [node], {node}
-        while todo:
-            for i in todo.pop().all_input_nodes:
-                if i in seen:
-                    continue
-                seen.add(i)
-                if key is None or self._buffers.get(i) in (key, None):
-                    found.append(i)
-                    todo.append(i)
-        return found
-
-    def _requires_grad(self) -> Dict[Any, bool]:
-        """node -> whether its value may require gradients (conservative: any input does)."""
-        outside = {node: not ex.stop_gradient for _, node, ex in self._outside_tensors()}
-        needs: Dict[Any, bool] = {}
-        for n in self.graph.nodes:
-            if n in outside:
-                needs[n] = outside[n]
-            elif n.op == "call_method" and n.target == "detach":
-                needs[n] = False
-            else:
-                needs[n] = any(needs.get(i, False) for i in n.all_input_nodes)
-        return needs
 
     def _run_example(self, op: str, target, run, args, kwargs) -> Any:
         """The operation run once on the example values, without gradients."""

@@ -1003,7 +1003,6 @@ def _layer_leaky_relu(ex: Exporter, a: Dict[str, Any]) -> str:
 
 # ------------------------------------------------------------------------- the table
 def builtin_lowerings() -> Dict[Any, Callable]:
-    nn = paddle.nn
     table: Dict[Any, Callable] = {}
 
     def add(keys, fn):
@@ -1014,6 +1013,21 @@ def builtin_lowerings() -> Dict[Any, Callable]:
                 table[key] = fn
                 key = getattr(key, "__wrapped__", None) if not isinstance(key, str) else None
 
+    _add_operators(add)
+    _add_functions(add)
+    _add_layers(add)
+    from .lowerings_c_ops import c_ops_lowerings
+    from .lowerings_detection import detection_lowerings
+    from .lowerings_tensor import tensor_lowerings
+
+    table.update(tensor_lowerings())
+    table.update(c_ops_lowerings())
+    table.update(detection_lowerings())
+    return table
+
+
+def _add_operators(add: Callable) -> None:
+    """Python's operators and Paddle's arithmetic, comparison and logical functions."""
     for op, onnx_op in (
         (operator.add, "Add"),
         (operator.sub, "Sub"),
@@ -1049,6 +1063,10 @@ def builtin_lowerings() -> Dict[Any, Callable]:
         + ["Tensor.logical_not", "Tensor.bitwise_not"],
         _logical("Not"),
     )
+
+
+def _add_functions(add: Callable) -> None:
+    """Paddle's functions: activations, shapes, reductions, the functional layers."""
     add([operator.neg, paddle.neg, "Tensor.neg", "Tensor.__neg__"], _unary("Neg", False))
     add([operator.abs, paddle.abs, "Tensor.abs"], _unary("Abs", False))
     for name, onnx_op in (
@@ -1120,7 +1138,12 @@ def builtin_lowerings() -> Dict[Any, Callable]:
     add([F.max_pool2d], _max_pool2d)
     add([F.avg_pool2d], _avg_pool2d)
     add([F.adaptive_avg_pool2d], _adaptive_avg_pool2d)
-    # layers: their forward is one of the calls above, with the layer's attributes
+
+
+def _add_layers(add: Callable) -> None:
+    """Paddle's layers: their forward is one of the calls above, with the layer's
+    attributes."""
+    nn = paddle.nn
     add(nn.Conv2D, _layer_conv2d)
     add(nn.Linear, _layer_linear)
     add([nn.BatchNorm2D, nn.BatchNorm1D, nn.BatchNorm3D], _layer_batch_norm)
@@ -1150,14 +1173,6 @@ def builtin_lowerings() -> Dict[Any, Callable]:
     add(nn.Mish, _layer_activation(_mish))
     add(nn.Swish, _silu)
     add([nn.Dropout, nn.Dropout2D, nn.Dropout3D], _dropout)
-    from .lowerings_c_ops import c_ops_lowerings
-    from .lowerings_detection import detection_lowerings
-    from .lowerings_tensor import tensor_lowerings
-
-    table.update(tensor_lowerings())
-    table.update(c_ops_lowerings())
-    table.update(detection_lowerings())
-    return table
 
 
 @hookimpl

@@ -18,7 +18,7 @@ and says so as a run-time check (``Exporter.require``): a call with ties runs on
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Tuple
 
 import paddle
 
@@ -43,6 +43,19 @@ def _fewer_proposals(result: Any) -> Any:
                 break
         out.append(num)
     return tuple(out)
+
+
+def _at_least_one_box(ex: Exporter, const: Callable, boxes: str, top: str) -> Tuple[str, str, str]:
+    """``(boxes, scores, rows)`` with one box of zeros, of score 0, where none is left (what
+    Paddle returns then)."""
+    count = ex.op("Shape", [boxes], start=0, end=1)
+    rows = ex.op("Max", [count, ex.ints([1])])
+    zero_box = ex.op("Expand", [const(0.0), ex.ints([1, 4])])
+    boxes = ex.op("Concat", [boxes, zero_box], axis=0)
+    boxes = ex.op("Slice", [boxes, ex.ints([0]), rows, ex.ints([0])])
+    top = ex.op("Concat", [top, const([0.0])], axis=0)
+    top = ex.op("Slice", [top, ex.ints([0]), rows, ex.ints([0])])
+    return boxes, top, rows
 
 
 @data_dependent(_fewer_proposals)
@@ -130,14 +143,7 @@ def _generate_proposals(ex: Exporter, a: Dict[str, Any]) -> Tuple[str, ...]:
             # every box in score order (std::sort): its order among equal scores is the
             # C++ library's
             ex.require(_distinct(ex, top), "generate_proposals: the scores kept are distinct")
-        # no box left: Paddle returns one box of zeros, of score 0
-        count = ex.op("Shape", [boxes], start=0, end=1)
-        rows = ex.op("Max", [count, ex.ints([1])])
-        zero_box = ex.op("Expand", [const(0.0), ex.ints([1, 4])])
-        boxes = ex.op("Concat", [boxes, zero_box], axis=0)
-        boxes = ex.op("Slice", [boxes, ex.ints([0]), rows, ex.ints([0])])
-        top = ex.op("Concat", [top, const([0.0])], axis=0)
-        top = ex.op("Slice", [top, ex.ints([0]), rows, ex.ints([0])])
+        boxes, top, rows = _at_least_one_box(ex, const, boxes, top)
         rois.append(boxes)
         probs.append(ex.op("Unsqueeze", [top, ex.ints([1])]))
         nums.append(ex.cast(rows, "int32"))

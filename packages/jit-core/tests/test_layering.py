@@ -167,3 +167,24 @@ def test_the_variables_do_not_import_the_executor(module):
         if any(m == a or m.startswith(a + ".") for a in ABOVE_THE_VARIABLES)
     )
     assert not above, f"{module} imports {above}"
+
+
+#: the largest function and class of jit-core, in lines: a unit past them does several
+#: things, and is split by responsibility before it grows further
+MAX_FUNCTION_LINES = 100
+MAX_CLASS_LINES = 400
+
+
+def test_no_unit_of_jit_core_is_too_large_to_own():
+    too_large = []
+    for module, path in sorted(CORE_MODULES.items()):
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read(), path)
+        for node in ast.walk(tree):
+            lines = getattr(node, "end_lineno", 0) - getattr(node, "lineno", 0) + 1
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if lines > MAX_FUNCTION_LINES:
+                    too_large.append(f"function {module}.{node.name}: {lines} lines")
+            elif isinstance(node, ast.ClassDef) and lines > MAX_CLASS_LINES:
+                too_large.append(f"class {module}.{node.name}: {lines} lines")
+    assert not too_large, "\n".join(too_large)

@@ -334,6 +334,22 @@ def _exit(kind: int, payload: List[Instr], names) -> List[Instr]:
     )
 
 
+def _label_positions(items: list) -> Dict[Label, int]:
+    """Which instruction (counted without labels and markers) each label stands before."""
+    label_at: Dict[Label, int] = {}
+    pending: List[Label] = []
+    n = 0
+    for item in items:
+        if isinstance(item, Label):
+            pending.append(item)
+        elif isinstance(item, Instr):
+            for lab in pending:
+                label_at[lab] = n
+            pending = []
+            n += 1
+    return label_at
+
+
 def build_body_code(code: types.CodeType, plan: LoopPlan, whole: bool = False) -> types.CodeType:
     """The loop body of ``code`` as a function ``body(item, *plan.names)`` (a ``for``
     loop) or ``body(*plan.names)`` (a ``while`` loop, entered at its head).
@@ -348,19 +364,7 @@ def build_body_code(code: types.CodeType, plan: LoopPlan, whole: bool = False) -
     first = index[plan.body_start]
     bc = Bytecode.from_code(code)
     items = list(bc)
-    # which instruction each label stands before
-    label_at: Dict[Label, int] = {}
-    pending: List[Label] = []
-    n = 0
-    for item in items:
-        if isinstance(item, Label):
-            pending.append(item)
-        elif isinstance(item, Instr):
-            for lab in pending:
-                label_at[lab] = n
-            pending = []
-            n += 1
-
+    label_at = _label_positions(items)
     names = plan.names
     line = compat.instruction_line(insts[head_i]) or code.co_firstlineno
     body_label, continue_label = Label(), Label()

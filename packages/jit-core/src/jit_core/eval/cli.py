@@ -179,8 +179,8 @@ def _progress(done: int, total: int, name: str, results, left: str = "") -> None
             print(f"    {r['backend']}: fallback: {line}", file=sys.stderr, flush=True)
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = build_parser()
+def _parse(parser: argparse.ArgumentParser, argv: Optional[Sequence[str]]):
+    """``(args, backends)``, or exit with a usage error naming what is wrong."""
     argv = list(sys.argv[1:] if argv is None else argv)
     # argparse takes "-10..-1" for an option: glue it to --tolerance
     for i, arg in enumerate(argv[:-1]):
@@ -208,16 +208,50 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         why = unavailable_reason()
         if why:
             parser.error(f"--cluster is not available: {why}")
+    return args, backends
+
+
+def _names(paths: Sequence[str], roots: Sequence[str]) -> list:
+    """Each sample's name: its path below the root it was found in, led by that root's
+    own name."""
+    names = []
+    for path in paths:
+        root = next(r for r in roots if os.path.abspath(path).startswith(os.path.abspath(r)))
+        rel = os.path.relpath(path, root)
+        base = os.path.basename(os.path.abspath(root))
+        names.append(base if rel == "." else os.path.join(base, rel))
+    return names
+
+
+def _journal(parser, args, paths: Sequence[str], backends: Sequence[str]):
+    """``(journal, results already there)``: the run written as it goes to ``--json``
+    FILE, and what ``--resume`` keeps of an earlier one."""
+    if args.resume and (not args.json or args.json == "-"):
+        parser.error("--resume needs --json FILE (the run to resume)")
+    journal, done = None, {}
+    if args.json and args.json != "-":
+        journal = report.Journal(args.json, {**vars(args), "tolerances": args.tolerance})
+        if args.resume:
+            try:
+                done = journal.earlier(args.json)
+            except ValueError as e:
+                parser.error(str(e))
+            wanted = {(p, b) for p in paths for b in backends}
+            done = {k: v for k, v in done.items() if k in wanted}
+            if not args.quiet:
+                print(f"jit-eval: resuming, {len(done)} results kept", file=sys.stderr)
+        journal.start(done)
+    return journal, done
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = build_parser()
+    args, backends = _parse(parser, argv)
     try:
         paths = find_samples(args.samples)
     except SampleError as e:
         parser.error(str(e))
-    names = []
-    for path in paths:
-        root = next(r for r in args.samples if os.path.abspath(path).startswith(os.path.abspath(r)))
-        rel = os.path.relpath(path, root)
-        base = os.path.basename(os.path.abspath(root))
-        names.append(base if rel == "." else os.path.join(base, rel))
+    names = _names(paths, args.samples)
     cfg = EvalConfig(
         backends=backends,
         tolerances=args.tolerance,
@@ -238,21 +272,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             flush=True,
         )
     to_stdout = args.json == "-"
-    if args.resume and (not args.json or to_stdout):
-        parser.error("--resume needs --json FILE (the run to resume)")
-    journal, done = None, {}
-    if args.json and not to_stdout:
-        journal = report.Journal(args.json, {**vars(args), "tolerances": args.tolerance})
-        if args.resume:
-            try:
-                done = journal.earlier(args.json)
-            except ValueError as e:
-                parser.error(str(e))
-            wanted = {(p, b) for p in paths for b in backends}
-            done = {k: v for k, v in done.items() if k in wanted}
-            if not args.quiet:
-                print(f"jit-eval: resuming, {len(done)} results kept", file=sys.stderr)
-        journal.start(done)
+    journal, done = _journal(parser, args, paths, backends)
     start = time.monotonic()
     progress = None if args.quiet else _Progress(len(paths) * len(backends) - len(done))
 

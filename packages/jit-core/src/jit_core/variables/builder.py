@@ -149,6 +149,12 @@ def _wrap(tx, value: Any, source: Optional[Source], owned_by_layer: bool) -> Var
         if outside:
             tx.output.side_effects.register(value, var)
         return var
+    return _wrap_named(tx, value, source)
+
+
+def _wrap_named(tx, value: Any, source: Optional[Source]) -> VariableTracker:
+    """A module, class, function, method, or any other object: guarded by identity
+    where the capture relies on which one it is, by type where on its kind."""
     if isinstance(value, types.ModuleType):
         _guard(tx, source, guards.ID_MATCH, value)
         return ModuleVariable(value, source)

@@ -663,7 +663,6 @@ class PaddleFunctionVariable(KnownValueVariable):
 
     def call_function(self, tx, args, kwargs):
         from .contexts import is_auto_cast, make_auto_cast
-        from .values import constant_arguments, is_build_query, is_state_query, is_type_info
 
         name = getattr(self.fn, "__name__", "")
         if _is_layer_method_call(self.fn, args):
@@ -683,6 +682,37 @@ class PaddleFunctionVariable(KnownValueVariable):
             from .builder import wrap
 
             return wrap(tx, self.fn(), CallSource(self.fn, ()))
+        value = self._python_value(tx, name, args, kwargs)
+        if value is not None:
+            return value
+        if is_inplace_name(name) and not ({"output", "out"} & set(kwargs)):
+            # paddle.tanh_(x), F.relu_(x)...: an update of the first argument
+            if args and isinstance(args[0], TensorVariable):
+                what = f"{self.describe()} (in place)"
+                return tx.output.record_inplace(
+                    tx, "call_function", self.fn, self.fn, list(args), kwargs, what
+                )
+        if is_inplace_name(name) or "output" in kwargs or "out" in kwargs:
+            raise Unsupported(
+                f"{self.describe()} writes into a tensor in place (it runs in Python between two graphs)",
+                category=INPLACE_OUTSIDE,
+            )
+        updated = _updated_arguments(self.fn, args, kwargs)
+        if updated:
+            return tx.output.call_updating(tx, self.fn, args, kwargs, updated)
+        if _is_deprecation_wrapper(self.fn):
+            # warned once at capture, at the captured line, as eager warns once there;
+            # the graph calls the function itself, so it does not warn again per graph
+            run = called_from(tx, self.fn)
+            return tx.output.call_function(tx, self.fn.__wrapped__, args, kwargs, run=run)
+        return tx.output.call_function(tx, self.fn, args, kwargs)
+
+    def _python_value(self, tx, name: str, args, kwargs) -> Optional[VariableTracker]:
+        """The result of a call that answers a Python value (the gradient mode, a dtype's
+        info, a build or state query, a tensor's metadata) as a constant, guarded where
+        it may change between calls; None for any other call."""
+        from .values import constant_arguments, is_build_query, is_state_query, is_type_info
+
         if name == "is_grad_enabled" and not args and not kwargs:
             # the mode at this point of the captured code (a no_grad block changes it)
             tx.output.guards.grad_enabled = tx.output.entry_grad_mode
@@ -744,27 +774,7 @@ class PaddleFunctionVariable(KnownValueVariable):
                     *[example_of(a) for a in args], **{k: example_of(v) for k, v in kwargs.items()}
                 )
             )
-        if is_inplace_name(name) and not ({"output", "out"} & set(kwargs)):
-            # paddle.tanh_(x), F.relu_(x)...: an update of the first argument
-            if args and isinstance(args[0], TensorVariable):
-                what = f"{self.describe()} (in place)"
-                return tx.output.record_inplace(
-                    tx, "call_function", self.fn, self.fn, list(args), kwargs, what
-                )
-        if is_inplace_name(name) or "output" in kwargs or "out" in kwargs:
-            raise Unsupported(
-                f"{self.describe()} writes into a tensor in place (it runs in Python between two graphs)",
-                category=INPLACE_OUTSIDE,
-            )
-        updated = _updated_arguments(self.fn, args, kwargs)
-        if updated:
-            return tx.output.call_updating(tx, self.fn, args, kwargs, updated)
-        if _is_deprecation_wrapper(self.fn):
-            # warned once at capture, at the captured line, as eager warns once there;
-            # the graph calls the function itself, so it does not warn again per graph
-            run = called_from(tx, self.fn)
-            return tx.output.call_function(tx, self.fn.__wrapped__, args, kwargs, run=run)
-        return tx.output.call_function(tx, self.fn, args, kwargs)
+        return None
 
 
 # ---------------------------------------------------------------- user functions

@@ -44,7 +44,7 @@ with paddle.no_grad():
     start = time.perf_counter()
     fn(x)
     spent = time.perf_counter() - start
-from jit_core import compile_cache
+from jit_core.cache import disk as compile_cache
 print(json.dumps({"s": spent, "cache": {k: dict(v) for k, v in compile_cache.stats.items()}}))
 """
 

@@ -249,7 +249,7 @@ def tvm_first_calls(size: int):
 
 
 def _cache_root() -> str:
-    from jit_core.compile_cache import cache_root
+    from jit_core.cache.disk import cache_root
 
     return cache_root()
 

@@ -72,7 +72,7 @@ def _compile_cache(tmp_path_factory):
     ``$JIT_CONFORMANCE_CACHE_DIR`` when set (nox shares one between the Python versions of
     a run: what tvm compiled for 3.10 is loaded on 3.11 and 3.12, as a user's warm cache
     would be)."""
-    from jit_core.compile_cache import ENV_VAR
+    from jit_core.cache.disk import ENV_VAR
 
     old = os.environ.get(ENV_VAR)
     shared = os.environ.get("JIT_CONFORMANCE_CACHE_DIR")

@@ -97,7 +97,7 @@ class Net(paddle.nn.Layer):
 def test_a_cache_directory_that_cannot_be_written_costs_only_a_warning(
     backend, tmp_path, monkeypatch, how
 ):
-    from jit_core import compile_cache
+    from jit_core.cache import disk as compile_cache
 
     if how == "a-file":
         root = tmp_path / "not-a-folder"

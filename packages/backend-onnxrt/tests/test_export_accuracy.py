@@ -11,7 +11,7 @@ import pytest
 from jit_backend_onnxrt.backend import RTOL, OnnxRuntimeError, OrtGraph, validate
 
 import jit_core
-from jit_core.compile_cache import ENV_VAR
+from jit_core.cache.disk import ENV_VAR
 from jit_core.onnx import check_against_paddle, unavailable_reason
 
 #: where the ONNX export cannot run (onnx missing), the check's own tests run without one

@@ -19,8 +19,8 @@ from jit_backend_onnxrt import first_load, plugin
 from jit_backend_onnxrt.backend import OrtGraph, stats
 
 import jit_core
-from jit_core import compile_cache
-from jit_core.compile_cache import ENV_VAR
+from jit_core.cache import disk as compile_cache
+from jit_core.cache.disk import ENV_VAR
 from jit_core.errors import BackendCompileError, BackendUnavailableError, MissingDependencyError
 from jit_core.onnx.export import EXPORTER_ENV
 
@@ -625,8 +625,10 @@ def test_a_forged_model_in_a_keyless_remote_cache_is_not_used(redis_server, monk
     import shutil
     import time
 
-    from jit_core import compile_cache, redis_store, remote_cache
-    from jit_core.remote_cache import KEY_ENV, TRUST_ENV, set_remote_cache
+    from jit_core.cache import disk as compile_cache
+    from jit_core.cache import redis_store
+    from jit_core.cache import remote as remote_cache
+    from jit_core.cache.remote import KEY_ENV, TRUST_ENV, set_remote_cache
 
     def f(t):
         return paddle.tanh(t) * 2

@@ -11,9 +11,9 @@ import textwrap
 
 import pytest
 
-from jit_core.compile_cache import ENV_VAR
+from jit_core.cache.disk import ENV_VAR
+from jit_core.cache.remote import KEY_ENV, URL_ENV
 from jit_core.onnx import unavailable_reason
-from jit_core.remote_cache import KEY_ENV, URL_ENV
 
 #: where the ONNX export cannot run (onnx missing) there is no export to share
 WHY_NOT = unavailable_reason()
@@ -25,7 +25,7 @@ SCRIPT = textwrap.dedent(
     warnings.filterwarnings("ignore")
     import paddle, jit_core
     from jit_backend_onnxrt.backend import stats
-    from jit_core import compile_cache
+    from jit_core.cache import disk as compile_cache
     paddle.seed(1)
     net = paddle.nn.Sequential(paddle.nn.Linear(6, 6), paddle.nn.Tanh())
     net.eval()

@@ -29,7 +29,7 @@ from jit_backend_tensorrt.profiles import (
 from jit_backend_tensorrt.runtime import NotOnGpuError
 
 import jit_core
-from jit_core.compile_cache import ENV_VAR
+from jit_core.cache.disk import ENV_VAR
 from jit_core.errors import BackendUnavailableError
 
 HERE = unavailable_reason(probe())

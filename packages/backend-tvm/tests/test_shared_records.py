@@ -9,8 +9,9 @@ import os
 import pytest
 from jit_backend_tvm import shared_records
 
-from jit_core import compile_cache, remote_cache
-from jit_core.remote_cache import KEY_ENV, set_remote_cache
+from jit_core.cache import disk as compile_cache
+from jit_core.cache import remote as remote_cache
+from jit_core.cache.remote import KEY_ENV, set_remote_cache
 
 NAME = "0123456789abcdef-cold-weights"
 

@@ -42,7 +42,7 @@ class SmallNet(paddle.nn.Layer):
 
 @pytest.fixture(autouse=True)
 def _own_cache(tmp_path, monkeypatch):
-    from jit_core.compile_cache import ENV_VAR
+    from jit_core.cache.disk import ENV_VAR
 
     monkeypatch.setenv(ENV_VAR, str(tmp_path / "cache"))
     monkeypatch.delenv("JIT_TVM_TUNE", raising=False)
@@ -283,8 +283,8 @@ def test_tuning_records_outlive_the_process_and_travel_through_redis(redis_serve
     from jit_backend_tvm.target import make_target
     from jit_backend_tvm.tuning import database_dir
 
-    from jit_core.compile_cache import ENV_VAR
-    from jit_core.remote_cache import KEY_ENV, URL_ENV
+    from jit_core.cache.disk import ENV_VAR
+    from jit_core.cache.remote import KEY_ENV, URL_ENV
 
     remote = {URL_ENV: redis_server.url, KEY_ENV: "cluster key"}
     first = _tune_in_a_process("auto", **remote)

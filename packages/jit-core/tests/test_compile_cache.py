@@ -12,7 +12,7 @@ import paddle
 import pytest
 
 import jit_core
-from jit_core.compile_cache import ENV_VAR, DiskCache, cache_root, graph_key
+from jit_core.cache.disk import ENV_VAR, DiskCache, cache_root, graph_key
 
 
 def test_round_trip_and_layout(tmp_path):
@@ -68,7 +68,7 @@ def test_an_unwritable_cache_warns_and_does_not_fail(tmp_path):
 WRITER = textwrap.dedent(
     """
     import sys
-    from jit_core.compile_cache import DiskCache
+    from jit_core.cache.disk import DiskCache
     cache = DiskCache("race", root=sys.argv[1])
     payload = bytes([int(sys.argv[2])]) * 2_000_000
     for _ in range(20):
@@ -190,3 +190,18 @@ def test_a_build_from_a_direct_model_is_keyed_apart_from_paddle2onnx_and_onnx(
     # without paddle2onnx then, there is no key to store under
     monkeypatch.setattr(keys, "paddle2onnx_missing", lambda: "no wheels")
     assert ExportKeys("graph").of(_Graph()) is None
+
+
+def test_python_m_jit_core_cache_is_the_cli(tmp_path):
+    # jit_core.cache is a package (disk, remote, the CLI): its __main__ keeps the command
+    env = dict(os.environ, JIT_CORE_CACHE_DIR=str(tmp_path / "c"), GLOG_minloglevel="2")
+    env.pop("JIT_CORE_REMOTE_CACHE", None)
+    run = subprocess.run(
+        [sys.executable, "-m", "jit_core.cache", "info"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr
+    assert f"local cache {tmp_path / 'c'}" in run.stdout and "(empty)" in run.stdout

@@ -7,7 +7,7 @@ import threading
 import paddle
 
 import jit_core
-from jit_core import eval_frame
+from jit_core.runtime import eval_frame
 
 
 def callee(x):

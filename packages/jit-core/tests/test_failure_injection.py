@@ -19,9 +19,9 @@ import pytest
 from paddle.framework import core
 
 import jit_core
-from jit_core import compile_cache
 from jit_core.api import frame_key
-from jit_core.compile_cache import DiskCache
+from jit_core.cache import disk as compile_cache
+from jit_core.cache.disk import DiskCache
 from jit_core.errors import BackendCompileError
 from jit_core.executor import translator
 

@@ -1,4 +1,4 @@
-"""The cache-hit dispatcher (``jit_core.fast_dispatch``): every entry's guard inlined on
+"""The cache-hit dispatcher (``jit_core.runtime.fast_dispatch``): every entry's guard inlined on
 the call's arguments, in the cache's order; a miss still captures, a guard that raises
 has failed, and parameters named like the guard's own names do not confuse it."""
 
@@ -8,7 +8,7 @@ import paddle
 import pytest
 
 import jit_core
-from jit_core.fast_dispatch import _rewrite
+from jit_core.runtime.fast_dispatch import _rewrite
 
 
 def cache_of(opt):

@@ -18,9 +18,9 @@ import paddle
 import pytest
 
 import jit_core
-from jit_core.eval_frame import CompileContext
 from jit_core.fx import GraphModule
-from jit_core.guards import CompiledGuard
+from jit_core.runtime.eval_frame import CompileContext
+from jit_core.runtime.guards import CompiledGuard
 
 ROUNDS = 200
 #: rounds that make a new layer each (Paddle's own layer construction is the slow part)

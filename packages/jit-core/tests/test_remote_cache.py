@@ -10,9 +10,12 @@ import warnings
 
 import pytest
 
-from jit_core import compile_cache, plugins, redis_store, remote_cache
-from jit_core.compile_cache import DiskCache
-from jit_core.remote_cache import KEY_ENV, KEY_FILE_ENV, TRUST_ENV, URL_ENV, set_remote_cache
+from jit_core import plugins
+from jit_core.cache import disk as compile_cache
+from jit_core.cache import redis_store
+from jit_core.cache import remote as remote_cache
+from jit_core.cache.disk import DiskCache
+from jit_core.cache.remote import KEY_ENV, KEY_FILE_ENV, TRUST_ENV, URL_ENV, set_remote_cache
 
 
 @pytest.fixture(autouse=True)
@@ -163,7 +166,7 @@ def test_jit_logs_cache_turns_the_channel_on(tmp_path):
     import sys
 
     code = (
-        "from jit_core.compile_cache import DiskCache\n"
+        "from jit_core.cache.disk import DiskCache\n"
         "DiskCache('demo').get('k'); DiskCache('demo').put('k', b'v'); DiskCache('demo').get('k')\n"
     )
     env = dict(os.environ, JIT_LOGS="cache", JIT_CORE_CACHE_DIR=str(tmp_path))
@@ -453,7 +456,7 @@ def test_an_outside_store_plugs_in_through_the_hook(monkeypatch, tmp_path):
 def cli(*argv):
     import io
 
-    from jit_core import cache
+    from jit_core.cache import cli as cache
 
     out = io.StringIO()
     code = cache.main(list(argv), out=out)

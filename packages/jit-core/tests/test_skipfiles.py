@@ -1,4 +1,4 @@
-"""Which code the frame hook leaves alone (``jit_core.skipfiles``)."""
+"""Which code the frame hook leaves alone (``jit_core.runtime.skipfiles``)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import numpy as np
 import paddle
 
 import jit_core
-from jit_core import eval_frame
-from jit_core.skipfiles import is_skipped_file
+from jit_core.runtime import eval_frame
+from jit_core.runtime.skipfiles import is_skipped_file
 
 
 def test_paddle_the_standard_library_and_infrastructure_are_skipped(tmp_path):

@@ -15,7 +15,7 @@ import numpy as np
 import paddle
 from paddle import _C_ops
 
-from jit_core.compile_cache import DiskCache, graph_key, machine_fingerprint
+from jit_core.cache.disk import DiskCache, graph_key, machine_fingerprint
 from jit_core.errors import GraphDeclined, JitError, StaticShapesOnly
 from jit_core.onnx import (
     DEFAULT_OPSET,
@@ -89,7 +89,7 @@ def _session_options(ort, intra: Optional[int], inter: Optional[int], level: str
             setattr(so, name, value)
     # fatal only: ORT's warnings about unused initializers are noise here, and an error in
     # a run, which ORT logs before raising it, sends the call to Paddle's kernels, which
-    # raise what eager raises (jit_core.convert_frame.CheckedFirstRun)
+    # raise what eager raises (jit_core.runtime.convert_frame.CheckedFirstRun)
     so.log_severity_level = 4
     return so
 

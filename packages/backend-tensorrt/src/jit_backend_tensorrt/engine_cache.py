@@ -17,7 +17,7 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Optional, Sequence, Tuple
 
-from jit_core.compile_cache import DiskCache, graph_key
+from jit_core.cache.disk import DiskCache, graph_key
 from jit_core.onnx import exporter_fingerprint, installed_version
 
 from .options import BuilderSettings

@@ -19,7 +19,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import paddle
 
-from jit_core.compile_cache import DiskCache, graph_key, machine_fingerprint
+from jit_core.cache.disk import DiskCache, graph_key, machine_fingerprint
 from jit_core.errors import StaticShapesOnly
 from jit_core.index_bounds import IndexChecked
 from jit_core.logs import get_logger

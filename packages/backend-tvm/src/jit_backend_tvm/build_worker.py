@@ -66,7 +66,7 @@ def build(
 def _remote() -> Optional[List[Any]]:
     """This process's remote cache tier, as the worker sets it (tuning records are pooled
     through it): the worker does not see a ``set_remote_cache`` call made here."""
-    from jit_core.remote_cache import remote_tier
+    from jit_core.cache.remote import remote_tier
 
     tier = remote_tier()
     return None if tier is None else [tier.url, tier.trust_unsigned]
@@ -89,7 +89,7 @@ def _handle(request: Dict[str, Any], step: Callable[[str], None]) -> Dict[str, A
 
     try:
         if request["remote"] != _remote_set[0]:
-            from jit_core.remote_cache import set_remote_cache
+            from jit_core.cache.remote import set_remote_cache
 
             url, trust = request["remote"] or (None, None)
             set_remote_cache(url, trust_unsigned=trust)

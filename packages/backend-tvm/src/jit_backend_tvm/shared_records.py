@@ -21,7 +21,7 @@ from typing import Dict, List, Optional, Tuple
 
 # a pool only steers which schedules are tried (a library built from them is checked
 # against Paddle like any other)
-from jit_core.remote_cache import HINT
+from jit_core.cache.remote import HINT
 
 log = logging.getLogger("jit_core.tuning")
 
@@ -38,7 +38,7 @@ Best = Dict[str, Tuple[float, list, list]]
 
 
 def _tier():
-    from jit_core.remote_cache import remote_tier
+    from jit_core.cache.remote import remote_tier
 
     return remote_tier()
 

@@ -21,7 +21,7 @@ import types
 from dataclasses import dataclass, field
 from typing import Iterator, List, Optional
 
-from jit_core.compile_cache import DiskCache
+from jit_core.cache.disk import DiskCache
 
 from . import shared_records
 from .layouts import channels_last, check_layout, fold_constant_permutes

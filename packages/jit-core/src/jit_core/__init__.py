@@ -10,6 +10,7 @@ from __future__ import annotations
 # first: a missing or too old Paddle is one clear error, not a traceback from deep inside
 from . import _paddle  # noqa: F401
 from .api import OptimizedFunction, OptimizedLayer, optimize
+from .cache.remote import set_remote_cache
 from .capture import capture
 from .errors import (
     BackendNotFoundError,
@@ -25,7 +26,6 @@ from .hookspecs import hookimpl
 from .logs import set_logs
 from .passes import GraphPass, graph_pass, replace_pattern
 from .plugins import backends, graph_passes, list_plugins
-from .remote_cache import set_remote_cache
 from .shapes import mark_dynamic, mark_static
 
 __version__ = "0.1.0"

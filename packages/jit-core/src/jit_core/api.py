@@ -12,11 +12,12 @@ from typing import Any, Callable, Dict, List, Optional, Set
 
 import paddle
 
-from . import fast_dispatch, plugins
+from . import plugins
 from .config import Options, check_backend_options
-from .direct_entry import forward_of, layer_call_is_forward
-from .eval_frame import CompileContext, frame_keys, set_eval_frame
-from .eval_frame import frame_key as _code_key
+from .runtime import fast_dispatch
+from .runtime.direct_entry import forward_of, layer_call_is_forward
+from .runtime.eval_frame import CompileContext, frame_keys, set_eval_frame
+from .runtime.eval_frame import frame_key as _code_key
 
 
 def _target_codes(fn: Callable) -> Set[types.CodeType]:

@@ -188,7 +188,8 @@ def _source_fingerprint(fn: Callable) -> str:
 def _cache_key(gm, example_inputs: Sequence[Any], names: Sequence[str]) -> str:
     import paddle
 
-    from . import compile_cache, plugins
+    from . import plugins
+    from .cache import disk as compile_cache
 
     versions = {name: (dist, version) for name, dist, version in plugins.list_plugins()}
     found = plugins.backends()
@@ -236,7 +237,7 @@ def compile_auto(
 
     store = key = None
     if cache:
-        from .compile_cache import DiskCache
+        from .cache.disk import DiskCache
 
         # a choice is a hint: what it names is built and checked against the graph again
         store = DiskCache(CACHE_NAMESPACE, kind="hint")

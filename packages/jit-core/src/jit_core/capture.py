@@ -13,8 +13,8 @@ from .api import _target_codes
 from .bytecode import compat
 from .config import Options
 from .errors import CaptureError, JitError, Unsupported
-from .eval_frame import CompileContext
 from .fx import GraphModule
+from .runtime.eval_frame import CompileContext
 
 
 def capture(

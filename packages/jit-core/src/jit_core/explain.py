@@ -11,7 +11,7 @@ from .codegen.frame import disassemble
 from .codegen.resume import describe_resume
 from .config import Options
 from .errors import UNSUPPORTED
-from .eval_frame import CompileContext
+from .runtime.eval_frame import CompileContext
 
 
 @dataclass

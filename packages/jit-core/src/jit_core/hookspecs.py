@@ -86,7 +86,7 @@ def jit_register_cache_stores(register):
     """Register remote stores for the compile cache:
     ``register(scheme, factory, description="")``.
 
-    ``factory(url, timeout) -> jit_core.remote_cache.CacheStore`` opens the store a URL with
+    ``factory(url, timeout) -> jit_core.cache.remote.CacheStore`` opens the store a URL with
     that scheme names (``JIT_CORE_REMOTE_CACHE`` or ``jit_core.set_remote_cache``); each call
     to the store should give up after ``timeout`` seconds. The factory imports the store's
     client library, and raises ``ImportError`` naming the package to install when it is

@@ -69,7 +69,7 @@ class PerShape:
         examples: List[Any] = list(args)
         if not self.builds:
             # the first build is the capture's: its errors are the capture's to report
-            from .convert_frame import EXAMPLE_RUN
+            from .runtime.convert_frame import EXAMPLE_RUN
 
             try:
                 fn = self.backend.compile(copy, examples, **self.options)

@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 
 import paddle
 
-from .. import guards, shapes
+from .. import shapes
 from ..errors import (
     CONTEXT_MANAGER,
     DATA_LEAVES_GRAPH,
@@ -30,6 +30,7 @@ from ..errors import (
 )
 from ..fx import Graph
 from ..fx.interpreter import run_leaf_layer
+from ..runtime import guards
 from ..shapes import ShapePolicy
 from ..sources import Source, attr_path
 from ..variables.arguments import example_of, node_arg_of

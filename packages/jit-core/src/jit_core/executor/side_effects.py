@@ -20,7 +20,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import paddle
 
-from ..guards import LAYER_STORES
+from ..runtime.guards import LAYER_STORES
 from ..sources import Source
 from ..variables.base import VariableTracker
 from ..variables.containers import extend_list, replace_dict, replace_list

@@ -48,7 +48,7 @@ def _known_outputs(gm, inputs: Sequence) -> Optional[Sequence]:
     """Eager Paddle's outputs for ``inputs`` when the capture computed them (the same
     tensors it was given; ``convert_frame.EXAMPLE_RUN``), saving a run of the graph (35 ms
     of ResNet18's first call)."""
-    from ..convert_frame import EXAMPLE_RUN
+    from ..runtime.convert_frame import EXAMPLE_RUN
 
     known = gm.meta.get(EXAMPLE_RUN)
     if known is None:

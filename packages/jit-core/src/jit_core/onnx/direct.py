@@ -41,7 +41,7 @@ from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Tup
 
 import numpy as np
 
-from ..compile_cache import host_array
+from ..cache.disk import host_array
 from .export import OnnxExportError, require
 
 log = logging.getLogger("jit_core.onnx")

@@ -13,9 +13,9 @@ from typing import Any, Optional
 import numpy as np
 import paddle
 
-from .. import guards
 from ..errors import DYNAMIC_VALUE, INTERNAL, UNTRACED_CALL, Unsupported
-from ..skipfiles import is_library_module, is_skipped_file
+from ..runtime import guards
+from ..runtime.skipfiles import is_library_module, is_skipped_file
 from ..sources import AttrSource, ItemSource, ObjectSource, Source
 from .base import KnownValueVariable, NullVariable, VariableTracker, call_first
 from .constant import ConstantVariable

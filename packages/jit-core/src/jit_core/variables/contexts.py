@@ -20,9 +20,9 @@ from typing import Any, Optional, Tuple
 
 import paddle
 
-from .. import guards
 from ..bytecode import compat
 from ..errors import CONTEXT_MANAGER, RAISES, Unsupported
+from ..runtime import guards
 from ..sources import CallSource
 from .base import VariableTracker
 from .constant import ConstantVariable

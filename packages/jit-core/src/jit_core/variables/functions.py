@@ -368,7 +368,7 @@ def _hasattr_value(tx, obj, name) -> Optional[bool]:
         if obj.source is not None:
             # the answer holds for the calls the entry serves: an attribute set later
             # (``obj.total = getattr(obj, "total", 0) + x``) is another entry
-            from ..guards import HASATTR
+            from ..runtime.guards import HASATTR
             from ..sources import AttrSource
 
             tx.output.guards.add(AttrSource(obj.source, name), HASATTR, found)
@@ -737,8 +737,8 @@ class PaddleFunctionVariable(KnownValueVariable):
             try:
                 self.fn(*consts)
             except Exception as e:  # what it raises is what eager raises
-                from .. import guards
                 from ..errors import Raised, raised_at_capture
+                from ..runtime import guards
                 from ..sources import CallSource
 
                 tx.output.guards.add(CallSource(self.fn, consts), guards.RAISES, type(e))
@@ -759,7 +759,7 @@ class PaddleFunctionVariable(KnownValueVariable):
             value = self.fn(*consts[0])
             if is_state_query(self.fn):
                 # set_flags, set_device... may change the answer: a guard asks again
-                from .. import guards
+                from ..runtime import guards
                 from ..sources import CallSource
 
                 tx.output.guards.add(

@@ -9,8 +9,8 @@ from typing import List
 
 import paddle
 
-from .. import guards
 from ..errors import DYNAMIC_VALUE, RAISES, SIDE_EFFECT, UNTRACED_CALL, Unsupported
+from ..runtime import guards
 from ..shapes import SpecializeLayers
 from ..sources import AttrSource, ItemSource
 from .base import VariableTracker

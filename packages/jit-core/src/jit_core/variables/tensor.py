@@ -182,7 +182,7 @@ class TensorVariable(VariableTracker):
         return True
 
     def _guarded_attribute(self, tx, name: str) -> VariableTracker:
-        from .. import guards
+        from ..runtime import guards
         from ..sources import AttrSource
 
         value = getattr(self.example, name)

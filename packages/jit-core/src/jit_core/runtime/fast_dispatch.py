@@ -27,7 +27,7 @@ import tokenize
 import types
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from .bytecode import compat
+from ..bytecode import compat
 
 #: what an entry without an entry function of its own returns: take the general path
 GENERAL = object()

@@ -19,9 +19,9 @@ from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
 import numpy as np
 import paddle
 
-from . import shapes
-from .bytecode import compat
-from .sources import (
+from .. import shapes
+from ..bytecode import compat
+from ..sources import (
     AttrSource,
     CallSource,
     ClosureSource,

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Dict, Optional, Tuple
 
 from paddle.framework import core as _core
 
-from .bytecode import flow
-from .codegen import loops
+from ..bytecode import flow
+from ..codegen import loops
 
 if TYPE_CHECKING:  # pragma: no cover
     from .eval_frame import CompileContext

@@ -15,8 +15,8 @@ import contextlib
 from typing import Iterator, Optional, Tuple
 from urllib.parse import urlparse
 
-from .hookspecs import hookimpl
-from .remote_cache import CacheStore, StoreFull, StoreRefused
+from ..hookspecs import hookimpl
+from .remote import CacheStore, StoreFull, StoreRefused
 
 #: bytes per list element
 CHUNK = 4 * 1024 * 1024

@@ -142,7 +142,7 @@ class DiskCache:
         executable: bool = False,
         kind: Optional[str] = None,
     ):
-        from .remote_cache import KINDS, MODEL, NATIVE
+        from .remote import KINDS, MODEL, NATIVE
 
         kind = kind or (NATIVE if executable else MODEL)
         if kind not in KINDS:
@@ -299,7 +299,7 @@ class DiskCache:
 
 
 def _remote():
-    from .remote_cache import remote_tier
+    from .remote import remote_tier
 
     return remote_tier()
 
@@ -316,7 +316,7 @@ def _unpack(blob: bytes) -> Optional[bytes]:
 
 
 def _dynamic_dims(gm):
-    from .shape_dispatch import dynamic_dims
+    from ..shape_dispatch import dynamic_dims
 
     return dynamic_dims(gm)
 

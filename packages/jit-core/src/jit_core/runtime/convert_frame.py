@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, NamedTuple, Optiona
 
 import paddle
 
-from . import auto_backend, compile_cache, plugins
-from .bytecode import compat
-from .codegen import breaks as graph_breaks
-from .codegen import loops
-from .codegen.frame import build_code, collect_return, disassemble
-from .config import Options
-from .convert_break import BreakCompiler
-from .errors import (
+from .. import auto_backend, plugins
+from ..bytecode import compat
+from ..cache import disk as compile_cache
+from ..codegen import breaks as graph_breaks
+from ..codegen import loops
+from ..codegen.frame import build_code, collect_return, disassemble
+from ..config import Options
+from ..errors import (
     INTERNAL,
     BackendCompileError,
     ExceptionsNotSimulated,
@@ -29,18 +29,19 @@ from .errors import (
     StaticShapesOnly,
     Unsupported,
 )
-from .executor import side_effects
-from .executor.inplace_updates import may_share_memory
-from .executor.output_graph import OutputGraph
-from .executor.translator import Translator, root_locals
+from ..executor import side_effects
+from ..executor.inplace_updates import may_share_memory
+from ..executor.output_graph import OutputGraph
+from ..executor.translator import Translator, root_locals
+from ..fx import GraphModule
+from ..logs import breaks_log, bytecode_log, graphs_log, guards_log, recompiles_log
+from ..passes.effects import is_random, target_name
+from ..passes.manager import PassContext, PassManager, PassRecord
+from ..passes.manager import op_count as op_count_of
+from ..shape_dispatch import PerShape
+from ..shapes import ShapePolicy, SpecializeLayers, SpecializeShapes, describe_dims
+from .convert_break import BreakCompiler
 from .frame_cache import CacheEntry, FrameResult, pinned_locals
-from .fx import GraphModule
-from .logs import breaks_log, bytecode_log, graphs_log, guards_log, recompiles_log
-from .passes.effects import is_random, target_name
-from .passes.manager import PassContext, PassManager, PassRecord
-from .passes.manager import op_count as op_count_of
-from .shape_dispatch import PerShape
-from .shapes import ShapePolicy, SpecializeLayers, SpecializeShapes, describe_dims
 
 if TYPE_CHECKING:  # pragma: no cover
     from .eval_frame import CompileContext

@@ -8,14 +8,14 @@ from __future__ import annotations
 import types
 from typing import TYPE_CHECKING, Callable, List, Optional
 
-from .codegen import breaks as graph_breaks
-from .codegen import loops
-from .codegen import resume as resume_codes
-from .errors import RECONSTRUCT, Unsupported
+from ..codegen import breaks as graph_breaks
+from ..codegen import loops
+from ..codegen import resume as resume_codes
+from ..errors import RECONSTRUCT, Unsupported
+from ..logs import breaks_log
+from ..sources import LocalSource
 from .frame_cache import FrameResult
 from .frame_calls import LoopCall, LoopExit, ResumeCall, empty_closure
-from .logs import breaks_log
-from .sources import LocalSource
 
 if TYPE_CHECKING:  # pragma: no cover
     from .convert_frame import Traced

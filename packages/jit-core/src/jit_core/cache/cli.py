@@ -22,8 +22,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional, Sequence
 
-from .compile_cache import STATS_FILE, cache_root
-from .remote_cache import URL_ENV, Head, StoreRefused, _redact, open_store
+from .disk import STATS_FILE, cache_root
+from .remote import URL_ENV, Head, StoreRefused, _redact, open_store
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _KEY = re.compile(r"^[0-9a-f]{16,}$")
@@ -278,7 +278,3 @@ def main(argv: Optional[Sequence[str]] = None, out=None) -> int:
     except Exception as e:  # noqa: BLE001 - a store that fails: say so, no traceback
         print(f"jit_core.cache: the store failed: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -180,7 +180,7 @@ def sign(key: bytes, name: str, sha256_hex: str) -> str:
 
 def stores() -> Dict[str, StoreFactory]:
     """URL scheme -> store factory, from every plugin's ``jit_register_cache_stores``."""
-    from . import plugins
+    from .. import plugins
 
     return plugins.cache_stores()
 

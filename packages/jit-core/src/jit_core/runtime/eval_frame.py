@@ -25,20 +25,15 @@ from typing import Callable, Dict, FrozenSet, List, Optional, Set
 import paddle
 from paddle.framework import core as _core
 
-from .bytecode import compat
-from .bytecode.opcode_info import GENERATOR_FLAGS
-from .codegen.frame import GENERATED_CODES
-from .config import Options
+from ..bytecode import compat
+from ..bytecode.opcode_info import GENERATOR_FLAGS
+from ..codegen.frame import GENERATED_CODES
+from ..config import Options
+from ..errors import GENERATOR, INTERNAL, LIMIT, BackendCompileError, GraphBreakError, Unsupported
+from ..logs import breaks_log, recompiles_log
+from ..shapes import ShapePolicy
 from .convert_frame import FrameCompiler
 from .direct_entry import DirectEntry
-from .errors import (
-    GENERATOR,
-    INTERNAL,
-    LIMIT,
-    BackendCompileError,
-    GraphBreakError,
-    Unsupported,
-)
 from .frame_cache import (
     EAGER_PAST_LIMIT,
     EAGER_PAST_LIMIT_SEEING_CACHES,
@@ -52,8 +47,6 @@ from .frame_cache import (
     owner_value,
 )
 from .frame_calls import HookedCall, Rearm
-from .logs import breaks_log, recompiles_log
-from .shapes import ShapePolicy
 from .skipfiles import is_jit_file, is_skipped_file
 
 set_eval_frame = _core.set_eval_frame

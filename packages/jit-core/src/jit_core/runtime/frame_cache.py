@@ -11,11 +11,11 @@ from typing import Any, Callable, Dict, FrozenSet, List, Optional, Set
 
 import paddle
 
-from .errors import Unsupported
-from .fx import GraphModule
+from ..errors import Unsupported
+from ..fx import GraphModule
+from ..passes.manager import PassRecord
+from ..sources import ItemSource, LocalSource
 from .guards import ID_MATCH, CompiledGuard
-from .passes.manager import PassRecord
-from .sources import ItemSource, LocalSource
 
 
 class FrameResult:

@@ -15,7 +15,7 @@ import paddle
 from paddle.framework import core as _core
 from paddle.nn.layer import layers as _layers
 
-from .bytecode import compat
+from ..bytecode import compat
 from .frame_cache import EAGER_PAST_LIMIT_SEEING_CACHES, RUN_ORIGINAL, FrameResult
 
 set_eval_frame = _core.set_eval_frame

@@ -28,6 +28,7 @@ PACKAGES = [
     "packages/backend-onnxrt",
     "packages/backend-tvm",
     "packages/backend-tensorrt",
+    "packages/jit-eval",
 ]
 #: backends the conformance suite runs on besides the default paddle backend, with the
 #: environment of their run. tvm checks correctness on sampled schedules (no tuning):
@@ -93,7 +94,7 @@ def ensure_redis_server(session: nox.Session) -> None:
     )
 
 
-#: the one Python whose session installs jit-core's "cluster" extra (Ray, 80 MB) and runs
+#: the one Python whose session installs jit-eval's "cluster" extra (Ray, 80 MB) and runs
 #: jit-eval's test on a local two-node Ray cluster; elsewhere that test is skipped, saying so
 CLUSTER_PYTHON = "3.12"
 
@@ -104,7 +105,7 @@ def install_project(session: nox.Session) -> None:
     paddle = PADDLE.get(str(session.python), PADDLE_DEFAULT)
     packages = list(PACKAGES)
     if session.python == CLUSTER_PYTHON:
-        packages[0] = packages[0].replace("[onnx,redis]", "[onnx,redis,cluster]")
+        packages = [p + "[cluster]" if p == "packages/jit-eval" else p for p in packages]
     editable = [arg for pkg in packages + TEST_PLUGINS for arg in ("-e", pkg)]
     session.install(paddle, "-r", "requirements-test.txt", *editable)
 
@@ -163,7 +164,7 @@ def tests(session: nox.Session) -> None:
 
 #: the distributions users install, built from these folders
 DISTRIBUTIONS = ["packages/jit-core", "packages/jit-opcodes", "packages/backend-onnxrt"]
-DISTRIBUTIONS += ["packages/backend-tvm", "packages/backend-tensorrt"]
+DISTRIBUTIONS += ["packages/backend-tvm", "packages/backend-tensorrt", "packages/jit-eval"]
 #: what a user types (README): resolved from the files built here, not from an index
 USER_INSTALL = ["jit-core==0.1.0", "jit-backend-onnxrt==0.1.0"]
 #: checks the installed (not editable) packages after the README's example: where they

@@ -162,7 +162,7 @@ def main() -> int:
     write_samples(samples)
     report = os.path.join(work, "graphs.json")
     env = dict(os.environ, GLOG_minloglevel="2", JIT_TVM_TUNE="off")
-    cmd = [sys.executable, "-m", "jit_core.eval", "--backend", args.backends]
+    cmd = [sys.executable, "-m", "jit_eval", "--backend", args.backends]
     cmd += ["--trials", str(args.trials), "--json", report, CONFORMANCE_GRAPHS, samples]
     subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
     with open(report) as f:

@@ -9,8 +9,8 @@ import os
 
 import pytest
 
-from jit_core.eval.cli import main as jit_eval
-from jit_core.eval.samples import find_samples
+from jit_core.graphnet.samples import find_samples
+from jit_eval.cli import main as jit_eval
 
 GRAPHS = os.path.join(os.path.dirname(__file__), "graphs")
 

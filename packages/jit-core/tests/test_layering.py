@@ -18,6 +18,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PACKAGES = os.path.dirname(os.path.dirname(HERE))
 CORE = os.path.join(PACKAGES, "jit-core", "src")
 OPCODES = os.path.join(PACKAGES, "jit-opcodes", "src", "jit_opcodes")
+EVAL = os.path.join(PACKAGES, "jit-eval", "src", "jit_eval")
 
 #: the modules a handler plugin may import, and that may import only each other: the
 #: contract (spi, hookspecs, errors, what a graph pass is), the bytecode facts, the graph
@@ -77,6 +78,9 @@ def imported(module: str, path: str) -> Set[str]:
 
 
 CORE_MODULES = _modules(CORE, "jit_core")
+#: the names of jit_core's modules and subpackages (``from jit_core import x`` of one of
+#: these imports a module, of anything else a name of the package)
+CORE_SUBMODULE_NAMES = {m.split(".")[1] for m in CORE_MODULES if m.count(".") >= 1}
 
 
 def _internal(names: Set[str]) -> Set[str]:
@@ -111,6 +115,22 @@ def test_jit_opcodes_reaches_jit_core_through_the_contract_only():
                 continue
             allowed = any(name == m or name.startswith(m + ".") for m in OPCODES_MAY_IMPORT)
             assert allowed, f"{module} imports {name}, outside the contract"
+
+
+#: what jit-eval may import of jit-core: its public API (the package itself), the errors
+#: it names, and the sample format
+EVAL_MAY_IMPORT = ("jit_core.errors", "jit_core.graphnet")
+
+
+def test_jit_eval_uses_only_the_public_api_of_jit_core():
+    for module, path in sorted(_modules(os.path.dirname(EVAL), "jit_eval").items()):
+        for name in imported(module, path):
+            if name == "jit_core" or not name.startswith("jit_core."):
+                continue
+            if name.count(".") == 1 and name.split(".")[1] not in CORE_SUBMODULE_NAMES:
+                continue  # ``from jit_core import optimize``: a name of the package
+            allowed = any(name == m or name.startswith(m + ".") for m in EVAL_MAY_IMPORT)
+            assert allowed, f"{module} imports {name}, which is not jit-core's public API"
 
 
 def _tx_members_used(path: str) -> Set[str]:

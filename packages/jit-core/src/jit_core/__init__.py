@@ -20,8 +20,8 @@ from .errors import (
     JitError,
     Unsupported,
 )
-from .eval.extract import ExtractError, extract
 from .explain import ExplainOutput, explain
+from .graphnet.extract import ExtractError, extract
 from .hookspecs import hookimpl
 from .logs import set_logs
 from .passes import GraphPass, graph_pass, replace_pattern

@@ -1,4 +1,4 @@
-"""jit_core.eval: GraphNet-format samples, the S(t)/ES(t) scores, the runner and its error
+"""jit_eval: GraphNet-format samples, the S(t)/ES(t) scores, the runner and its error
 classes, the GraphNet log form, and extract()."""
 
 from __future__ import annotations
@@ -14,15 +14,15 @@ import pytest
 
 import jit_core
 from jit_core import plugins
-from jit_core.eval import report, scores
-from jit_core.eval.cli import main as jit_eval
-from jit_core.eval.runner import EvalConfig, run, run_sample_in_process
-from jit_core.eval.samples import (
+from jit_core.graphnet.samples import (
     SampleError,
     check_signature,
     find_samples,
     load_sample,
 )
+from jit_eval import report, scores
+from jit_eval.cli import main as jit_eval
+from jit_eval.runner import EvalConfig, run, run_sample_in_process
 
 # -- S(t) and ES(t) against values computed by hand ------------------------------------
 
@@ -440,7 +440,7 @@ class _CrashingBackend:
 def test_a_backend_that_kills_its_process_costs_only_its_result(tmp_path, monkeypatch):
     import multiprocessing
 
-    from jit_core.eval import runner
+    from jit_eval import runner
 
     # forked workers inherit this process's plugins (the fork server's would not)
     monkeypatch.setattr(runner, "_context", lambda: multiprocessing.get_context("fork"))
@@ -578,7 +578,7 @@ def test_extract_writes_each_graph_and_the_samples_rerun_eager_equal(tmp_path):
 
 
 def test_plots_show_every_sample_failures_included(tmp_path):
-    from jit_core.eval import plots
+    from jit_eval import plots
 
     pytest.importorskip("matplotlib")
     results = [
@@ -615,7 +615,7 @@ def test_a_worker_that_finishes_between_two_looks_is_not_a_crash(tmp_path, monke
     It happened under load in CI."""
     from multiprocessing.connection import wait as real_wait
 
-    from jit_core.eval import runner
+    from jit_eval import runner
 
     def late_wait(objects, timeout=None):
         # let the worker finish and exit first, then report nothing ready

@@ -19,10 +19,11 @@ from dataclasses import dataclass, field, replace
 from multiprocessing.connection import wait
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from . import scores
-from .samples import SampleError
+from jit_core.graphnet.samples import SampleError
 
-log = logging.getLogger("jit_core.eval")
+from . import scores
+
+log = logging.getLogger("jit_eval")
 
 #: the error kinds of a result (``result["error"]["kind"]``)
 BAD_SAMPLE = "bad_sample"
@@ -277,7 +278,7 @@ def _run_backend(sample, backend: str, kwargs, expected, cfg: EvalConfig) -> Dic
 
 def run_sample_in_process(path: str, name: str, cfg: EvalConfig, send: Callable) -> None:
     """What a worker does for one sample; ``send(message)`` reports each step and result."""
-    from .samples import check_signature, load_sample
+    from jit_core.graphnet.samples import check_signature, load_sample
 
     send(("phase", "load"))
     try:
@@ -383,7 +384,7 @@ def _context():
         ctx = multiprocessing.get_context("forkserver")
     except ValueError:
         return multiprocessing.get_context("spawn")
-    ctx.set_forkserver_preload(["jit_core.eval.runner"])
+    ctx.set_forkserver_preload(["jit_eval.runner"])
     return ctx
 
 

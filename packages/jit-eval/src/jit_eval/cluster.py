@@ -18,7 +18,8 @@ import tempfile
 from dataclasses import replace
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ..errors import MissingDependencyError
+from jit_core.errors import MissingDependencyError
+
 from .runner import CRASH, Done, EvalConfig, OnResult, OnSample, Results, _fail, _new_result
 from .scores import RUNTIME_FAIL
 

@@ -1,4 +1,4 @@
-"""``jit-eval``: evaluate backends on GraphNet-format samples (``python -m jit_core.eval``)."""
+"""``jit-eval``: evaluate backends on GraphNet-format samples (``python -m jit_eval``)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ import sys
 import time
 from typing import List, Optional, Sequence
 
+from jit_core.graphnet.samples import SampleError, find_samples
+
 from . import report, scores
 from .runner import SOT, EvalConfig, run
-from .samples import SampleError, find_samples
 
 
 def parse_tolerance(text: str) -> List[int]:
@@ -194,7 +195,8 @@ def _parse(parser: argparse.ArgumentParser, argv: Optional[Sequence[str]]):
     if len(set(backends)) != len(backends):
         parser.error(f"--backend names a backend twice: {args.backend}")
     if args.plot:
-        from ..errors import MissingDependencyError
+        from jit_core.errors import MissingDependencyError
+
         from .plots import require_matplotlib
 
         try:

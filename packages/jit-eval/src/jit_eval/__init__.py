@@ -5,7 +5,8 @@ captures from a program as such samples."""
 
 from __future__ import annotations
 
-from .samples import Sample, SampleError, TensorMeta, find_samples, load_sample
+from jit_core.graphnet.samples import Sample, SampleError, TensorMeta, find_samples, load_sample
+
 from .scores import es_scores, s_scores
 
 __all__ = [

@@ -32,7 +32,7 @@ def _results():
 
     import jit_core
     from jit_core import plugins
-    from jit_core.eval.runner import EvalConfig, run_sample_in_process
+    from jit_eval.runner import EvalConfig, run_sample_in_process
 
     sys.path.insert(0, os.path.join(HERE, "..", ".."))
     from test_eval import INPUTS, MODEL, WEIGHTS, write
@@ -73,8 +73,8 @@ def _results():
                     results.append(message[1])
 
             run_sample_in_process(path, name, cfg, keep)
-    from jit_core.eval import scores
-    from jit_core.eval.runner import RUN_ERROR, _fail
+    from jit_eval import scores
+    from jit_eval.runner import RUN_ERROR, _fail
 
     for r in [r for r in results if r["backend"] == "paddle"]:
         crashed = json.loads(json.dumps(r))
@@ -109,7 +109,7 @@ def _graphnet_scores(graphnet: str, logs: dict) -> dict:
 
 
 def main() -> None:
-    from jit_core.eval import report
+    from jit_eval import report
 
     results = _results()
     with open(os.path.join(HERE, "results.json"), "w") as f:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from typing import Any, Dict, List, Sequence
 
-from ..errors import MissingDependencyError
+from jit_core.errors import MissingDependencyError
 
 
 def require_matplotlib():

@@ -9,10 +9,10 @@ import sys
 
 import pytest
 
-from jit_core.eval import cluster
-from jit_core.eval.cli import main as jit_eval
-from jit_core.eval.runner import EvalConfig, run
-from jit_core.eval.samples import find_samples
+from jit_core.graphnet.samples import find_samples
+from jit_eval import cluster
+from jit_eval.cli import main as jit_eval
+from jit_eval.runner import EvalConfig, run
 
 GRAPHS = os.path.join(os.path.dirname(__file__), "..", "..", "..", "conformance", "graphs")
 

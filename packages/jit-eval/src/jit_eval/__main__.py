@@ -1,4 +1,4 @@
-"""``python -m jit_core.eval``: the same as the ``jit-eval`` command."""
+"""``python -m jit_eval``: the same as the ``jit-eval`` command."""
 
 from __future__ import annotations
 

@@ -125,7 +125,7 @@ def extract(
     if not name or os.sep in name or name in (".", ".."):
         raise ValueError(f"extract() needs a plain folder name, got name={name!r}")
     recorder = _Recorder()
-    plugin_name = f"jit_core.eval.extract.{id(recorder)}"
+    plugin_name = f"jit_core.graphnet.extract.{id(recorder)}"
     with _lock:
         plugins.register_plugin(recorder, name=plugin_name)
         try:

@@ -118,7 +118,7 @@ def paddle2onnx_at(monkeypatch):
     """``paddle2onnx_at(version)``: the ONNX export's metadata lookup reports paddle2onnx at
     ``version`` (None: not installed), every other package as it is. The backends that
     export through ONNX decide from it whether they can run."""
-    from jit_core.onnx import export
+    from jit_core.kit.onnx import export
 
     real = export.installed_version
 

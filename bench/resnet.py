@@ -116,7 +116,7 @@ def raw_ort_session(net, x):
     read by this session as by the backend)."""
     import onnxruntime as ort
 
-    from jit_core.onnx import export_onnx
+    from jit_core.kit.onnx import export_onnx
 
     with paddle.no_grad():
         gm = jit_core.capture(net, x, passes=None, freeze=True)

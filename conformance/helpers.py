@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import paddle
 
-from jit_core.onnx import paddle2onnx_missing
+from jit_core.kit.onnx import paddle2onnx_missing
 
 #: whether graphs without an ONNX lowering reach the ONNX-based backends, exported by
 #: paddle2onnx; where it is missing (Python 3.13) they run on the paddle backend, so what

@@ -2,7 +2,7 @@
 
 Each case counts its captures exactly and checks the results against eager Paddle at
 every size. Backends that build for fixed shapes (onnxrt, tvm) get one build per input
-shape behind the same capture (``jit_core.shape_dispatch``).
+shape behind the same capture (``jit_core.kit.shape_dispatch``).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ ort = pytest.importorskip("onnxruntime")
 
 
 def test_installed_plugin_is_listed_and_serves_flip():
-    from jit_core.onnx.direct import lowerings
+    from jit_core.kit.onnx.direct import lowerings
 
     assert ("flip_example", "jit-onnx-flip-example", "0.1.0") in jit_core.list_plugins()
     assert lowerings()[paddle.flip].__module__ == "jit_onnx_flip_example"
@@ -20,8 +20,8 @@ def test_installed_plugin_is_listed_and_serves_flip():
 
 @pytest.mark.parametrize("axis", [0, -1, [0, 1], (2, 0)])
 def test_flip_is_exported_directly_and_equals_eager(axis):
-    from jit_core.onnx import DEFAULT_OPSET
-    from jit_core.onnx.direct import export_direct
+    from jit_core.kit.onnx import DEFAULT_OPSET
+    from jit_core.kit.onnx.direct import export_direct
 
     def f(x):
         return paddle.flip(x, axis) * 2 + x.flip(1)

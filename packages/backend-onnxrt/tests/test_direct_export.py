@@ -1,4 +1,4 @@
-"""The direct ONNX exporter (``jit_core.onnx.direct``): each lowering against eager Paddle
+"""The direct ONNX exporter (``jit_core.kit.onnx.direct``): each lowering against eager Paddle
 on ONNX Runtime, across dtypes and edge values; the paddle2onnx path for what has no
 lowering, named in ``explain()``; lowerings added by a plugin."""
 
@@ -11,14 +11,14 @@ import pytest
 from paddle import _C_ops
 
 import jit_core
-from jit_core.onnx import (
+from jit_core.kit.onnx import (
     DEFAULT_OPSET,
     exporter_fingerprint,
     paddle2onnx_missing,
     runtime_checks,
 )
-from jit_core.onnx.direct import MissingLowering, export_direct
-from jit_core.onnx.export import EXPORTER_ENV
+from jit_core.kit.onnx.direct import MissingLowering, export_direct
+from jit_core.kit.onnx.export import EXPORTER_ENV
 
 ort = pytest.importorskip("onnxruntime")
 NO_PADDLE2ONNX = paddle2onnx_missing()
@@ -686,7 +686,7 @@ def test_a_reshape_to_a_shape_tensor_reads_it_when_the_model_runs(capture):
 
 
 def test_a_dynamic_batch_is_a_symbol_of_the_model(capture):
-    from jit_core.onnx.direct import _dynamic_sizes
+    from jit_core.kit.onnx.direct import _dynamic_sizes
 
     paddle.seed(6)
     net = paddle.nn.Sequential(

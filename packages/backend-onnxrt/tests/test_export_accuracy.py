@@ -12,7 +12,7 @@ from jit_backend_onnxrt.backend import RTOL, OnnxRuntimeError, OrtGraph, validat
 
 import jit_core
 from jit_core.cache.disk import ENV_VAR
-from jit_core.onnx import check_against_paddle, unavailable_reason
+from jit_core.kit.onnx import check_against_paddle, unavailable_reason
 
 #: where the ONNX export cannot run (onnx missing), the check's own tests run without one
 WHY_NOT = unavailable_reason()

@@ -1,4 +1,4 @@
-"""``generate_proposals`` lowered directly (``jit_core.onnx.lowerings_detection``): the
+"""``generate_proposals`` lowered directly (``jit_core.kit.onnx.lowerings_detection``): the
 region proposals of Faster R-CNN's RPN, an operation paddle2onnx cannot convert. Its
 results' sizes follow the data, and its model is exact only where scores of equal value
 cannot change what Paddle returns: a run-time check the backend acts on."""
@@ -11,8 +11,8 @@ import pytest
 
 import jit_core
 from jit_core.errors import GraphDeclined
-from jit_core.onnx import DEFAULT_OPSET, refuse_runtime_checks, runtime_checks
-from jit_core.onnx.direct import MissingLowering, export_direct
+from jit_core.kit.onnx import DEFAULT_OPSET, refuse_runtime_checks, runtime_checks
+from jit_core.kit.onnx.direct import MissingLowering, export_direct
 
 pytest.importorskip("onnxruntime")
 from jit_backend_onnxrt import backend as ort_backend

@@ -22,7 +22,7 @@ import jit_core
 from jit_core.cache import disk as compile_cache
 from jit_core.cache.disk import ENV_VAR
 from jit_core.errors import BackendCompileError, BackendUnavailableError, MissingDependencyError
-from jit_core.onnx.export import EXPORTER_ENV
+from jit_core.kit.onnx.export import EXPORTER_ENV
 
 #: why the backend cannot run here (onnx missing); what needs no
 #: export (registration, the reasons, ONNX Runtime's own side) is tested everywhere
@@ -30,7 +30,7 @@ WHY_NOT = plugin.unavailable_reason()
 needs_export = pytest.mark.skipif(
     bool(WHY_NOT), reason=f"the onnxrt backend cannot run here: {WHY_NOT}"
 )
-NO_PADDLE2ONNX = jit_core.onnx.paddle2onnx_missing()
+NO_PADDLE2ONNX = jit_core.kit.onnx.paddle2onnx_missing()
 #: the tests of the paddle2onnx path, and of graphs that only it exports (paddle2onnx is
 #: not installable on 3.13: such graphs run on the paddle backend there)
 needs_paddle2onnx = pytest.mark.skipif(
@@ -99,7 +99,7 @@ def test_unavailable_says_why_and_falls_back_on_request(monkeypatch, paddle2onnx
 
 
 def test_the_backend_needs_no_paddle2onnx_unless_asked_for(paddle2onnx_at, monkeypatch):
-    from jit_core.onnx.export import EXPORTER_ENV
+    from jit_core.kit.onnx.export import EXPORTER_ENV
 
     paddle2onnx_at(None)
     assert plugin.unavailable_reason((3, 13)) == plugin.unavailable_reason((3, 12)) == ""
@@ -143,11 +143,11 @@ def test_without_paddle2onnx_a_graph_no_lowering_serves_runs_on_paddle(monkeypat
     # the export itself, asked directly, names the operation and the package missing
     gm = jit_core.capture(f, x)
     with pytest.raises(jit_core.errors.GraphDeclined, match="cumprod.*paddle2onnx"):
-        jit_core.onnx.export_onnx(gm, [x])
+        jit_core.kit.onnx.export_onnx(gm, [x])
     # what the lowerings serve needs no paddle2onnx, and runs on onnxrt
     net = make_net()
     gm = jit_core.capture(net, x)
-    assert jit_core.onnx.export_onnx(gm, [x]).graph.node
+    assert jit_core.kit.onnx.export_onnx(gm, [x]).graph.node
     fast = jit_core.optimize(net, backend="onnxrt")
     with paddle.no_grad():
         close(fast(x), net(x), 1e-4)
@@ -241,7 +241,7 @@ def test_an_operator_paddle2onnx_lacks_is_named_and_can_fall_back():
 @needs_paddle2onnx
 def test_a_wrong_conversion_is_refused_and_never_cached(monkeypatch, cache_dir):
     # without its workaround, paddle2onnx 2.1 exports x + 1 as x: validation must see it
-    from jit_core.onnx import prepare
+    from jit_core.kit.onnx import prepare
 
     monkeypatch.setenv(EXPORTER_ENV, "paddle2onnx")
     monkeypatch.setattr(prepare, "_scalar_add_sub", lambda graph: 0)
@@ -780,7 +780,7 @@ def test_a_dynamic_model_onnx_runtime_dies_on_is_exported_per_shape(first_load_w
         for batch in (2, 3, 3):
             x = paddle.randn([batch, 8])
             close(fast(x), net(x), 1e-4)
-    from jit_core.shape_dispatch import PerShape
+    from jit_core.kit.shape_dispatch import PerShape
 
     per_shape = compiled_of(fast)[-1]
     assert isinstance(per_shape, PerShape)

@@ -121,7 +121,7 @@ def test_a_convolutions_relu_is_fused_and_checked_for_nan():
 
 
 def test_relus_the_backend_fuses_are_onnx_relus(capture):
-    from jit_core.onnx.direct import export_direct
+    from jit_core.kit.onnx.direct import export_direct
 
     net = ConvRelu()
     net.eval()

@@ -13,7 +13,7 @@ import pytest
 
 from jit_core.cache.disk import ENV_VAR
 from jit_core.cache.remote import KEY_ENV, URL_ENV
-from jit_core.onnx import unavailable_reason
+from jit_core.kit.onnx import unavailable_reason
 
 #: where the ONNX export cannot run (onnx missing) there is no export to share
 WHY_NOT = unavailable_reason()

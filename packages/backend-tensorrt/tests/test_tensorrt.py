@@ -37,7 +37,7 @@ needs_unavailable = pytest.mark.skipif(
     not HERE, reason="TensorRT can run here: the unavailability path does not apply"
 )
 #: the shared ONNX export, which the lowering tests feed the stand-in (where onnx is installed)
-NO_EXPORT = jit_core.onnx.unavailable_reason()
+NO_EXPORT = jit_core.kit.onnx.unavailable_reason()
 needs_export = pytest.mark.skipif(
     bool(NO_EXPORT), reason=f"the ONNX export cannot run here: {NO_EXPORT}"
 )
@@ -209,7 +209,7 @@ def test_an_export_that_cannot_run_is_a_reason_of_its_own():
 
 
 def test_probe_asks_the_export_whether_paddle2onnx_serves(paddle2onnx_at, monkeypatch):
-    from jit_core.onnx.export import EXPORTER_ENV
+    from jit_core.kit.onnx.export import EXPORTER_ENV
 
     paddle2onnx_at(None)
     assert probe().export_unavailable == ""  # the direct export needs none
@@ -455,7 +455,7 @@ def test_parser_gets_the_shared_export_and_builder_the_options(monkeypatch):
 
     monkeypatch.setattr(backend, "export_onnx", spy)
     trt = trt_stand_in.make_module()
-    live = jit_core.onnx.live_tensors(gm)
+    live = jit_core.kit.onnx.live_tensors(gm)
     settings = builder_settings(fp16=True, workspace_bytes=1 << 28, isolate=False)
     profile = backend.input_profile(gm, [x], live)
     data = backend.lower(trt, gm, [x], settings, profile, ORIGIN, live)
@@ -586,7 +586,7 @@ def test_inputs_and_live_parameters_are_bound_by_address(bound_on_cpu):
     from jit_backend_tensorrt.runtime import TrtGraph
 
     gm, x, f = linear_graph(dynamic=True)
-    live = jit_core.onnx.live_tensors(gm)
+    live = jit_core.kit.onnx.live_tensors(gm)
     w_name, b_name = list(live)
     trt = trt_stand_in.make_module()
     profile = backend.input_profile(gm, [x], live)
@@ -608,7 +608,7 @@ def test_a_call_outside_the_profile_runs_on_paddle_with_one_warning(bound_on_cpu
     from jit_backend_tensorrt.runtime import TrtGraph
 
     gm, x, f = linear_graph(dynamic=True)
-    live = jit_core.onnx.live_tensors(gm)
+    live = jit_core.kit.onnx.live_tensors(gm)
     trt = trt_stand_in.make_module()
     profile = backend.input_profile(gm, [x], live)
     compiled = TrtGraph(trt, None, linear_engine(trt, *live), gm, live, profile)
@@ -654,7 +654,7 @@ def test_cpu_tensors_at_run_time_say_to_set_the_device():
     from jit_backend_tensorrt.runtime import TrtGraph
 
     gm, x, _ = linear_graph()
-    live = jit_core.onnx.live_tensors(gm)
+    live = jit_core.kit.onnx.live_tensors(gm)
     trt = trt_stand_in.make_module()
     profile = backend.input_profile(gm, [x], live)
     compiled = TrtGraph(trt, None, linear_engine(trt, *live), gm, live, profile)

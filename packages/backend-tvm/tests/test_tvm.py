@@ -70,7 +70,7 @@ def test_registered_with_the_reason_it_cannot_run_here_or_none():
 
 
 def test_the_reasons_name_the_missing_package_and_the_python(paddle2onnx_at, monkeypatch):
-    from jit_core.onnx import export
+    from jit_core.kit.onnx import export
 
     paddle2onnx_at(None)
     with_paddle2onnx = export.installed_version
@@ -105,7 +105,7 @@ def test_the_reasons_name_the_missing_package_and_the_python(paddle2onnx_at, mon
 
 
 def test_without_apache_tvm_the_reason_says_what_to_install(monkeypatch):
-    from jit_core.onnx import export
+    from jit_core.kit.onnx import export
 
     real = export.installed_version
     monkeypatch.setattr(
@@ -132,7 +132,7 @@ def test_the_dependencies_leave_tvm_out_where_it_cannot_run():
 
 def test_a_missing_paddle2onnx_is_listed_and_refused_with_the_reason(monkeypatch, paddle2onnx_at):
     from jit_core import plugins
-    from jit_core.onnx.export import EXPORTER_ENV
+    from jit_core.kit.onnx.export import EXPORTER_ENV
 
     # (asked for: the direct export needs no paddle2onnx)
     paddle2onnx_at(None)

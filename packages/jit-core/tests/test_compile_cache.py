@@ -160,7 +160,7 @@ def test_a_build_from_a_direct_model_is_keyed_apart_from_paddle2onnx_and_onnx(
 ):
     """Python 3.13 has no paddle2onnx and a newer onnx: a build made elsewhere from the
     direct exporter's model serves it, a build from paddle2onnx's does not."""
-    from jit_core.onnx import ExportKeys, keys
+    from jit_core.kit.onnx import ExportKeys, keys
 
     cache = DiskCache("demo", root=str(tmp_path))
     installed = {"paddle2onnx": "2.1.0", "onnx": "1.17.0"}

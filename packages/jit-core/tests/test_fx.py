@@ -421,7 +421,7 @@ def test_find_nodes_and_node_copy():
 
 
 def test_a_static_program_error_keeps_its_cause_and_the_users_line():
-    from jit_core.onnx.export import _static_error
+    from jit_core.kit.onnx.export import _static_error
 
     # the shape of what paddle.jit.to_static raises: a code listing, then the cause
     text = (

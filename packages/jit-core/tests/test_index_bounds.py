@@ -1,4 +1,4 @@
-"""jit_core.index_bounds: which graph inputs hold indices, and the check a backend whose
+"""jit_core.kit.index_bounds: which graph inputs hold indices, and the check a backend whose
 runtime does not check indices (TVM) runs before each call."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import paddle
 import paddle.nn.functional as F
 
 import jit_core
-from jit_core.index_bounds import IndexChecked, plan
+from jit_core.kit.index_bounds import IndexChecked, plan
 
 
 class Indexing(paddle.nn.Layer):

@@ -1,5 +1,5 @@
 """A backend that builds for fixed shapes gets a graph with dynamic dimensions once per
-input shape (``jit_core.shape_dispatch.PerShape``); one that serves dynamic dimensions
+input shape (``jit_core.kit.shape_dispatch.PerShape``); one that serves dynamic dimensions
 gets it once, and may hand it back (``StaticShapesOnly``)."""
 
 from __future__ import annotations

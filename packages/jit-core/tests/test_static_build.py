@@ -1,5 +1,5 @@
 """Static builds (the ONNX export, shape inference) in a process whose other threads run
-Paddle: ``jit_core.static_build``."""
+Paddle: ``jit_core.kit.static_build``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import threading
 import paddle
 from paddle.base import framework
 
-from jit_core import static_build
+from jit_core.kit import static_build
 
 
 def _in_static_mode():

@@ -13,7 +13,7 @@ _BEFORE_START = -(2**63)
 
 
 def flip(ex, a):
-    """``ex`` is jit-core's ``jit_core.onnx.direct.Exporter``; ``a`` the call's arguments
+    """``ex`` is jit-core's ``jit_core.kit.onnx.direct.Exporter``; ``a`` the call's arguments
     by name (``x``, ``axis``)."""
     axis = a["axis"]
     axes = [axis] if isinstance(axis, int) else axis

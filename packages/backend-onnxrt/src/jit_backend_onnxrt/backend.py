@@ -17,7 +17,7 @@ from paddle import _C_ops
 
 from jit_core.cache.disk import DiskCache, graph_key, machine_fingerprint
 from jit_core.errors import GraphDeclined, JitError, StaticShapesOnly
-from jit_core.onnx import (
+from jit_core.kit.onnx import (
     DEFAULT_OPSET,
     OnnxExportError,
     check_against_paddle,
@@ -32,7 +32,7 @@ from jit_core.onnx import (
     run_on_paddle,
     runtime_checks,
 )
-from jit_core.shape_dispatch import check_other_sizes, dynamic_dims
+from jit_core.kit.shape_dispatch import check_other_sizes, dynamic_dims
 
 from . import first_load
 
@@ -406,7 +406,7 @@ class OrtGraph:
     buffer it left unwritten (handing out another value) is seen at the first bound run
     at each shape; either way the call runs plainly, as every later one does.
 
-    A model with run-time checks (``jit_core.onnx.runtime_checks``: a lowering exact only
+    A model with run-time checks (``jit_core.kit.onnx.runtime_checks``: a lowering exact only
     for some data, such as scores without ties) returns them as extra outputs; a call
     where one fails is computed by the graph's Paddle code instead.
     """

@@ -15,7 +15,7 @@ from jit_core import hookimpl
 def unavailable_reason(python: Optional[Tuple[int, int]] = None) -> str:
     """Why the backend cannot run here; empty when it can. Read from the installed
     packages' metadata, nothing imported (``python``: a ``(major, minor)`` pair, for tests)."""
-    from jit_core.onnx import unavailable_reason as export_unavailable
+    from jit_core.kit.onnx import unavailable_reason as export_unavailable
 
     return export_unavailable(python)
 
@@ -30,6 +30,6 @@ def jit_register_backends(register):
         description="ONNX Runtime (CPU by default), exported to ONNX by jit-core",
         inference_only=True,
         unavailable=unavailable_reason(),
-        # the exported model keeps the graph's dynamic dimensions (jit_core.onnx.export)
+        # the exported model keeps the graph's dynamic dimensions (jit_core.kit.onnx.export)
         dynamic_shapes=True,
     )

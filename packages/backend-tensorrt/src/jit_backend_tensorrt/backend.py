@@ -12,7 +12,7 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 import paddle
 
 from jit_core.errors import BackendUnavailableError, StaticShapesOnly
-from jit_core.onnx import (
+from jit_core.kit.onnx import (
     DEFAULT_OPSET,
     OnnxExportError,
     check_against_paddle,
@@ -22,7 +22,7 @@ from jit_core.onnx import (
     live_tensors,
     run_on_paddle,
 )
-from jit_core.shape_dispatch import check_other_sizes, dynamic_dims
+from jit_core.kit.shape_dispatch import check_other_sizes, dynamic_dims
 
 from . import build_worker, engine_cache
 from .engine_cache import CACHE, Origin, device_origin, engine_key, timing_cache_key
@@ -134,7 +134,7 @@ def input_profile(gm, example_inputs, live: Dict[str, paddle.Tensor]) -> Profile
 
 
 def export_model(gm, example_inputs, opset: int, live: Dict[str, paddle.Tensor]) -> bytes:
-    """The shared ONNX export (``jit_core.onnx``), parameters lifted to inputs when live."""
+    """The shared ONNX export (``jit_core.kit.onnx``), parameters lifted to inputs when live."""
     model = export_onnx(gm, example_inputs, opset)
     if live:
         lift_parameters(model, live)

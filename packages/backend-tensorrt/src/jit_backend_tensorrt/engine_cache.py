@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from typing import Optional, Sequence, Tuple
 
 from jit_core.cache.disk import DiskCache, graph_key
-from jit_core.onnx import exporter_fingerprint, installed_version
+from jit_core.kit.onnx import exporter_fingerprint, installed_version
 
 from .options import BuilderSettings
 from .profiles import Profile

@@ -48,7 +48,7 @@ class Environment:
     paddle_version: str = ""
     #: CUDA devices Paddle sees
     cuda_devices: int = 0
-    #: why the shared ONNX export cannot run (``jit_core.onnx.unavailable_reason()``: no
+    #: why the shared ONNX export cannot run (``jit_core.kit.onnx.unavailable_reason()``: no
     #: onnx, or paddle2onnx asked for and missing); empty when it can
     export_unavailable: str = ""
 
@@ -114,7 +114,7 @@ def _found(module: str) -> bool:
 
 
 def _export_unavailable() -> str:
-    from jit_core.onnx import unavailable_reason as export_unavailable
+    from jit_core.kit.onnx import unavailable_reason as export_unavailable
 
     return export_unavailable()
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional, Tuple
 
-from jit_core.onnx import DEFAULT_OPSET
+from jit_core.kit.onnx import DEFAULT_OPSET
 
 #: how close an engine's float results must be to eager Paddle's (``rtol`` plus
 #: ``scaled_atol`` times the largest magnitude of the result): TF32 is switched off, so

@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import paddle
 
-from jit_core.onnx import restored_shapes
+from jit_core.kit.onnx import restored_shapes
 
 from .lowering import TensorRTError
 from .profiles import Profile, outside

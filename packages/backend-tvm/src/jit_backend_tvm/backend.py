@@ -21,9 +21,8 @@ import paddle
 
 from jit_core.cache.disk import DiskCache, graph_key, machine_fingerprint
 from jit_core.errors import StaticShapesOnly
-from jit_core.index_bounds import IndexChecked
-from jit_core.logs import get_logger
-from jit_core.onnx import (
+from jit_core.kit.index_bounds import IndexChecked
+from jit_core.kit.onnx import (
     DEFAULT_OPSET,
     ExportKeys,
     OnnxExportError,
@@ -38,7 +37,8 @@ from jit_core.onnx import (
     restored_shapes,
     run_on_paddle,
 )
-from jit_core.shape_dispatch import check_other_sizes, dynamic_dims
+from jit_core.kit.shape_dispatch import check_other_sizes, dynamic_dims
+from jit_core.logs import get_logger
 
 from . import build_worker, layouts, tuning
 from .library import (
@@ -157,7 +157,7 @@ def compile_graph(
         # live parameters are fed by position and stored under their state-dict names, so
         # an entry holds in any process (Paddle numbers tensor names per process)
         # one key per export route (paddle2onnx's and onnx's versions are part of only
-        # the key of a model paddle2onnx wrote: jit_core.onnx.keys)
+        # the key of a model paddle2onnx wrote: jit_core.kit.onnx.keys)
         key = ExportKeys(
             graph_key(gm, example_inputs, extra, values=frozen, tensor_names=state_names is None)
         )
@@ -268,7 +268,7 @@ def _check(compiled: TvmGraph, gm, inputs) -> None:
 def _indices_checked(compiled: TvmGraph, gm):
     """TVM does not check indices (an out-of-range gather reads out of bounds, with no
     error): calls whose index inputs are out of range run on Paddle's kernels, which raise
-    eager's error (``jit_core.index_bounds``)."""
+    eager's error (``jit_core.kit.index_bounds``)."""
     from jit_core import plugins
 
     checked = IndexChecked(compiled, gm, lambda: plugins.get_backend("paddle").compile(gm, []))

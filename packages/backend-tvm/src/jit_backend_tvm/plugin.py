@@ -23,7 +23,7 @@ TVM_PACKAGES = (
 def unavailable_reason(python: Optional[Tuple[int, int]] = None) -> str:
     """Why the backend cannot run on this Python, each reason naming the missing package;
     empty when it can (``python``: a ``(major, minor)`` pair, default this one; for tests)."""
-    from jit_core.onnx import export
+    from jit_core.kit.onnx import export
 
     python = tuple(python or sys.version_info[:2])
     reasons: List[str] = []

@@ -114,7 +114,7 @@ def repeatable(gm) -> str:
 def _disagreement(got: Any, expected: Any) -> str:
     """Why ``got`` (a candidate's outputs) is not ``expected`` (the paddle backend's), or
     "" when they agree."""
-    from .onnx.check import output_difference
+    from .kit.onnx.check import output_difference
 
     found = output_difference(got, expected, rtol=RTOL, scaled_atol=SCALED_ATOL)
     return "" if found is None else f"{found[0]} {found[1]}"
@@ -124,7 +124,7 @@ def _takes(backend, gm, example_inputs: Sequence[Any]) -> str:
     """Why ``backend`` cannot take ``gm`` as ``auto`` hands it over, or ""."""
     import paddle
 
-    from .shape_dispatch import dynamic_dims
+    from .kit.shape_dispatch import dynamic_dims
 
     if backend.unavailable:
         return f"n/a here ({backend.unavailable})"

@@ -97,7 +97,7 @@ def jit_register_cache_stores(register):
 
 @hookspec
 def jit_register_onnx_lowerings(register):
-    """Register ONNX lowerings for the direct exporter (``jit_core.onnx.direct``):
+    """Register ONNX lowerings for the direct exporter (``jit_core.kit.onnx.direct``):
     ``register(target, lowering)``.
 
     ``target`` is what a graph node calls: a Paddle function (``paddle.add``,

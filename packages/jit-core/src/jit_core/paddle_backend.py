@@ -15,7 +15,7 @@ import paddle
 
 from . import kernel_calls
 from .hookspecs import hookimpl
-from .static_build import building
+from .kit.static_build import building
 
 MODES = ("eager", "static")
 

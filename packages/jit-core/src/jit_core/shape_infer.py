@@ -41,7 +41,7 @@ def _infer(output, last) -> Dict[Any, Optional[List[int]]]:
     import paddle
 
     from .fx import Graph, GraphModule
-    from .static_build import building
+    from .kit.static_build import building
 
     graph = Graph()
     env: Dict[Any, Any] = {}

@@ -316,7 +316,7 @@ def _unpack(blob: bytes) -> Optional[bytes]:
 
 
 def _dynamic_dims(gm):
-    from ..shape_dispatch import dynamic_dims
+    from ..kit.shape_dispatch import dynamic_dims
 
     return dynamic_dims(gm)
 

@@ -34,11 +34,11 @@ from ..executor.inplace_updates import may_share_memory
 from ..executor.output_graph import OutputGraph
 from ..executor.translator import Translator, root_locals
 from ..fx import GraphModule
+from ..kit.shape_dispatch import PerShape
 from ..logs import breaks_log, bytecode_log, graphs_log, guards_log, recompiles_log
 from ..passes.effects import is_random, target_name
 from ..passes.manager import PassContext, PassManager, PassRecord
 from ..passes.manager import op_count as op_count_of
-from ..shape_dispatch import PerShape
 from ..shapes import ShapePolicy, SpecializeLayers, SpecializeShapes, describe_dims
 from .convert_break import BreakCompiler
 from .frame_cache import CacheEntry, FrameResult, pinned_locals
@@ -580,7 +580,7 @@ class FrameCompiler(BreakCompiler):
         graph has dynamic dimensions the backend cannot serve. While it builds,
         ``gm.meta["example_run"]`` holds the example inputs and eager Paddle's outputs
         for them, as the capture computed them: a backend that checks its build against
-        Paddle need not run the graph again (``jit_core.onnx.check``)."""
+        Paddle need not run the graph again (``jit_core.kit.onnx.check``)."""
         outputs = [t.example for t in traced.tensors]
         if all(isinstance(t, paddle.Tensor) for t in outputs):
             gm.meta[EXAMPLE_RUN] = (list(traced.examples), outputs)

@@ -41,10 +41,10 @@ from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Tup
 
 import numpy as np
 
-from ..cache.disk import host_array
+from ...cache.disk import host_array
 from .export import OnnxExportError, require
 
-log = logging.getLogger("jit_core.onnx")
+log = logging.getLogger("jit_core.kit.onnx")
 
 #: raised whenever what a lowering writes for the same graph changes: part of every cache
 #: key of a directly exported model (2: 0-D constants stay 0-D, ``sum(axis=[])`` is over
@@ -117,7 +117,7 @@ _UNARY = {operator.neg, operator.pos, operator.abs, operator.invert}
 
 def lowerings() -> Dict[Any, Callable]:
     """Every registered lowering, by what it serves (built once; plugins included)."""
-    from .. import plugins
+    from ... import plugins
 
     return plugins.onnx_lowerings()
 
@@ -532,7 +532,7 @@ def refuse_runtime_checks(model, backend: str = "the backend") -> None:
     """For a backend that cannot act on a model's run-time checks: decline a model that
     has some (``errors.GraphDeclined``: the graph runs on the paddle backend, the reason
     in ``explain()``). ``export.export_onnx`` does it for every such backend."""
-    from ..errors import GraphDeclined
+    from ...errors import GraphDeclined
 
     checks = runtime_checks([o.name for o in model.graph.output])
     if checks:
@@ -569,7 +569,7 @@ def _perturbers(gm) -> Dict[Any, Callable]:
 
 
 def _is_node(value: Any) -> bool:
-    from ..fx import Node
+    from ...fx import Node
 
     return isinstance(value, Node)
 
@@ -781,7 +781,7 @@ def _dynamic_sizes(
 def _sizes_changed(gm, what: str, inputs, perturb) -> Dict[Any, FrozenSet[int]]:
     import paddle
 
-    from ..fx.interpreter import Interpreter, run_leaf_layer
+    from ...fx.interpreter import Interpreter, run_leaf_layer
 
     grown: Dict[Any, List[int]] = {}
 

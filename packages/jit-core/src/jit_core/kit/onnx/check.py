@@ -48,7 +48,7 @@ def _known_outputs(gm, inputs: Sequence) -> Optional[Sequence]:
     """Eager Paddle's outputs for ``inputs`` when the capture computed them (the same
     tensors it was given; ``convert_frame.EXAMPLE_RUN``), saving a run of the graph (35 ms
     of ResNet18's first call)."""
-    from ..runtime.convert_frame import EXAMPLE_RUN
+    from ...runtime.convert_frame import EXAMPLE_RUN
 
     known = gm.meta.get(EXAMPLE_RUN)
     if known is None:
@@ -157,7 +157,7 @@ def input_free_outputs(gm) -> List[bool]:
     and constants alone). A backend may compute such a result once, when it builds, and
     hand out the same memory on every call: it must be copied before the caller can
     update it in place (eager makes a new tensor at each call)."""
-    from ..fx import Node
+    from ...fx import Node
 
     # one pass in graph order (inputs come before their users): no recursion, which a
     # long chain of nodes would take past Python's limit

@@ -1,4 +1,4 @@
-"""jit-core's own ONNX lowerings (``jit_core.onnx.direct``), registered through the
+"""jit-core's own ONNX lowerings (``jit_core.kit.onnx.direct``), registered through the
 ``jit_register_onnx_lowerings`` hook like a plugin's.
 
 Each computes what the Paddle operation computes, for the arguments it accepts, and
@@ -21,7 +21,7 @@ import numpy as np
 import paddle
 import paddle.nn.functional as F
 
-from .. import hookspecs, shapes
+from ... import hookspecs, shapes
 from .direct import Exporter, _resolve
 
 hookimpl = hookspecs.hookimpl

@@ -6,9 +6,9 @@ import logging
 import warnings
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from .errors import StaticShapesOnly
-from .fx import GraphModule
-from .passes.shape_prop import propagate_shapes
+from ..errors import StaticShapesOnly
+from ..fx import GraphModule
+from ..passes.shape_prop import propagate_shapes
 
 log = logging.getLogger("jit_core.recompiles")
 
@@ -69,7 +69,7 @@ class PerShape:
         examples: List[Any] = list(args)
         if not self.builds:
             # the first build is the capture's: its errors are the capture's to report
-            from .runtime.convert_frame import EXAMPLE_RUN
+            from ..runtime.convert_frame import EXAMPLE_RUN
 
             try:
                 fn = self.backend.compile(copy, examples, **self.options)
@@ -112,7 +112,7 @@ class PerShape:
 
 def reads_sizes(gm: GraphModule) -> bool:
     """Whether the graph's code reads a tensor size (``shapes.size``) when it runs."""
-    from .shapes import size
+    from ..shapes import size
 
     return any(n.op == "call_function" and n.target is size for n in gm.graph.nodes)
 

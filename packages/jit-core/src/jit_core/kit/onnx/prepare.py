@@ -59,7 +59,7 @@ from typing import Any, Callable, Dict, Optional, Tuple
 
 import paddle
 
-from ..fx import Graph, Node
+from ...fx import Graph, Node
 
 
 def _replace_with_call(graph: Graph, node: Node, fn, args) -> None:
@@ -466,7 +466,7 @@ def _sizes_to_constants(graph: Graph, dynamic: bool) -> int:
     constant it has: every size where the export is static, those of static dimensions of
     the inputs where it is dynamic. An input whose sizes were all it was read for is then
     unused (a static program refuses inputs nothing depends on)."""
-    from ..shapes import size
+    from ...shapes import size
 
     n = 0
     for node in list(graph.nodes):

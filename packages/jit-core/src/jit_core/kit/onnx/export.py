@@ -26,10 +26,10 @@ import tempfile
 import warnings
 from typing import Any, List, Optional, Sequence, Tuple
 
-from ..errors import GraphDeclined, JitError, MissingDependencyError, StaticShapesOnly
-from ..workers import Worker, WorkerDied
+from ...errors import GraphDeclined, JitError, MissingDependencyError, StaticShapesOnly
+from ...workers import Worker, WorkerDied
 
-log = logging.getLogger("jit_core.onnx")
+log = logging.getLogger("jit_core.kit.onnx")
 
 #: ONNX opset of exported models (ONNX Runtime 1.19+ runs it; paddle2onnx raises it for an
 #: operator that needs a newer one)
@@ -129,7 +129,7 @@ def unavailable_reason(python: Optional[Tuple[int, int]] = None) -> str:
     return "; ".join(r for r in reasons if r)
 
 
-#: which exporter ONNX-based backends use first: ``direct`` (``jit_core.onnx.direct``, the
+#: which exporter ONNX-based backends use first: ``direct`` (``jit_core.kit.onnx.direct``, the
 #: paddle2onnx path for graphs it has no lowering for) or ``paddle2onnx`` (always the static
 #: program and paddle2onnx)
 EXPORTER_ENV = "JIT_CORE_ONNX_EXPORTER"
@@ -251,7 +251,7 @@ def save_static(gm, example_inputs: Sequence[Any], prefix: str) -> None:
     """``paddle.jit.save`` of ``gm`` as a static program with the example inputs' specs."""
     import paddle
 
-    from ..fx import GraphModule
+    from ...fx import GraphModule
     from ..shape_dispatch import dynamic_dims
     from ..static_build import building
     from .prepare import prepare_graph
@@ -328,7 +328,7 @@ class _ExportWorker(Worker):
     an operator it cannot convert."""
 
     def __init__(self):
-        super().__init__([sys.executable, "-m", "jit_core.onnx._worker"], "paddle2onnx")
+        super().__init__([sys.executable, "-m", "jit_core.kit.onnx._worker"], "paddle2onnx")
 
     @property
     def version(self) -> str:

@@ -6,7 +6,7 @@ training-mode batch norm's statistics)."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 import paddle
 
@@ -69,6 +69,19 @@ class InplaceUpdates:
     the tensors read as attributes and their allocations, and records through
     ``_run_example``, ``_create_node`` and ``_set_meta`` of the output graph it is part
     of)."""
+
+    # what it reads of the output graph it is part of
+    graph: Any
+    inputs: List[Any]
+    entry_grad_mode: bool
+    _attr_vars: Dict[int, TensorVariable]
+    _buffers: Dict[Any, Any]
+    grad_mode: Callable[[], bool]
+    _run_example: Callable[..., Any]
+    _create_node: Callable[..., Any]
+    _set_meta: Callable[[Any, Any], None]
+    _wrap_result: Callable[[Any, Any], VariableTracker]
+    _detached: Callable[[VariableTracker], VariableTracker]
 
     def call_updating(self, tx, fn, args, kwargs, updated: List[TensorVariable]):
         """A call that also writes into the tensors ``updated`` (a training-mode batch

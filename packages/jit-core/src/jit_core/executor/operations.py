@@ -38,6 +38,9 @@ class Operations:
     """The value half of the ``Translator`` (a mixin: it records through ``self.output``
     and asks values through the trackers' own methods with ``self`` as their ``tx``)."""
 
+    # what it reads of the translator it is part of
+    output: Any
+
     def getitem(self, obj: VariableTracker, key: VariableTracker) -> VariableTracker:
         if isinstance(obj, TensorVariable):
             return self.output.call_function(self, operator.getitem, [obj, key], {})

@@ -5,7 +5,7 @@ and a size pinned where Python needs its value."""
 from __future__ import annotations
 
 import operator
-from typing import Optional
+from typing import Any, Optional, Set
 
 from .. import shapes, sym_shapes
 from ..variables.base import VariableTracker
@@ -18,6 +18,13 @@ class SymbolicSizes:
     """The dynamic-size half of ``OutputGraph`` (a mixin: it reads the graph, the guards,
     ``dynamic_inputs``, ``sized_by_numbers`` and ``pinned_numbers`` of the output graph
     it is part of)."""
+
+    # what it reads of the output graph it is part of
+    graph: Any
+    guards: Any
+    dynamic_inputs: bool
+    sized_by_numbers: bool
+    pinned_numbers: Set[str]
 
     def size_of(self, t: TensorVariable, dim: int) -> VariableTracker:
         """``t.shape[dim]``: a constant where the size is pinned (by the guards, or by

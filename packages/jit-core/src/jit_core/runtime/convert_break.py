@@ -6,7 +6,7 @@ function of its own."""
 from __future__ import annotations
 
 import types
-from typing import TYPE_CHECKING, Callable, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
 
 from ..codegen import breaks as graph_breaks
 from ..codegen import loops
@@ -33,6 +33,14 @@ class BreakCompiler:
     """The graph-break half of ``FrameCompiler`` (a mixin: it reads the options, the
     backend, the compile context and the caches of resume functions and loop bodies of
     the frame compiler it is part of)."""
+
+    # what it reads of the frame compiler it is part of
+    ctx: Any
+    options: Any
+    backend: Any
+    _resumes: Dict[Any, Any]
+    _loop_bodies: Dict[Any, types.CodeType]
+    _body_roots: Dict[types.CodeType, types.CodeType]
 
     def _where_to_break(self, code: types.CodeType, e: Unsupported):
         """A ``graph_breaks.Where`` when the graph can break for ``e`` in ``code``; else

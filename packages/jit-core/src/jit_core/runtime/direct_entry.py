@@ -9,7 +9,7 @@ from __future__ import annotations
 import inspect
 import types
 import weakref
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Dict, Optional
 
 import paddle
 from paddle.framework import core as _core
@@ -57,6 +57,20 @@ def layer_call_is_forward(layer: paddle.nn.Layer) -> bool:
 class DirectEntry:
     """The direct-entry half of ``CompileContext`` (a mixin: it reads the caches, the
     target codes and the hooks of the compile context it is part of)."""
+
+    # what it reads of the compile context it is part of
+    cache: Dict[types.CodeType, Any]
+    direct_codes: Any
+    callback: Callable[..., Any]
+    limit_callback: Callable[..., Any]
+    _limit_floor: int
+    _positional_codes: Any
+    _signatures: Dict[types.CodeType, inspect.Signature]
+    _entry_functions: Dict[types.CodeType, Callable[..., Any]]
+    _callback: Callable[..., Any]
+    _past_limit: Callable[..., Any]
+    cache_for: Callable[[types.CodeType], Any]
+    run_eagerly: Callable[..., None]
 
     def run(self, fn: Callable, args, kwargs) -> Any:
         """Call ``fn`` with the JIT on. The target frame is entered directly when possible

@@ -15,8 +15,8 @@ import paddle
 from . import plugins
 from .config import Options, check_backend_options
 from .runtime import fast_dispatch
-from .runtime.direct_entry import forward_of, layer_call_is_forward
-from .runtime.eval_frame import CompileContext, frame_keys, set_eval_frame
+from .runtime.direct_entry import forward_of, layer_call_is_forward, set_eval_frame
+from .runtime.eval_frame import CompileContext, frame_keys
 from .runtime.eval_frame import frame_key as _code_key
 
 

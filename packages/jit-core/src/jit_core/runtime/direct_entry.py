@@ -18,6 +18,7 @@ from paddle.nn.layer import layers as _layers
 from ..bytecode import compat
 from .frame_cache import EAGER_PAST_LIMIT_SEEING_CACHES, RUN_ORIGINAL, FrameResult
 
+#: Paddle's PEP 523 hook setter (it returns the previous callback), for the whole runtime
 set_eval_frame = _core.set_eval_frame
 
 #: each layer class's ``forward``, held weakly too: the function reaches its class (its

@@ -49,8 +49,6 @@ from .frame_cache import (
 from .frame_calls import HookedCall, Rearm
 from .skipfiles import is_jit_file, is_skipped_file
 
-set_eval_frame = _core.set_eval_frame
-
 # Paddle's C shim has two memories of its own, both process-wide (eval_frame_tools.cc):
 # - a code whose frames got "run the original, keep hooking" ten times is marked "without
 #   graph" and from then on runs with the hook *off* for its whole call tree; after ten

@@ -8,15 +8,12 @@ import types
 import weakref
 from typing import TYPE_CHECKING, Dict, Optional, Tuple
 
-from paddle.framework import core as _core
-
 from ..bytecode import flow
 from ..codegen import loops
+from .direct_entry import set_eval_frame
 
 if TYPE_CHECKING:  # pragma: no cover
     from .eval_frame import CompileContext
-
-set_eval_frame = _core.set_eval_frame
 
 
 class _WeakContext:

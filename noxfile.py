@@ -71,6 +71,29 @@ nox.options.error_on_missing_interpreters = True
 REDIS_SERVER = "redis-server"
 #: tells the tests a missing server is a failure here, not a reason to skip
 REDIS_REQUIRED = {"JIT_REQUIRE_REDIS": "1"}
+#: the compiled tensor check of guards must build in the tests session (it has a compiler)
+NATIVE_REQUIRED = {"JIT_REQUIRE_NATIVE_GUARDS": "1"}
+CXX_COMPILERS = ("c++", "g++", "clang++")
+
+
+def ensure_cxx(session: nox.Session) -> None:
+    """Install Debian's g++ when no C++ compiler is found (as root, through apt-get): the
+    compiled tensor check of guards is built with it; anywhere else, stop with what to
+    install."""
+    if os.environ.get("CXX") or any(shutil.which(c) for c in CXX_COMPILERS):
+        return
+    apt = shutil.which("apt-get")
+    if apt and os.geteuid() == 0:
+        session.log("installing g++ (the compiled tensor check of guards is built with it)")
+        session.run(apt, "update", "-qq", external=True)
+        session.run(apt, "install", "-y", "-qq", "--no-install-recommends", "g++", external=True)
+        if any(shutil.which(c) for c in CXX_COMPILERS):
+            return
+    session.error(
+        "the tests build jit_core's compiled tensor check and need a C++ compiler: install "
+        "one (Debian/Ubuntu: `sudo apt-get install g++`, macOS: Xcode's command line tools) "
+        "and run again"
+    )
 
 
 def ensure_redis_server(session: nox.Session) -> None:
@@ -138,8 +161,9 @@ def tests(session: nox.Session) -> None:
     """The unit tests of every package, and the conformance suite on every backend."""
     install_project(session)
     ensure_redis_server(session)
+    ensure_cxx(session)
     workers = os.environ.get("JIT_TEST_WORKERS", "2")
-    env = {"GLOG_minloglevel": "2", **REDIS_REQUIRED}
+    env = {"GLOG_minloglevel": "2", **REDIS_REQUIRED, **NATIVE_REQUIRED}
     # the unit tests and the conformance suite on the default paddle backend
     session.run("pytest", "-n", workers, *session.posargs, env=env)
     if session.python == FIRST_TVM_PYTHON:
@@ -182,6 +206,9 @@ with paddle.no_grad():
     x = paddle.rand([3, 4])
     y = jit_core.optimize(net, backend="onnxrt")(x)
     assert float((y - net(x)).abs().max()) < 1e-5
+# the wheel carries the compiled tensor check's source, and it builds here
+from jit_core.runtime import native
+assert native.status().startswith("on: "), native.status()
 print("installed from the built wheels:", plugins)
 """
 #: jit-backend-tensorrt installs from its wheel where TensorRT cannot run and says why

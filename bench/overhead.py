@@ -22,6 +22,7 @@ import paddle  # noqa: E402
 from _timing import per_call_us  # noqa: E402
 
 import jit_core  # noqa: E402
+from jit_core.runtime import native  # noqa: E402
 
 
 def f(x, y):
@@ -90,6 +91,7 @@ def main() -> None:
     rows = list(zip(names, per_call_us([f, sot, jit], (x, y), args.repeat, rounds=15, warmup=200)))
     eager = rows[0][1]
     print(f"python {sys.version.split()[0]}, paddle {paddle.__version__}")
+    print(f"compiled tensor check of guards: {native.status()}")
     print("cache-hit cost per call, f(x, y) = x + y * 2, [8, 16] float32")
     print(f"{'':30s} {'us/call':>10s} {'above eager':>12s}")
     for name, us in rows:

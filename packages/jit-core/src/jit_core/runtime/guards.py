@@ -32,6 +32,7 @@ from ..sources import (
     Source,
     names_through,
 )
+from . import native
 
 TYPE_MATCH = "TYPE_MATCH"
 ID_MATCH = "ID_MATCH"
@@ -166,6 +167,24 @@ def _is_shape_probe(value: Any) -> bool:
     return isinstance(value, paddle.Tensor) and any(p is value for p in _SHAPE_PROBES.values())
 
 
+def _native_check(v: str, spec: TensorSpec, namer: _Namer) -> Optional[str]:
+    """``tensor_is(v, type, shape, dtype)``, the compiled check of a tensor's exact type,
+    dtype and shape (``runtime/native``), or None where the guard checks them in Python:
+    no compiled check here, a dynamic shape, a dtype it has no code for."""
+    if spec.dynamic or not (isinstance(spec.type, type) and issubclass(spec.type, paddle.Tensor)):
+        return None
+    check = native.tensor_is()
+    code = native.dtype_code(spec.dtype) if check is not None else None
+    if check is None or code is None:
+        return None
+    fn = namer.obj(check, "tensor_is_")
+    namer.notes[fn] = "the compiled check of a tensor's exact type, dtype and shape"
+    dtype_name = re.sub(r"\W", "_", str(spec.dtype).rsplit(".", 1)[-1])
+    dtype = namer.named(f"___dtype_{dtype_name}", code, f"{code}: {spec.dtype} in Paddle's C++")
+    shape = repr(tuple(int(d) for d in spec.shape))
+    return f"{fn}({v}, {namer.obj(spec.type, 't')}, {shape}, {dtype})"
+
+
 @dataclass(frozen=True)
 class TensorSpec:
     type: type
@@ -283,6 +302,12 @@ class _Namer:
         self.notes: Dict[str, str] = {}
         self._ids: Dict[int, str] = {}
         self._n = itertools.count()
+
+    def named(self, name: str, value: Any, note: str) -> str:
+        """``value`` as the constant ``name``, with what it is for ``readable()``."""
+        self.scope[name] = value
+        self.notes[name] = note
+        return name
 
     def local(self) -> str:
         """A fresh name for a value the guard fetches once and checks several times."""
@@ -653,13 +678,16 @@ class _GuardWriter:
         tname = namer.obj(spec.type, "t")
         # fetch the tensor once: its source may be a chain of lookups
         v = namer.local()
-        dtype = _dtype_check(v, spec.dtype, namer)
-        checks = [
-            f"type({v} := {e}) is {tname}",
-            *spec.shape_checks(v, namer),
-            dtype,
-            *self._flag_checks(v, spec),
-        ]
+        native_check = _native_check(f"{v} := {e}", spec, namer)
+        if native_check is not None:
+            checks = [native_check, *self._flag_checks(v, spec)]
+        else:
+            checks = [
+                f"type({v} := {e}) is {tname}",
+                *spec.shape_checks(v, namer),
+                _dtype_check(v, spec.dtype, namer),
+                *self._flag_checks(v, spec),
+            ]
         self.add("tensor", " and ".join(checks))
         self.tensors.append((g.source.name(), e, spec))
 
@@ -667,12 +695,16 @@ class _GuardWriter:
         spec: TensorSpec = g.value
         namer = self.namer
         v, t = namer.local(), namer.local()
-        each = [
-            f"type({t}) is {namer.obj(spec.type, 't')}",
-            *spec.shape_checks(t, namer),
-            _dtype_check(t, spec.dtype, namer),
-            *self._flag_checks(t, spec),
-        ]
+        native_check = _native_check(t, spec, namer)
+        if native_check is not None:
+            each = [native_check, *self._flag_checks(t, spec)]
+        else:
+            each = [
+                f"type({t}) is {namer.obj(spec.type, 't')}",
+                *spec.shape_checks(t, namer),
+                _dtype_check(t, spec.dtype, namer),
+                *self._flag_checks(t, spec),
+            ]
         check = (
             f"type({v} := {e}) is list and len({v}) >= 1"
             f" and all({' and '.join(each)} for {t} in {v})"

@@ -162,7 +162,8 @@ SCRIPT = textwrap.dedent(
 
 
 def run_script(tmp_path, **env):
-    full = dict(os.environ, GLOG_minloglevel="2", JIT_CORE_NATIVE_DIR=str(tmp_path), **env)
+    full = dict(os.environ, GLOG_minloglevel="2", JIT_CORE_NATIVE_DIR=str(tmp_path))
+    full.update(env)
     full.pop(native.ENABLE_ENV, None)
     done = subprocess.run(
         [sys.executable, "-c", SCRIPT], env=full, capture_output=True, text=True, timeout=300
@@ -199,3 +200,11 @@ def test_two_processes_build_it_at_once(compiled, tmp_path):
     built = [f for _, _, files in os.walk(tmp_path) for f in files]
     assert len([f for f in built if f.startswith(native.MODULE)]) == 1, built
     assert not [f for f in built if f.endswith(".tmp")], built
+
+
+def test_a_folder_that_cannot_be_written_keeps_the_python_checks(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    status, checks = run_script(tmp_path, JIT_CORE_NATIVE_DIR=str(blocker / "native"))
+    assert status.startswith("unavailable") and "Error" in status
+    assert checks == "python checks"

@@ -107,13 +107,19 @@ def _load() -> Any:
         if _module is None and _reason is None:
             try:
                 module = _build_or_open()
-                problem = _self_test(module)
+                try:
+                    problem = _self_test(module)
+                except Exception as exc:  # noqa: BLE001 - any surprise: not trusted
+                    problem = f"its panel of tensors ({type(exc).__name__}: {exc})"
                 if problem:
                     raise _Unavailable(f"it disagrees with Paddle on {problem}")
                 _module = module
                 log.info("tensor guards: compiled check %s", module.__file__)
             except _Unavailable as exc:
                 _reason = str(exc)
+            except OSError as exc:  # a build folder that cannot be written, ...
+                _reason = f"{type(exc).__name__}: {exc}"
+            if _reason is not None:
                 log.info("tensor guards stay in Python: %s", _reason)
     return _module
 

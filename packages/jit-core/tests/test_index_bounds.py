@@ -84,3 +84,33 @@ def test_a_call_with_an_index_out_of_range_runs_on_paddle():
     assert checked(ids, x, i) == "from the backend"
     assert calls == ["backend", "paddle", "paddle", "paddle", "backend"]
     assert made == [1]  # the paddle callable is built once
+
+
+def last_axis(x, i):
+    return x[..., i]
+
+
+def before_last(x, i):
+    return x[..., i, :]
+
+
+def after_new_axis(x, i):
+    return x[:, None, i]
+
+
+def test_an_index_after_an_ellipsis_is_checked_against_its_own_axis():
+    # ``...`` indexes no axis of its own: the keys after it count from the last axis
+    i = paddle.to_tensor([0, 2])
+    gm = jit_core.capture(last_axis, paddle.rand([4, 5, 10]), i)
+    assert plan(gm)[0] == [(1, 10)]
+    gm = jit_core.capture(before_last, paddle.rand([2, 10, 3, 4]), i)
+    assert plan(gm)[0] == [(1, 3)]
+
+
+def test_an_index_after_a_new_axis_is_left_unchecked_and_said_so():
+    # Paddle 3.0 applies i to the new axis (size 1), 3.3 to the first: no axis to check
+    i = paddle.to_tensor([0])
+    gm = jit_core.capture(after_new_axis, paddle.rand([4, 6]), i)
+    checks, always, unchecked = plan(gm)
+    assert checks == [] and not always
+    assert len(unchecked) == 1 and unchecked[0].startswith("tensor index with the index ")

@@ -109,7 +109,7 @@ def _origin(node, positions: Dict[Any, int]) -> Optional[_Origin]:
 
 def _uses(gm) -> List[Tuple[str, Any, Optional[int]]]:
     """``(what, index node, size of the axis it indexes or None)`` of each index use."""
-    out = []
+    out: List[Tuple[str, Any, Optional[int]]] = []
     for node in gm.graph.nodes:
         name = _name(node.target) if node.op in ("call_function", "call_method") else ""
         if node.op == "call_module":
@@ -132,18 +132,58 @@ def _uses(gm) -> List[Tuple[str, Any, Optional[int]]]:
             index = node.args[1]
             keys = list(index) if isinstance(index, tuple) else [index]
             shape = _shape(node.args[0])
-            for axis, key in enumerate(keys):
+            axes = _axes_of(keys, len(shape) if shape is not None else None)
+            for key, axis in zip(keys, axes):
                 if getattr(key, "op", None) is None:
-                    if key is None or key is Ellipsis:
-                        # the axes after it are not the data's own: check nothing here
-                        keys = []
                     continue
-                dtype = str(getattr(key, "meta", {}).get("dtype", ""))
-                if "int" not in dtype:
-                    continue  # a mask, not an index
-                size = shape[axis] if shape is not None and axis < len(shape) else None
+                if "int" not in str(getattr(key, "meta", {}).get("dtype", "")):
+                    continue  # a mask, or a number: not a tensor index
+                size = shape[axis] if shape is not None and axis is not None else None
                 out.append(("tensor index", key, size))
     return out
+
+
+def _is_mask(key) -> bool:
+    return "bool" in str(getattr(key, "meta", {}).get("dtype", ""))
+
+
+def _consumed(key) -> Optional[int]:
+    """How many axes of the data a key of ``x[...]`` (no ``None`` among them) indexes,
+    None where that is not known."""
+    if _is_mask(key):
+        mask = getattr(key, "meta", {}).get("shape")
+        return len(mask) if mask is not None else None
+    return 1  # an int, a slice, an integer tensor
+
+
+def _axes_of(keys: List[Any], rank: Optional[int]) -> List[Optional[int]]:
+    """The axis of the data each key of ``x[k0, k1, ...]`` indexes, None where it cannot
+    be told: keys before an ``...`` count from the first axis, keys after it from the
+    last, a mask takes as many as it has dimensions. A key after a ``None`` (a new axis)
+    is not told at all: Paddle applies a tensor index there to other axes than NumPy
+    does, and 3.0 and 3.3 to different ones (``y[:, None, i]``)."""
+    axes: List[Optional[int]] = [None] * len(keys)
+    ellipsis = next((i for i, k in enumerate(keys) if k is Ellipsis), len(keys))
+    first_none = next((i for i, k in enumerate(keys) if k is None), len(keys))
+    at: Optional[int] = 0
+    for i in range(min(ellipsis, first_none)):
+        axes[i] = at
+        n = _consumed(keys[i])
+        at = at + n if at is not None and n is not None else None
+    if rank is None or first_none < len(keys):
+        return axes
+    end: Optional[int] = rank
+    for i in range(len(keys) - 1, ellipsis, -1):
+        n = _consumed(keys[i])
+        end = end - n if end is not None and n is not None else None
+        axes[i] = end
+    return axes
+    end: Optional[int] = rank
+    for i in range(len(keys) - 1, ellipsis, -1):
+        n = _consumed(keys[i])
+        end = end - n if end is not None and n is not None else None
+        axes[i] = end if keys[i] is not None else None
+    return axes
 
 
 def plan(gm) -> Tuple[List[Tuple[int, int]], bool, List[str]]:

@@ -54,6 +54,8 @@ TEST_PLUGINS = [
     p for p in ["examples/opcode-plugin", "examples/onnx-lowering-plugin"] if os.path.isdir(p)
 ]
 RUFF = "ruff==0.17.5"
+#: mypy, and the typed libraries jit-core imports (Paddle and NumPy count as Any there)
+MYPY = ["mypy==2.4.1", "bytecode>=0.13", "pluggy>=1.0"]
 DOCS = ["sphinx==9.1.1", "furo==2025.12.19"]
 #: the Paddle each test venv gets (3.3.1 on 3.9 to 3.13); jit-core itself allows 3.3.x on
 #: 3.9+, the pin keeps every run (and the README's timings) on the same release
@@ -284,10 +286,11 @@ def check_licences(session: nox.Session, dist: str) -> None:
 
 @nox.session(python="3.12")
 def lint(session: nox.Session) -> None:
-    """ruff: lint and formatting."""
-    session.install(RUFF)
+    """ruff: lint and formatting; mypy on jit-core and jit-opcodes (pyproject.toml)."""
+    session.install(RUFF, *MYPY)
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
+    session.run("mypy")
 
 
 @nox.session(python="3.12")

@@ -160,7 +160,7 @@ def _positional(code: types.CodeType, args: tuple, kwargs: dict) -> Optional[tup
 def _fast_path(ctx: CompileContext, func: Any) -> Optional[tuple]:
     """``(function, code, cache)`` when calls of ``func`` can take ``_cache_hit``."""
     code = getattr(func, "__code__", None)
-    if code in ctx._positional_codes and not code.co_freevars:
+    if code is not None and code in ctx._positional_codes and not code.co_freevars:
         return (func, code, ctx.cache_for(code))
     return None
 

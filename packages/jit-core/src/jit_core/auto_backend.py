@@ -30,7 +30,7 @@ import statistics
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, cast
 
 from .hookspecs import hookimpl
 
@@ -235,7 +235,8 @@ def compile_auto(
             Choice("paddle", list(trials.values())), _on_paddle(backends, gm, example_inputs)
         )
 
-    store = key = None
+    store = None
+    key = ""  # set together with store
     if cache:
         from .cache.disk import DiskCache
 
@@ -282,7 +283,7 @@ def compile_auto(
     else:  # nothing to choose between: no time spent measuring
         trials["paddle"].refused = "the only candidate left, not timed"
     timed = [t for t in trials.values() if t.us is not None]
-    best = min(timed, key=lambda t: t.us).backend if timed else "paddle"
+    best = min(timed, key=lambda t: cast(float, t.us)).backend if timed else "paddle"
     choice = Choice(best, list(trials.values()))
     if store is not None:
         store.put(key, json.dumps(_encode(choice)).encode())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, List, Optional, cast
 
 from .api import OptimizedFunction, OptimizedLayer, _target_codes
 from .codegen.frame import disassemble
@@ -220,10 +220,13 @@ def explain(fn: Callable, *args, backend: Optional[str] = None, **kwargs) -> Exp
     result = ctx.run(fn, args, kwargs)
     out = ExplainOutput(result=result)
     for ev in ctx.events:
+        # (an event has a reason unless it is a capture's, which has its entry)
         if ev.recompile_limit:
-            out.recompile_limits.append(RecompileLimitInfo(ev.key or ev.code_name, ev.reason))
+            reason = cast(str, ev.reason)
+            out.recompile_limits.append(RecompileLimitInfo(ev.key or ev.code_name, reason))
         elif ev.compiled:
             entry = ev.entry
+            assert entry is not None
             gm = entry.graph_module
             out.graphs.append(
                 GraphInfo(
@@ -245,7 +248,7 @@ def explain(fn: Callable, *args, backend: Optional[str] = None, **kwargs) -> Exp
             out.breaks.append(
                 BreakInfo(
                     ev.code_name,
-                    ev.reason,
+                    cast(str, ev.reason),
                     ev.break_location,
                     ev.instruction,
                     ev.graph_break,

@@ -197,13 +197,14 @@ def _batch_norm(a: Dict[str, Any], emit: _Emit, sizes_static: bool) -> Optional[
     if not (_optional_tensor(a["weight"]) and _optional_tensor(a["bias"])):
         return None
     training, momentum, epsilon, data_format, use_global_stats = config
-    if _updates_statistics(a) or (_rank(x) or 0) < 2:
+    rank = _rank(x)
+    if _updates_statistics(a) or rank is None or rank < 2:
         return None
     if data_format not in ("NC", "NCL", "NCHW", "NCDHW", "NLC", "NHWC", "NDHWC"):
         return None
     layout = "NCHW" if data_format[1] == "C" else "NHWC"
     use_global_stats, trainable = True, False  # what None and True both mean here
-    emit.image = (x, 1 if layout == "NCHW" else _rank(x) - 1)
+    emit.image = (x, 1 if layout == "NCHW" else rank - 1)
     out = emit(
         "batch_norm",
         x,
@@ -552,6 +553,8 @@ def _lower(
     refused: Dict[str, Tuple[int, str]] = {}
     for node in list(graph.nodes):
         emit = _Emit(graph, node)
+        # builds the node's replacement (None: the rule does not take the call)
+        make: Callable[[], Optional[Node]]
         if node.op == "call_function":
             rule = _RULES.get(node.target)
             bound = _bind(node.target, node) if rule is not None else None

@@ -9,7 +9,8 @@ directly: ``jit_core.kernel_calls``). ``mode="static"`` hands the GraphModule to
 
 from __future__ import annotations
 
-from typing import Any, Callable, List
+import types
+from typing import Any, Callable, List, cast
 
 import paddle
 
@@ -28,10 +29,12 @@ def compile_graph(
             # the bound generated function: Layer.__call__ would add microseconds per call
             return graph_module.forward
         forward, lowering = kernel_calls.lower(graph_module, example_inputs)
-        # explain() asks the compiled callable; a bound method reads its function's
-        # attributes, and each graph module has a class (and a forward) of its own
-        forward.__func__.describe = lowering.describe
-        forward.__func__.kernel_code = lowering.code
+        # explain() asks the compiled callable; a bound method (lower gives a graph
+        # module's forward) reads its function's attributes, and each graph module has a
+        # class (and a forward) of its own
+        func: Any = cast(types.MethodType, forward).__func__
+        func.describe = lowering.describe
+        func.kernel_code = lowering.code
         return forward
     if mode == "static":
         static = paddle.jit.to_static(graph_module, full_graph=True)

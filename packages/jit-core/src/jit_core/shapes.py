@@ -206,7 +206,7 @@ class ShapePolicy:
             return {}
         shape = list(tensor.shape)
         marked = dict(getattr(tensor, _DYNAMIC_ATTR, {}))
-        static = getattr(tensor, _STATIC_ATTR, frozenset())
+        static: FrozenSet[int] = getattr(tensor, _STATIC_ATTR, frozenset())
         wanted: Dict[int, Tuple[Optional[int], Optional[int]]] = {}
         if self.dynamic:
             wanted = {d: (None, None) for d in range(len(shape))}
@@ -215,7 +215,7 @@ class ShapePolicy:
                 if d < len(shape):
                     wanted.setdefault(d, (None, None))
         wanted.update((d, b) for d, b in marked.items() if d < len(shape))
-        out = {}
+        out: Dict[int, Tuple[Optional[int], ...]] = {}
         for d, bounds in sorted(wanted.items()):
             if d in static:
                 continue

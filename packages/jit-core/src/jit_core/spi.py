@@ -161,6 +161,7 @@ class BreaksAtCall(BreakKind):
     def emit(self, b: BreakBuilder) -> None:
         point = b.point
         call = point.call
+        assert call is not None  # (break_point decodes it with call_parts for this kind)
         rest = point.stack[: len(point.stack) - call.consumed]
         for v in rest:
             b.value(v)

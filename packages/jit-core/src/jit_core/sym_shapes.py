@@ -346,11 +346,12 @@ def _broadcast_dims(ctx, all_dims: List[List[Expr]]) -> Dims:
     out: List[Expr] = []
     for i in range(rank):
         column = [d[len(d) - rank + i] for d in all_dims if len(d) - rank + i >= 0]
-        if any(e is None for e in column):
+        known = [e for e in column if e is not None]
+        if len(known) != len(column):
             out.append(None)
             continue
-        distinct = []
-        for e in column:
+        distinct: List[tuple] = []
+        for e in known:
             if e != _ONE and e not in distinct:
                 distinct.append(e)
         consts = [e for e in distinct if e[0] == "const"]
@@ -595,8 +596,9 @@ def _t(ctx, node, args, kwargs) -> Dims:
 def _tile(ctx, node, args, kwargs) -> Dims:
     x = list(_tensor_dims(ctx, _arg(args, kwargs, 0, "x")))
     times = _shape_list(ctx, _arg(args, kwargs, 1, "repeat_times"))
-    x = [_ONE] * (len(times) - len(x)) + x
-    times = [_ONE] * (len(x) - len(times)) + times
+    one: List[Expr] = [_ONE]
+    x = one * (len(times) - len(x)) + x
+    times = one * (len(x) - len(times)) + times
     return [_op(operator.mul, a, b) for a, b in zip(x, times)]
 
 

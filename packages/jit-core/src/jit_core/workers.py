@@ -29,7 +29,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from typing import IO, Any, Callable, Dict, List, Optional, Sequence
+from typing import IO, Any, Callable, Dict, List, Optional, Sequence, cast
 
 log = logging.getLogger("jit_core")
 
@@ -102,18 +102,20 @@ class Worker:
         """Send one request; its reply. Raises ``WorkerDied`` where the child ended."""
         with self._lock:
             proc = self._start_locked()
+            # started with stdin=PIPE, stdout=PIPE and text=True: both are text pipes
+            stdin, stdout = cast(IO[str], proc.stdin), cast(IO[str], proc.stdout)
             step = "its start"
             try:
                 if not self._ready:
-                    hello = proc.stdout.readline()
+                    hello = stdout.readline()
                     if hello:
                         self.info = json.loads(hello)
                         self._ready = True
                 if self._ready:
                     step = "the request"
-                    proc.stdin.write(json.dumps(req) + "\n")
-                    proc.stdin.flush()
-                    for line in proc.stdout:
+                    stdin.write(json.dumps(req) + "\n")
+                    stdin.flush()
+                    for line in stdout:
                         reply = json.loads(line)
                         if "step" in reply:
                             step = reply["step"]
@@ -153,7 +155,7 @@ class Worker:
         proc, self._proc = self._proc, None
         if proc is not None and self._owner == os.getpid() and proc.poll() is None:
             try:
-                proc.stdin.close()
+                cast(IO[str], proc.stdin).close()  # started with stdin=PIPE
                 proc.wait(timeout=5)
             except Exception:  # noqa: BLE001 - shutting down anyway
                 proc.kill()

@@ -75,17 +75,17 @@ def assert_covers(fn: Callable, *specs: str) -> None:
 
 def covers_cases(cases: Iterable[Tuple[Callable, Sequence[str]]]):
     """Decorate a test that exercises each ``(fn, specs)`` of ``cases``."""
-    cases = [(fn, tuple(specs)) for fn, specs in cases]
+    declared = [(fn, tuple(specs)) for fn, specs in cases]
 
     def deco(test: Callable) -> Callable:
         @functools.wraps(test)
         def checked(*args, **kwargs):
-            for fn, specs in cases:
+            for fn, specs in declared:
                 assert_covers(fn, *specs)
             return test(*args, **kwargs)
 
         # pytest reads the test's parameters through __wrapped__ (functools.wraps)
-        DECLARATIONS.extend(Declaration(checked, fn, specs) for fn, specs in cases)
+        DECLARATIONS.extend(Declaration(checked, fn, specs) for fn, specs in declared)
         return checked
 
     return deco

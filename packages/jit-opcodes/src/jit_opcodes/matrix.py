@@ -123,12 +123,14 @@ def _handlers() -> Dict[Tuple[str, str], Cell]:
     found = {}
     for opname, fn, vs, family, _break_as in HANDLERS:
         for v in vs:
-            if getattr(fn, "eager_reason", None):
-                found[(opname, v)] = Cell(EAGER, fn.eager_reason)
-            elif getattr(fn, "break_reason", None):
+            eager_reason = getattr(fn, "eager_reason", None)
+            break_reason = getattr(fn, "break_reason", None)
+            if eager_reason:
+                found[(opname, v)] = Cell(EAGER, eager_reason)
+            elif break_reason:
                 # the declaration names how jit-core breaks there (registry.handler
                 # refuses breaks= without a break_as)
-                found[(opname, v)] = Cell(BREAKS, fn.break_reason)
+                found[(opname, v)] = Cell(BREAKS, break_reason)
             else:
                 found[(opname, v)] = Cell(SYMBOLIC, family)
     return found

@@ -59,10 +59,12 @@ def handler(
 
     def deco(fn: Callable) -> Callable:
         family = fn.__module__.rsplit(".", 1)[-1]
+        # (attributes of the function, which the support matrix reads; mypy's Callable
+        # has none)
         if eager is not None:
-            fn.eager_reason = eager
+            fn.eager_reason = eager  # type: ignore[attr-defined]
         if breaks is not None:
-            fn.break_reason = breaks
+            fn.break_reason = breaks  # type: ignore[attr-defined]
         for name in opnames:
             HANDLERS.append(Declared(name, fn, vs, family, break_as))
         return fn

@@ -114,7 +114,8 @@ def code_qualnames(codes: Iterable[types.CodeType]) -> Dict[types.CodeType, str]
     """
     codes = list(codes)
     if CODE_HAS_QUALNAME:
-        return {c: c.co_qualname for c in codes}
+        # 3.11+ only: mypy checks against 3.10, where CodeType has no co_qualname
+        return {c: c.co_qualname for c in codes}  # type: ignore[attr-defined]
     out = {}
     missing = []
     for c in codes:
@@ -144,7 +145,7 @@ def code_qualname(code: types.CodeType, func: Optional[types.FunctionType] = Non
     """The qualified name of one code object; ``func``, a function that runs it, saves
     the search on 3.8-3.10."""
     if CODE_HAS_QUALNAME:
-        return code.co_qualname
+        return code.co_qualname  # type: ignore[attr-defined]  # 3.11+; mypy checks 3.10
     if func is not None and getattr(func, "__code__", None) is code:
         name = _qualnames.get(code)
         if name is None:
@@ -169,10 +170,11 @@ def _instructions(code) -> Tuple[dis.Instruction, ...]:
 _STARTS_LINE_IS_FLAG = PY_VERSION >= (3, 13)
 
 
-def instruction_line(inst: dis.Instruction):
+def instruction_line(inst: dis.Instruction) -> Optional[int]:
     """The source line an instruction starts, or None."""
     if _STARTS_LINE_IS_FLAG:
-        return inst.line_number if inst.starts_line else None
+        # 3.13+ only: mypy checks against 3.10, whose Instruction has no line_number
+        return inst.line_number if inst.starts_line else None  # type: ignore[attr-defined]
     return inst.starts_line
 
 
@@ -257,7 +259,8 @@ def to_code(bc) -> types.CodeType:
     if PY_VERSION >= (3, 13):
         items = []
         for item in bc:
-            pair = _LOCAL_PAIRS.get(getattr(item, "name", None))
+            # labels, line numbers and try markers have no name
+            pair = _LOCAL_PAIRS.get(getattr(item, "name", ""))
             if pair is None:
                 items.append(item)
                 continue
@@ -412,12 +415,18 @@ HAS_BEGIN_FINALLY = PY_VERSION < (3, 9)
 _SETUP_OPS = ("SETUP_FINALLY", "SETUP_WITH", "SETUP_ASYNC_WITH")
 
 
+def exception_table(code) -> List[Any]:
+    """3.11+ only: the entries of ``code``'s exception table, each with ``start``, ``end``
+    (excluded), ``target``, ``depth`` and ``lasti``."""
+    # dis has no public reader of the table before 3.13, and typeshed no stub of this one
+    return dis._parse_exception_table(code)  # type: ignore[attr-defined]
+
+
 def protected_ranges(code) -> List[tuple]:
     """``(start, end)`` offsets (end excluded) of the instructions inside a try or with
     block: a graph cannot break there, since the resumed code would lose the handler."""
     if HAS_EXCEPTION_TABLE:
-        # dis has no public reader of the table before 3.13
-        return [(e.start, e.end) for e in dis._parse_exception_table(code)]
+        return [(e.start, e.end) for e in exception_table(code)]
     return [
         (inst.offset, inst.argval)
         for inst in dis.get_instructions(code)
@@ -428,7 +437,7 @@ def protected_ranges(code) -> List[tuple]:
 def exception_handler(code, offset: int) -> Optional[Tuple[int, int, bool]]:
     """3.11+: ``(handler offset, stack depth, push lasti)`` of the exception-table entry
     that covers the instruction at ``offset``, or None (an exception leaves the code)."""
-    for e in dis._parse_exception_table(code):
+    for e in exception_table(code):
         if e.start <= offset < e.end:
             return e.target, e.depth, e.lasti
     return None

@@ -58,7 +58,7 @@ def _exception_edges(code, insts, index) -> Dict[int, List[int]]:
     edges: Dict[int, List[int]] = {}
     if not compat.HAS_EXCEPTION_TABLE:
         return edges  # SETUP_* instructions already jump to their handlers
-    for entry in dis._parse_exception_table(code):
+    for entry in compat.exception_table(code):
         target = index.get(entry.target)
         if target is None:
             continue
@@ -152,7 +152,7 @@ def block_start(code: types.CodeType, offset: int) -> Optional[int]:
     if not compat.HAS_EXCEPTION_TABLE:
         starts = [s for s, e in ranges if s <= offset < e]
         return min(starts) if starts else None
-    entries = [e for e in dis._parse_exception_table(code)]
+    entries = [e for e in compat.exception_table(code)]
     inside = [e for e in entries if e.start <= offset < e.end]
     if not inside:
         return None
@@ -226,13 +226,13 @@ def null_slots(code: types.CodeType, offset: int, nstack: int) -> FrozenSet[int]
             if j not in states:
                 states[j] = nxt
                 todo.append(j)
-    flags = states.get(start)
-    if flags is None or len(flags) != nstack:
+    reached = states.get(start)
+    if reached is None or len(reached) != nstack:
         raise ValueError(
             f"{code.co_name}: the stack at offset {offset} could not be laid out "
-            f"({'unreached' if flags is None else len(flags)} slots, {nstack} expected)"
+            f"({'unreached' if reached is None else len(reached)} slots, {nstack} expected)"
         )
-    return frozenset(j for j, null in enumerate(flags) if null)
+    return frozenset(j for j, null in enumerate(reached) if null)
 
 
 def flows(insts, index, i: int) -> List[Tuple[int, bool]]:
@@ -248,7 +248,8 @@ def flows(insts, index, i: int) -> List[Tuple[int, bool]]:
 
 
 def _null_effect(inst: dis.Instruction, flags: Tuple[bool, ...], jumped: bool) -> Tuple[bool, ...]:
-    op, arg = inst.opname, inst.arg
+    # ``arg`` is None only for opcodes without an argument, none of those matched below
+    op, arg = inst.opname, inst.arg or 0
     if op == "PUSH_NULL":
         return flags + (True,)
     if op == "LOAD_GLOBAL" and arg & 1:

@@ -20,7 +20,7 @@ import sys
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Optional, Sequence
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 from .disk import STATS_FILE, cache_root
 from .remote import URL_ENV, Head, StoreRefused, _redact, open_store
@@ -128,7 +128,7 @@ def _age(seconds: float) -> str:
     return f"{seconds:.0f}s"
 
 
-def _table(rows: List[Sequence[str]]) -> str:
+def _table(rows: Sequence[Sequence[str]]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join(
         "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
@@ -144,7 +144,7 @@ def info(args, out) -> int:
             per[e.namespace][0] += 1
             per[e.namespace][1] += e.size
         print(f"remote cache {_redact(url)}", file=out)
-        rows = [("backend", "entries", "size")]
+        rows: List[Tuple[str, ...]] = [("backend", "entries", "size")]
         rows += [(ns, str(n), _size(b)) for ns, (n, b) in sorted(per.items())]
         print(_table(rows) if per else "(empty)", file=out)
         return 0

@@ -40,7 +40,7 @@ import threading
 import time
 import warnings
 from dataclasses import dataclass
-from typing import Callable, Dict, Iterator, Optional, Tuple
+from typing import Callable, Dict, Iterator, Optional, Set, Tuple
 
 log = logging.getLogger("jit_core.cache")
 
@@ -241,7 +241,7 @@ class RemoteTier:
         self.readable = True
         self.writable = key is not None
         self._lock = threading.Lock()
-        self._said = set()
+        self._said: Set[str] = set()
         if key is None:
             models = (
                 f"ONNX models are read unsigned ({TRUST_ENV}=1) but not kept on disk"

@@ -234,6 +234,7 @@ def _emit(b: BreakBuilder) -> None:
         b.stack_rebuilt()
         b.resume(point.next_offset, len(point.stack))
     else:
+        assert point.kind is not None  # ``break_point`` sets one wherever not before_loop
         point.kind.emit(b)
 
 

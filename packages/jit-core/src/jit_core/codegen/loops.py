@@ -417,9 +417,9 @@ def build_body_code(code: types.CodeType, plan: LoopPlan, whole: bool = False) -
         if plan.kind == "for":
             stubs += compat.pop_top()
         stubs += _exit(CONTINUE, compat.load_const(None), names)
-    for target, label in break_labels.items():
+    for break_at, label in break_labels.items():
         stubs.append(label)
-        stubs += _exit(BREAK, compat.load_const(target), names)
+        stubs += _exit(BREAK, compat.load_const(break_at), names)
     prefix = compat.entry_prologue(code)
     item_arg = resume.fresh_name(code, ITEM_ARG)
     if plan.kind == "for":

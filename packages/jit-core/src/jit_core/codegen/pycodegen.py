@@ -52,7 +52,7 @@ class PyCodegen:
         #: collecting: how often each object made during the capture is rebuilt
         self.uses: Dict[int, int] = {}
         #: emitting: objects rebuilt more than once -> the local that keeps the first
-        self._shared = {cid: None for cid in shared}
+        self._shared: Dict[int, Optional[str]] = {cid: None for cid in shared}
         self._building: set = set()
 
     @property
@@ -76,7 +76,7 @@ class PyCodegen:
 
     def graph_output(self, t) -> None:
         """Load the graph output that holds the tensor tracker ``t``."""
-        if self.collecting:
+        if self.outputs is None:  # collecting
             if id(t.node) not in self._seen_nodes:
                 self._seen_nodes.add(id(t.node))
                 self.tensors.append(t)
@@ -100,8 +100,8 @@ class PyCodegen:
             self.uses[key] = self.uses.get(key, 0) + 1
             if self.uses[key] > 1:
                 return
-        elif key in self._shared and self._shared[key] is not None:
-            self.extend(compat.load_fast(self._shared[key]))
+        elif (kept := self._shared.get(key)) is not None:
+            self.extend(compat.load_fast(kept))
             return
         self._building.add(key)
         try:

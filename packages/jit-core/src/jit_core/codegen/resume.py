@@ -39,13 +39,14 @@ def cells_become_free(bc: Bytecode, items: list) -> list:
         if isinstance(item, Instr):
             if item.name in ("MAKE_CELL", "COPY_FREE_VARS"):
                 continue
-            if isinstance(item.arg, CellVar):
+            arg = item.arg
+            if isinstance(arg, CellVar):
                 item = item.copy()
-                item.arg = FreeVar(item.arg.name)
-            elif item.name == "LOAD_FAST" and item.arg in cells:
+                item.arg = FreeVar(arg.name)
+            elif item.name == "LOAD_FAST" and isinstance(arg, str) and arg in cells:
                 # 3.13 loads the cell of an argument (its slot is the argument's) by name
                 item = item.copy()
-                item.arg = FreeVar(item.arg)
+                item.arg = FreeVar(arg)
         kept.append(item)
     return kept
 

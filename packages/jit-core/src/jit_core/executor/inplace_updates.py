@@ -6,7 +6,7 @@ training-mode batch norm's statistics)."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, cast
 
 import paddle
 
@@ -121,7 +121,7 @@ class InplaceUpdates:
         tensor of the capture shares its memory (the update would have to reach it too),
         and where gradients could flow through it.
         """
-        y = args[0]
+        y = cast(TensorVariable, args[0])  # (every caller updates a tensor: args[0])
         why = self._inplace_refusal(y, args, kwargs)
         if why is not None:
             raise Unsupported(

@@ -6,7 +6,7 @@ constant, and break the graph where it depends on what only a run knows."""
 from __future__ import annotations
 
 import operator
-from typing import Any, Callable, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, List, Optional, cast
 
 from ..errors import (
     DYNAMIC_VALUE,
@@ -33,10 +33,14 @@ from ..variables.functions import _wrap_folded
 from ..variables.generators import LazyIteratorVariable
 from ..variables.symbolic import SymIntVariable
 
+if TYPE_CHECKING:  # pragma: no cover
+    from .translator import Translator
+
 
 class Operations:
     """The value half of the ``Translator`` (a mixin: it records through ``self.output``
-    and asks values through the trackers' own methods with ``self`` as their ``tx``)."""
+    and asks values through the trackers' own methods with ``self`` as their ``tx``:
+    ``cast("Translator", self)`` where a method's ``tx`` is annotated)."""
 
     # what it reads of the translator it is part of
     output: Any
@@ -48,7 +52,7 @@ class Operations:
             return obj.getitem(self, key)
         if obj.is_python_constant() and key.is_python_constant():
             return self._fold(operator.getitem, [obj, key])
-        return obj.call_method(self, "__getitem__", [key], {})
+        return obj.call_method(cast("Translator", self), "__getitem__", [key], {})
 
     def setitem(self, obj: VariableTracker, key: VariableTracker, value: VariableTracker) -> None:
         if isinstance(obj, TensorVariable):
@@ -60,7 +64,7 @@ class Operations:
         from ..variables.new_objects import NewObjectVariable
 
         if isinstance(obj, NewObjectVariable):
-            obj.call_method(self, "__setitem__", [key, value], {})
+            obj.call_method(cast("Translator", self), "__setitem__", [key, value], {})
             return
         raise Unsupported(f"item assignment on {obj.describe()}", category=SIDE_EFFECT)
 
@@ -162,7 +166,7 @@ class Operations:
 
     def unary_op(self, fn: Callable, a: VariableTracker) -> VariableTracker:
         if fn is operator.not_:
-            return ConstantVariable(not a.truthy(self))
+            return ConstantVariable(not a.truthy(cast("Translator", self)))
         if isinstance(a, TensorVariable):
             return self.output.call_function(self, fn, [a], {})
         if isinstance(a, SymIntVariable) and fn is operator.neg:
@@ -188,7 +192,7 @@ class Operations:
             # iter(generator) is the generator; a loop steps it (a loop and the code of
             # a genexpr over it): its items run now, when that is exact (see force)
             return obj.force(self, stepwise=True)
-        return ListIteratorVariable(obj.unpack_var_sequence(self))
+        return ListIteratorVariable(obj.unpack_var_sequence(cast("Translator", self)))
 
 
 _SET_OPERATORS = {

@@ -14,7 +14,7 @@ import enum
 import keyword
 import operator
 import types
-from typing import Any, Dict, List, Optional, Set, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple, Union, cast
 
 import paddle
 
@@ -130,7 +130,12 @@ class OutputGraph(SymbolicSizes, InplaceUpdates):
         self._root_ids: Dict[int, str] = {}
         #: (source, placeholder node, example tensor) in input order
         self.inputs: List[Tuple[Source, Any, Any]] = []
-        self._input_by_source: Dict[str, TensorVariable] = {}
+        #: source name -> the tracker of that input: a tensor, a list of tensors taken
+        #: whole (``tensor_list``) or a number (``add_number_input``); a source's value is
+        #: of one kind in a capture (its guard checks the type)
+        self._input_by_source: Dict[
+            str, Union[TensorVariable, TensorListVariable, SymIntVariable]
+        ] = {}
         self._attr_vars: Dict[int, TensorVariable] = {}
         #: node -> the allocation its example value lives in (see ``buffer_key``): which
         #: nodes a tensor updated in place is a view of
@@ -213,7 +218,7 @@ class OutputGraph(SymbolicSizes, InplaceUpdates):
         are never dynamic (a parameter of a layer shared between instances)."""
         key = source.name()
         if key in self._input_by_source:
-            return self._input_by_source[key]
+            return cast(TensorVariable, self._input_by_source[key])
         dynamic = {} if static else self.shape_policy.dims_for(key, tensor)
         self.guards.add(source, guards.TENSOR_MATCH, guards.TensorSpec.of(tensor, dynamic))
         node = self._placeholder(source)
@@ -230,14 +235,16 @@ class OutputGraph(SymbolicSizes, InplaceUpdates):
         self._input_by_source[key] = var
         return var
 
-    def tensor_list(self, var: ListVariable, value: list, source: Source):
+    def tensor_list(
+        self, var: ListVariable, value: list, source: Source
+    ) -> Optional[TensorListVariable]:
         """A list from outside whose length changed between captures, passed whole to a
         Paddle operation: one graph input (the list), plus what the capture appended to
         it, so that one graph serves every length (``ShapePolicy.list_is_input``). Its
         guard checks that every item is a tensor of one type, shape and dtype. None where
         the items differ (they are then read one by one, their number guarded)."""
         key = source.name()
-        whole = self._input_by_source.get(key)
+        whole = cast(Optional[TensorListVariable], self._input_by_source.get(key))
         if whole is None:
             if not value or not all(type(t) is paddle.Tensor for t in value):
                 return None
@@ -255,10 +262,11 @@ class OutputGraph(SymbolicSizes, InplaceUpdates):
         appended = var.appended
         if not appended:
             return whole
-        if not all(isinstance(a, TensorVariable) for a in appended):
+        tensors = [a for a in appended if isinstance(a, TensorVariable)]
+        if len(tensors) != len(appended):
             return None
-        node = self.graph.call_function(operator.add, (whole.node, [a.node for a in appended]))
-        return TensorListVariable(node, whole.example + [a.example for a in appended])
+        node = self.graph.call_function(operator.add, (whole.node, [a.node for a in tensors]))
+        return TensorListVariable(node, whole.example + [a.example for a in tensors])
 
     def add_number_input(self, value: Any, source: Source) -> SymIntVariable:
         """An int or float of the frame read by the graph as an input
@@ -266,7 +274,7 @@ class OutputGraph(SymbolicSizes, InplaceUpdates):
         Python uses it (a guard per relation, as for dynamic sizes)."""
         key = source.name()
         if key in self._input_by_source:
-            return self._input_by_source[key]
+            return cast(SymIntVariable, self._input_by_source[key])
         self.guards.add(source, guards.TYPE_MATCH, type(value))
         node = self._placeholder(source)
         node.meta["number_input"] = True

@@ -16,7 +16,7 @@ capture read as a different one.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple, cast
 
 import paddle
 
@@ -30,7 +30,11 @@ class AttributeWriteBack(VariableTracker):
     """``layer.<name> = value`` of the captured code, written back as a container's new
     contents are: the same point in the generated code, ``setattr`` on the real object."""
 
+    #: the layer's (``LayerVariable.store_attr`` stores only on a layer that has a source)
+    source: Source
+
     def __init__(self, obj: VariableTracker, name: str, value: VariableTracker, pinned: Any = None):
+        assert obj.source is not None
         super().__init__(obj.source)
         self.obj = obj
         self.name = name
@@ -102,12 +106,13 @@ def describe(tracker: VariableTracker) -> str:
     """How an outside container is written back, in words (``explain()``)."""
     if isinstance(tracker, AttributeWriteBack):
         return f"{tracker.describe()}: set after the graph, as the code stored it"
-    fn = tracker.written_back_by()
+    # a list or dict from outside (only those are marked mutated: ``mutate_outside``)
+    fn = cast(Any, tracker).written_back_by()
     if fn is extend_list:
         how = "what the code appended is appended (its items and length were not read)"
     else:
         how = f"it gets its new contents ({tracker.describe()})"
-    return f"{tracker.source.name()}: {how}"
+    return f"{cast(Source, tracker.source).name()}: {how}"
 
 
 class SideEffects:

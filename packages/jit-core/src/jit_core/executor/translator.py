@@ -103,7 +103,7 @@ class Translator(Operations):
         self.output = output
         self.root_globals = root_globals
         self.parent = parent
-        self.depth = 0 if parent is None else parent.depth + 1
+        self.depth: int = 0 if parent is None else parent.depth + 1
         if self.depth > MAX_INLINE_DEPTH:
             raise Unsupported(f"inlining deeper than {MAX_INLINE_DEPTH} calls", category=LIMIT)
         self.instructions, self._offset_index, self._lines = _decoded(code)
@@ -203,6 +203,7 @@ class Translator(Operations):
             return False
         if self.root().producers:
             raise ExceptionsNotSimulated("an exception raised inside a generator's code")
+        assert self.current is not None  # (called by run(), for the instruction it runs)
         offset = self.current.offset
         exc = ExceptionVariable(e.exc)
         if compat.HAS_EXCEPTION_TABLE:
@@ -210,7 +211,7 @@ class Translator(Operations):
             if entry is None:
                 return False
             target, depth, lasti = entry
-            pushed = [ConstantVariable(offset)] if lasti else []
+            pushed: List[VariableTracker] = [ConstantVariable(offset)] if lasti else []
             pushed.append(exc)
         else:
             blocks = self.scratch.get("blocks") or []
@@ -425,7 +426,7 @@ class Translator(Operations):
         code = fn.__code__
         defaults = []
         for i, d in enumerate(fn.__defaults__ or ()):
-            src = DefaultSource(fn_source, i) if fn_source is not None else None
+            src: Optional[Source] = DefaultSource(fn_source, i) if fn_source is not None else None
             defaults.append(wrap(self, d, src))
         kwdefaults = {}
         for k, d in (fn.__kwdefaults__ or {}).items():
@@ -507,7 +508,7 @@ def bind_arguments(code, defaults, kwdefaults, args, kwargs) -> Dict[str, Variab
         raise Unsupported(
             f"{code.co_name}() got too many positional arguments (TypeError)", category=RAISES
         )
-    if has_varargs:
+    if varargs_name is not None:  # (has_varargs)
         bound[varargs_name] = TupleVariable(list(extra))
     rest: Dict[str, VariableTracker] = {}
     for k, v in kwargs.items():
@@ -540,7 +541,7 @@ def bind_arguments(code, defaults, kwdefaults, args, kwargs) -> Dict[str, Variab
                     category=RAISES,
                 )
             bound[name] = kwdefaults[name]
-    if has_varkw:
+    if varkw_name is not None:  # (has_varkw)
         bound[varkw_name] = DictVariable(rest)
     return bound
 

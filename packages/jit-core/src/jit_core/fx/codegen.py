@@ -8,7 +8,7 @@ import linecache
 import math
 import operator
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, cast
 
 from .node import Node
 
@@ -100,7 +100,8 @@ class _Namespace:
 
     def qualified(self, fn: Any) -> str:
         if getattr(builtins, getattr(fn, "__name__", ""), None) is fn:
-            return fn.__name__
+            # a builtin (mypy also narrows ``fn`` to the getattr's default, None)
+            return cast(Any, fn).__name__
         name = getattr(fn, "__name__", None)
         candidates: List[str] = []
         if name:

@@ -6,7 +6,7 @@ import builtins
 import contextlib
 import keyword
 import operator
-from typing import Any, Callable, Dict, Iterator, List, Optional
+from typing import Any, Callable, Dict, Iterator, List, Optional, cast
 
 from .node import Node, map_arg
 
@@ -112,7 +112,8 @@ class Graph:
 
     @contextlib.contextmanager
     def inserting_after(self, node: Node):
-        with self.inserting_before(node.next):
+        # (a node in the graph is linked on both sides)
+        with self.inserting_before(cast(Node, node.next)):
             yield
 
     def node_copy(self, node: Node, arg_transform: Callable[[Node], Any] = lambda n: n) -> Node:
@@ -144,8 +145,10 @@ class Graph:
                 f"cannot erase node {node.name}: it is still used by {list(node.users)}"
             )
         node._set_inputs((), {})
-        node.prev.next = node.next
-        node.next.prev = node.prev
+        # a node in the graph is linked on both sides
+        prev, nxt = cast(Node, node.prev), cast(Node, node.next)
+        prev.next = nxt
+        nxt.prev = prev
         node.prev = node.next = None
         self._used.discard(node.name)
 

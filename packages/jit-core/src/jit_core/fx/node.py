@@ -74,7 +74,8 @@ class Node:
         args[index] = value
         self.args = args
 
-    def replace_input_with(self, old: Node, new: Node) -> None:
+    def replace_input_with(self, old: Node, new: Any) -> None:
+        # ``new`` may be a constant: a node's size known after all (kit/onnx/prepare.py)
         def swap(n):
             return new if n is old else n
 

@@ -270,6 +270,8 @@ def load_graph_module(model_path: str):
     name = f"jit_core_sample_{next(_module_ids)}"
     try:
         spec = importlib.util.spec_from_file_location(name, model_path)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"no loader for {model_path}")
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
     except Exception as e:  # noqa: BLE001 - any import error is the sample's

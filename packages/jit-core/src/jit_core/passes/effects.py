@@ -18,7 +18,7 @@ folded into a constant that every call would hand out again.
 from __future__ import annotations
 
 import inspect
-from typing import Any, Set
+from typing import Any, Callable, Set, cast
 
 from ..fx import Node
 from ..fx.graph import _is_impure
@@ -79,7 +79,10 @@ def _inference_dropout(node: Node) -> bool:
     ):
         return False
     try:
-        bound = inspect.signature(target).bind(*node.args, **node.kwargs)
+        # a function of paddle.nn.functional (the ``is not target`` test above also lets
+        # mypy read ``target`` as possibly None)
+        fn = cast(Callable[..., Any], target)
+        bound = inspect.signature(fn).bind(*node.args, **node.kwargs)
     except TypeError:
         return False
     bound.apply_defaults()

@@ -147,13 +147,11 @@ class BreakCompiler:
         functions (or the loop, a body at a time). ``stop.reason`` says where it broke."""
         resumes: List[types.CodeType] = []
         loop_body: List[str] = []
+        point = traced.point  # traced with ``stop``: up to the instruction it broke at
+        assert point is not None, "the capture did not stop where it broke before"
 
         def make_resume(offset: int, nstack: int, live) -> Callable:
-            if (
-                traced.point.before_loop
-                and where.kind == "loop"
-                and offset == traced.point.next_offset
-            ):
+            if point.before_loop and where.kind == "loop" and offset == point.next_offset:
                 loop = self.loop_call(code, offset, nstack, live, frame.f_globals)
                 if loop is not None:
                     resumes.append(loop.body.__code__)
@@ -173,7 +171,7 @@ class BreakCompiler:
                     compiled,
                     traced.sources,
                     traced.tensors,
-                    traced.point,
+                    point,
                     traced.shared,
                     self.ctx.hooked_call,
                     make_resume,
@@ -188,17 +186,17 @@ class BreakCompiler:
         # its traceback holds (the translator, the example inputs: the first call's
         # tensors would live as long as the entry)
         stop.__traceback__ = stop.__context__ = stop.__cause__ = None
-        if traced.point.before_loop and loop_body:
+        if point.before_loop and loop_body:
             stop.reason = (
                 f"{stop.reason} (in a loop: the loop runs in Python and its body is "
                 f"captured as {loop_body[0]}, once per iteration)"
             )
-        elif traced.point.before_loop and where.kind == "block":
+        elif point.before_loop and where.kind == "block":
             stop.reason = (
                 f"{stop.reason} (in a try or with block: the graph breaks before the "
                 "block, which runs in Python with its handlers)"
             )
-        elif traced.point.before_loop:
+        elif point.before_loop:
             stop.reason = f"{stop.reason} (in a loop: the graph breaks before the loop)"
         result = FrameResult(new_code, True)
         result.hooked = FrameResult(hooked_code, True)

@@ -342,9 +342,10 @@ class FrameCompiler(BreakCompiler):
             tx.unread_pass_through = not inputs_as_outputs
             root_locals(code, compat.frame_locals(frame), tx, getattr(frame, "f_closure", None))
             point = None
-            before_loop = where is not None and where.before_loop is not None
-            if before_loop:
-                tx.stop_at_offset = where.before_loop
+            stop_offset = where.before_loop if where is not None else None
+            before_loop = stop_offset is not None
+            if stop_offset is not None:
+                tx.stop_at_offset = stop_offset
             elif stop is not None:
                 tx.stop_at_step = stop.root_step
             ret = tx.run()
@@ -353,15 +354,19 @@ class FrameCompiler(BreakCompiler):
             containers: list = []
             if tx.stopped:
                 inst = tx.instructions[tx.ip]
-                if not before_loop and inst.offset != stop.root_instruction.offset:
-                    raise Unsupported(
-                        "the capture did not stop where it broke before", category=INTERNAL
-                    )
+                if not before_loop:
+                    # it stopped at stop.root_step, set together with its root_instruction
+                    assert stop is not None and stop.root_instruction is not None
+                    if inst.offset != stop.root_instruction.offset:
+                        raise Unsupported(
+                            "the capture did not stop where it broke before", category=INTERNAL
+                        )
                 point = graph_breaks.break_point(tx, inst, before_loop)
                 rebuilt = graph_breaks.collect_break(code, point)
             else:
                 cells = graph_breaks.written_cells(tx)
                 containers = list(output.side_effects.mutated)
+                assert ret is not None  # run() returns None only when it stopped
                 rebuilt = collect_return(code, ret, inputs_as_outputs, cells, containers)
             tensors = rebuilt.tensors
             self._counter += 1
@@ -539,6 +544,8 @@ class FrameCompiler(BreakCompiler):
         """The cache entry of a capture: its guard, the replacement code, and what
         ``explain()`` reports of it."""
         gm = traced.graph_module
+        new_code = result.code
+        assert new_code is not None  # a capture's result runs its replacement code
         guard = traced.output.guards.build(f"guard_{_identifier(code.co_name)}_{traced.number}")
         guards_log.info("%s", guard.readable())
         if bytecode_log.isEnabledFor(10):
@@ -546,11 +553,11 @@ class FrameCompiler(BreakCompiler):
                 "original %s:\n%s\ntransformed:\n%s",
                 code.co_name,
                 disassemble(code),
-                disassemble(result.code),
+                disassemble(new_code),
             )
         entry = CacheEntry(
             guard=guard,
-            code=result.code,
+            code=new_code,
             graph_module=gm,
             compiled=built.compiled,
             result=result,

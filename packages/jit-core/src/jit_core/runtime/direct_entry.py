@@ -9,7 +9,7 @@ from __future__ import annotations
 import inspect
 import types
 import weakref
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional, cast
 
 import paddle
 from paddle.framework import core as _core
@@ -101,7 +101,7 @@ class DirectEntry:
             if not layer_call_is_forward(fn):  # Layer.__call__'s own code must run
                 if compat.hook_skips(code):
                     self._note_invisible(
-                        code,
+                        cast(types.CodeType, code),  # one of direct_codes
                         "Layer.__call__ has to run its own code (forward hooks, a pending "
                         "lazy build, static or profiler mode)",
                     )
@@ -110,7 +110,8 @@ class DirectEntry:
         func = getattr(fn, "__func__", fn)
         if not isinstance(func, types.FunctionType) or func.__code__ not in self.direct_codes:
             return None
-        lead = (fn.__self__,) if func is not fn else ()
+        # a bound method (its __func__ is another object); no check on this per-call path
+        lead = (fn.__self__,) if func is not fn else ()  # type: ignore[attr-defined]
         return func, lead
 
     def _note_invisible(self, code: types.CodeType, why: str) -> None:
@@ -196,7 +197,8 @@ class DirectEntry:
             # trailing arguments left to their defaults (forward(x, steps=4) called as
             # forward(x)): inspect's binding costs more than the rest of a cache hit
             missing = nargs - len(args)
-            f_locals = dict(zip(code.co_varnames, args + func.__defaults__[-missing:]))
+            # __defaults__ holds at least `missing` items (the condition above)
+            f_locals = dict(zip(code.co_varnames, args + func.__defaults__[-missing:]))  # type: ignore[index]
         else:
             sig = self._signatures.get(code)
             if sig is None:

@@ -415,6 +415,7 @@ class CaptureEvent:
     def graph_break_in(cls, code: types.CodeType, location: str, entry: CacheEntry) -> CaptureEvent:
         """The graph break inside ``entry``, a capture of ``code``."""
         brk = entry.graph_break
+        assert brk is not None, "graph_break_in is for an entry with a graph break"
         return cls(
             code.co_name,
             location,

@@ -14,7 +14,7 @@ import math
 import re
 import weakref
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple, Type, cast
 
 import numpy as np
 import paddle
@@ -187,7 +187,7 @@ def _native_check(v: str, spec: TensorSpec, namer: _Namer) -> Optional[str]:
 
 @dataclass(frozen=True)
 class TensorSpec:
-    type: type
+    type: Type[Any]
     shape: Tuple[int, ...]
     dtype: Any
     stop_gradient: bool
@@ -402,8 +402,8 @@ class GuardSet:
         self.check: Optional[Callable[[Guard], None]] = None
 
     def add_identity(self, a: Source, b: Source, same: bool) -> None:
-        key = tuple(sorted((a.name(), b.name())))
-        self.identities.setdefault(key, (a, b, same))
+        first, second = sorted((a.name(), b.name()))
+        self.identities.setdefault((first, second), (a, b, same))
 
     def add_relation(self, relation: tuple, holds: bool) -> None:
         self.relations.setdefault(relation, holds)
@@ -432,7 +432,7 @@ class GuardSet:
         def depth(src: Source) -> int:
             d = 0
             while isinstance(src, (AttrSource, ItemSource, ClosureSource, DefaultSource)):
-                src = getattr(src, "base", None) or src.func
+                src = src.base if isinstance(src, (AttrSource, ItemSource)) else src.func
                 d += 1
             return d
 
@@ -623,13 +623,14 @@ class _GuardWriter:
         self.add("constant", check)
 
     def _raises(self, g: Guard, e: str) -> None:
-        src = g.source
+        src = cast(CallSource, g.source)  # a RAISES guard pins what a call raises
         raises = self.namer.obj(Raises(src.fn, src.args, g.value), "raises")
         self.add(f"{src.name()} raises {g.value.__name__}", f"{raises}()")
 
     def _hasattr(self, g: Guard, e: str) -> None:
-        base = self.expr(g.source.base)
-        obj, attr = self.namer.scope.get(base), g.source.attr
+        src = cast(AttrSource, g.source)  # a HASATTR guard pins whether an attribute exists
+        base = self.expr(src.base)
+        obj, attr = self.namer.scope.get(base), src.attr
         if not g.value and _plain_layer(obj):
             # hasattr answers False by way of an AttributeError raised inside
             # Layer.__getattr__ (2-4 us); ask the places it looks instead

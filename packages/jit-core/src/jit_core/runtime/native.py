@@ -38,7 +38,7 @@ DIR_ENV = "JIT_CORE_NATIVE_DIR"
 MODULE = "_jit_tensor_check"
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tensor_check.cc")
 #: the longest a build may take before it counts as failed
-BUILD_TIMEOUT_S = 300
+BUILD_TIMEOUT_S = 120
 
 _lock = threading.Lock()
 _module: Any = None

@@ -4,7 +4,7 @@ graph node (to record the call)."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Union
 
 from ..errors import DYNAMIC_VALUE, Unsupported
 from .base import VariableTracker
@@ -12,8 +12,11 @@ from .containers import BaseListVariable, DictVariable, ListVariable, SliceVaria
 from .symbolic import SymIntVariable
 from .tensor import TensorListVariable, TensorVariable
 
+#: what ``as_argument`` hands its ``tensor`` function: a value the graph holds as a node
+GraphValue = Union[TensorVariable, SymIntVariable, TensorListVariable]
 
-def as_argument(v: VariableTracker, tensor: Callable[[TensorVariable], Any]) -> Any:
+
+def as_argument(v: VariableTracker, tensor: Callable[[GraphValue], Any]) -> Any:
     """The Python value of an argument, with each tensor (and dynamic size) replaced by
     ``tensor(t)``."""
     if isinstance(v, (TensorVariable, SymIntVariable, TensorListVariable)):

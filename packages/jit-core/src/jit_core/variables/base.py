@@ -132,6 +132,8 @@ class LazyVariable(VariableTracker):
     that is not read must not make each iteration a new graph). At a graph break such a
     value is loaded again from where it came from."""
 
+    source: Source  # (always given: where the unread value is loaded from again)
+
     def __init__(self, value: Any, source: Source):
         super().__init__(source)
         self.value = value

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import itertools
 import types
-from typing import Any, Callable, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Type, cast
 
 from ..bytecode import compat
 from ..errors import DYNAMIC_VALUE, RAISES, SIDE_EFFECT, UNTRACED_CALL, Unsupported
 from .base import VariableTracker
 from .constant import ConstantVariable
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .tensor import TensorListVariable
 
 #: containers are numbered as they are made: a generator consumed step by step may only
 #: change the containers it made itself (see ``Translator.container_mutated``)
@@ -212,7 +215,7 @@ class BaseListVariable(VariableTracker):
 
 
 class TupleVariable(BaseListVariable):
-    container_type = tuple
+    container_type: type = tuple
 
     def reconstruct(self, cg) -> None:
         # immutable: rebuilt from its items wherever it is held
@@ -222,7 +225,8 @@ class TupleVariable(BaseListVariable):
 def _probe_tuplegetter() -> type:
     import collections
 
-    return type(collections.namedtuple("_Probe", "a").a)
+    # (mypy does not see the field getters of a namedtuple made in an expression)
+    return type(cast(Any, collections.namedtuple("_Probe", "a")).a)
 
 
 _TUPLEGETTER = _probe_tuplegetter()
@@ -253,12 +257,15 @@ class NamedTupleVariable(TupleVariable):
     name. Made again as ``tuple.__new__(cls, items)``, which is what its ``__new__`` does.
     Its slices and sums are plain tuples, as in Python."""
 
+    #: the namedtuple class (``is_namedtuple_class``), whose ``_fields`` are read
+    container_type: Type[Any]
+
     def __init__(self, items: List[VariableTracker], cls: type, source=None):
         super().__init__(items, source)
         self.container_type = cls
 
     @classmethod
-    def create(cls, tx, klass: type, args, kwargs) -> NamedTupleVariable:
+    def create(cls, tx, klass: Type[Any], args, kwargs) -> NamedTupleVariable:
         """``klass(*args, **kwargs)``, bound as its ``__new__`` binds them."""
         import inspect
 
@@ -322,7 +329,7 @@ class ListVariable(BaseListVariable):
         #: for a list from outside whose length changed between captures
         #: (``ShapePolicy.list_is_input``): the whole list, with what the capture appended,
         #: as one graph value (``OutputGraph.tensor_list``), or None where it cannot be
-        self.as_input: Optional[Callable[[], Optional[VariableTracker]]] = None
+        self.as_input: Optional[Callable[[], Optional[TensorListVariable]]] = None
         super().__init__(items, source)
 
     @property
@@ -473,7 +480,7 @@ def _int_index(v: VariableTracker, what: str) -> int:
         raise Unsupported(
             f"{what} with index {v.describe()} that is not an int", category=DYNAMIC_VALUE
         )
-    return int(value)
+    return int(cast(int, value))
 
 
 class DictVariable(VariableTracker):

@@ -226,9 +226,10 @@ def enter_context(tx, mgr: VariableTracker) -> Tuple[VariableTracker, VariableTr
     if isinstance(mgr, (GradModeVariable, AmpContextVariable, NullContextVariable)):
         entered = mgr.enter(tx)
         return ContextExitVariable(mgr), entered
-    if type(getattr(mgr, "value", None)) in _GRAD_CLASSES:
+    held = getattr(mgr, "value", None)
+    if type(held) in _GRAD_CLASSES:
         # an instance made outside the frame: no_grad/enable_grad set their mode on enter
-        mode = _GRAD_CLASSES[type(mgr.value)]
+        mode = _GRAD_CLASSES[type(held)]
         if mode is None:
             raise Unsupported(
                 "a set_grad_enabled() made outside the frame (its mode is set)",

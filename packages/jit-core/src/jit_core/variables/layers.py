@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import List
+from typing import List, Set
 
 import paddle
 
@@ -42,7 +42,7 @@ def reads_training(cls: type) -> bool:
     training mode (``Dropout``, ``BatchNorm``; not ``Linear`` or ``LayerNorm``), and only
     then is its mode guarded: each guard is paid on every call (BERT's encoder has 27
     such layers). Code it cannot read counts as reading it."""
-    seen = set()
+    seen: Set[str] = set()
 
     def reads(fn, depth: int) -> bool:
         code = getattr(inspect.unwrap(fn), "__code__", None)
@@ -107,7 +107,8 @@ def unaliased(fn, has_kwargs: bool):
     """``fn`` without Paddle's alias wrapper, where the call passes no keyword arguments
     (the wrapper only renames them; it would reach the function as an opaque call)."""
     if inspect.isfunction(fn) and fn.__code__ in _ALIAS_WRAPPERS and not has_kwargs:
-        return fn.__wrapped__
+        # (set by functools.wraps in the wrapper: mypy knows no such attribute of a function)
+        return fn.__wrapped__  # type: ignore[attr-defined]
     return fn
 
 

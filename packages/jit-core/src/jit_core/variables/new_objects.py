@@ -20,7 +20,7 @@ import dataclasses
 import inspect
 import types
 from collections import OrderedDict
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Type, cast
 
 from ..bytecode import compat
 from ..errors import DYNAMIC_VALUE, RAISES, UNTRACED_CALL, Unsupported
@@ -72,9 +72,10 @@ def _dict_base(cls: type) -> Optional[type]:
 def rebuild_object(cls: type, attrs: Dict[str, Any], items: Optional[Dict[Any, Any]]) -> Any:
     """The instance the captured code made: ``cls`` without its ``__init__`` (it ran in
     the capture), with the attributes and items it left."""
-    obj = cls.__new__(cls)
+    obj = cast(Any, cls).__new__(cls)  # (the class's own __new__, not type.__new__)
     if items is not None:
-        setitem = _dict_base(cls).__setitem__
+        # (only a dict subclass keeps items: see NewObjectVariable)
+        setitem = cast("Type[dict]", _dict_base(cls)).__setitem__
         for k, v in items.items():
             setitem(obj, k, v)
     obj.__dict__.update(attrs)

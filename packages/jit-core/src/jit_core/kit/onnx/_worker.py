@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from typing import Any, Dict
 
 
 def main() -> None:
@@ -41,7 +42,7 @@ def main() -> None:
             )
             with open(req["out"], "wb") as f:
                 f.write(data)
-            reply = {"ok": True}
+            reply: Dict[str, Any] = {"ok": True}
         except Exception as e:  # noqa: BLE001 - every failure goes back to the parent
             reply = {"ok": False, "error": f"{type(e).__name__}: {e}"}
         replies.write(json.dumps(reply) + "\n")

@@ -37,7 +37,19 @@ import functools
 import inspect
 import logging
 import operator
-from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple, Union
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    FrozenSet,
+    List,
+    NoReturn,
+    Optional,
+    Sequence,
+    Tuple,
+    Union,
+    cast,
+)
 
 import numpy as np
 
@@ -147,7 +159,7 @@ def _target_name(target: Any) -> str:
         return target
     module = getattr(target, "__module__", None) or ""
     name = getattr(target, "__qualname__", None) or getattr(target, "__name__", repr(target))
-    return f"{module}.{name}" if module else name
+    return f"{module}.{name}" if module else str(name)
 
 
 def _signature(fn: Callable) -> Optional[inspect.Signature]:
@@ -233,7 +245,8 @@ class Exporter:
         #: would copy them twice more)
         self.model = self.onnx.ModelProto()
         self.initializers = self.model.graph.initializer
-        self._names: Dict[Any, str] = {}
+        #: node -> its ONNX name (a tuple of them for a call with several results)
+        self._names: Dict[Any, Union[str, Tuple[str, ...]]] = {}
         self._used: set = set()
         self._params: Dict[int, str] = {}
         self._consts: Dict[Tuple, str] = {}
@@ -258,7 +271,7 @@ class Exporter:
         return name
 
     # what lowerings ask --------------------------------------------------------------
-    def decline(self, why: str):
+    def decline(self, why: str) -> NoReturn:
         """Refuse the call: the graph is exported another way, ``why`` in ``explain()``."""
         raise _Declined(why)
 
@@ -272,11 +285,12 @@ class Exporter:
     def none(self, *flags: str) -> str:
         """A bool scalar of the model: no element of the bool tensors ``flags`` is set
         (True where they are empty)."""
-        total = None
+        total: Optional[str] = None
         for f in flags:
             flat = self.cast(self.op("Reshape", [f, self.ints([-1])]), "int64")
             count = self.op("ReduceSum", [flat], keepdims=0)
             total = count if total is None else self.op("Add", [total, count])
+        assert total is not None, "none() takes at least one flag"  # as every caller does
         return self.op("Equal", [total, self.constant(0, "int64")])
 
     def require_none(self, flags: Sequence[str], why: str) -> None:
@@ -301,7 +315,7 @@ class Exporter:
         sizes = self.sizes(value)
         if None in sizes:
             self.decline(f"the sizes of {value.name} follow the graph's dynamic dimensions")
-        return sizes
+        return cast("List[int]", sizes)  # no None among them
 
     def sizes(self, value: Any) -> List[Optional[int]]:
         """The sizes of a value, None for each dimension that is dynamic."""
@@ -717,9 +731,10 @@ def export_direct(gm, example_inputs: Sequence[Any], opset: int, acts_on_checks:
     seen: set = set()
     constants = {p.name for p in ex.initializers}
     for i, value in enumerate(graph.output_values()):
-        if not _is_node(value) or not isinstance(ex._names.get(value), str):
+        made = ex._names.get(value) if _is_node(value) else None
+        if not isinstance(made, str):
             raise MissingLowering(f"graph output {i}", why="not a tensor the graph computes")
-        name = ex._names[value]
+        name = made
         if name in seen or value.op == "placeholder" or name in constants:
             # one ONNX value per output: a value returned twice (or an input or a
             # parameter returned as it is) is copied
@@ -766,7 +781,7 @@ def _dynamic_sizes(
     from ..shape_dispatch import dynamic_dims, other_sizes
 
     perturbers = perturbers or {}
-    runs = []
+    runs: List[Tuple[str, List[Any], Dict[Any, Callable]]] = []
     if dynamic_dims(gm):
         runs.append(("a graph with dynamic dimensions", next(other_sizes(example_inputs, gm)), {}))
     if perturbers:

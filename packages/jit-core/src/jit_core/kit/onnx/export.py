@@ -89,7 +89,8 @@ def paddle2onnx_missing(python: Optional[Tuple[int, int]] = None) -> str:
     return _paddle2onnx_missing(tuple(python or sys.version_info[:2]))
 
 
-def _paddle2onnx_missing(python: Tuple[int, int]) -> str:
+def _paddle2onnx_missing(python: Tuple[int, ...]) -> str:
+    """``python``: a ``(major, minor)`` version."""
     version = installed_version("paddle2onnx")
     if version is not None and _major(version) >= PADDLE2ONNX_MIN_MAJOR:
         return ""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import math
 import operator
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Sequence, cast
 
 import numpy as np
 import paddle
@@ -544,7 +544,8 @@ def reshaped_to_result(ex: Exporter, name: str) -> str:
 def _expand(ex: Exporter, a: Dict[str, Any]) -> str:
     shape = a.get("shape")
     if holds_runtime_sizes(ex, shape):
-        target, n = shape_list_tensor(ex, shape), len(shape)
+        # (a list or a tuple: holds_runtime_sizes says so)
+        target, n = shape_list_tensor(ex, shape), len(cast("Sequence[Any]", shape))
     elif not ex.is_tensor(shape):
         if isinstance(shape, (list, tuple)) and any(ex.is_tensor(d) for d in shape):
             ex.known(list(shape))  # graph ints this model fixes, else declined
@@ -734,9 +735,12 @@ def _same_padding(ex: Exporter, x, kernel, stride, dilation) -> List[int]:
         ex.decline("padding algorithm SAME with a dilation")
     pads = []
     for size, k, s in zip(ex.sizes(x)[2:], kernel, stride):
-        if s != 1 and size is None:
+        if s == 1:
+            total = k - 1
+        elif size is None:
             ex.decline("padding algorithm SAME with a stride, on a dynamic size")
-        total = k - 1 if s == 1 else max((-(-size // s) - 1) * s + k - size, 0)
+        else:
+            total = max((-(-size // s) - 1) * s + k - size, 0)
         pads += [total // 2, total - total // 2]
     return pads
 

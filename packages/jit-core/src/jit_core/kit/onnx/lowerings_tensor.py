@@ -373,7 +373,7 @@ def _interpolate(ex: Exporter, a: Dict[str, Any]) -> str:
     if mode == "nearest":
         if align_corners:
             ex.decline("nearest with align_corners=True")
-        attrs = {
+        attrs: Dict[str, Any] = {
             "mode": "nearest",
             "coordinate_transformation_mode": "asymmetric",
             "nearest_mode": "floor",

@@ -178,12 +178,6 @@ def _axes_of(keys: List[Any], rank: Optional[int]) -> List[Optional[int]]:
         end = end - n if end is not None and n is not None else None
         axes[i] = end
     return axes
-    end: Optional[int] = rank
-    for i in range(len(keys) - 1, ellipsis, -1):
-        n = _consumed(keys[i])
-        end = end - n if end is not None and n is not None else None
-        axes[i] = end if keys[i] is not None else None
-    return axes
 
 
 def plan(gm) -> Tuple[List[Tuple[int, int]], bool, List[str]]:

@@ -673,39 +673,32 @@ class _GuardWriter:
             checks.append(f"str({v}.place) == {spec.place!r}")
         return checks
 
+    def _tensor_checks(self, fetch: str, v: str, spec: TensorSpec) -> List[str]:
+        """The checks of one tensor: the first evaluates ``fetch`` (which binds ``v``),
+        the others read ``v``."""
+        namer = self.namer
+        native_check = _native_check(fetch, spec, namer)
+        if native_check is not None:
+            return [native_check, *self._flag_checks(v, spec)]
+        return [
+            f"type({fetch}) is {namer.obj(spec.type, 't')}",
+            *spec.shape_checks(v, namer),
+            _dtype_check(v, spec.dtype, namer),
+            *self._flag_checks(v, spec),
+        ]
+
     def _tensor_match(self, g: Guard, e: str) -> None:
         spec: TensorSpec = g.value
-        namer = self.namer
-        tname = namer.obj(spec.type, "t")
+        self.namer.obj(spec.type, "t")  # (named first, as guards always named it)
         # fetch the tensor once: its source may be a chain of lookups
-        v = namer.local()
-        native_check = _native_check(f"{v} := {e}", spec, namer)
-        if native_check is not None:
-            checks = [native_check, *self._flag_checks(v, spec)]
-        else:
-            checks = [
-                f"type({v} := {e}) is {tname}",
-                *spec.shape_checks(v, namer),
-                _dtype_check(v, spec.dtype, namer),
-                *self._flag_checks(v, spec),
-            ]
-        self.add("tensor", " and ".join(checks))
+        v = self.namer.local()
+        self.add("tensor", " and ".join(self._tensor_checks(f"{v} := {e}", v, spec)))
         self.tensors.append((g.source.name(), e, spec))
 
     def _tensor_list(self, g: Guard, e: str) -> None:
         spec: TensorSpec = g.value
-        namer = self.namer
-        v, t = namer.local(), namer.local()
-        native_check = _native_check(t, spec, namer)
-        if native_check is not None:
-            each = [native_check, *self._flag_checks(t, spec)]
-        else:
-            each = [
-                f"type({t}) is {namer.obj(spec.type, 't')}",
-                *spec.shape_checks(t, namer),
-                _dtype_check(t, spec.dtype, namer),
-                *self._flag_checks(t, spec),
-            ]
+        v, t = self.namer.local(), self.namer.local()
+        each = self._tensor_checks(t, t, spec)
         check = (
             f"type({v} := {e}) is list and len({v}) >= 1"
             f" and all({' and '.join(each)} for {t} in {v})"

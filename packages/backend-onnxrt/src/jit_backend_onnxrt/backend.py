@@ -24,7 +24,7 @@ from jit_core.kit.onnx import (
     export_onnx,
     exporter_fingerprint,
     exporter_name,
-    installed_version,
+    exporter_versions,
     lift_parameters,
     live_tensors,
     require,
@@ -70,11 +70,6 @@ stats: Dict[str, int] = {"exports": 0, "cache_hits": 0, "fallbacks": 0, "checks_
 
 class OnnxRuntimeError(JitError):
     """ONNX Runtime cannot load or run an exported graph; the message names the node."""
-
-
-def _version(dist: str) -> str:
-    # "missing" where it is not installed: part of cache keys, spelt as it always was
-    return installed_version(dist) or "missing"
 
 
 def _session_options(ort, intra: Optional[int], inter: Optional[int], level: str):
@@ -258,8 +253,7 @@ def _model_bytes(gm, example_inputs, opset: int, ort, use_cache: bool, setup: tu
             setup,
             opset,
             exporter_fingerprint(),
-            _version("paddle2onnx"),
-            _version("onnx"),
+            *exporter_versions(),
             ort.__version__,
             # ORT's optimized models may use kernels specific to this CPU
             machine_fingerprint(),

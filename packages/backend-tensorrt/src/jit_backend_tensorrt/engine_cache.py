@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from typing import Optional, Sequence, Tuple
 
 from jit_core.cache.disk import DiskCache, graph_key
-from jit_core.kit.onnx import exporter_fingerprint, installed_version
+from jit_core.kit.onnx import exporter_fingerprint, exporter_versions
 
 from .options import BuilderSettings
 from .profiles import Profile
@@ -47,11 +47,6 @@ def device_origin(tensorrt_version: str) -> Origin:
     return Origin(tensorrt_version, str(paddle.device.cuda.get_device_name()), f"{major}.{minor}")
 
 
-def _version(dist: str) -> str:
-    # "missing" where it is not installed: part of cache keys, spelt as it always was
-    return installed_version(dist) or "missing"
-
-
 def engine_key(
     gm,
     example_inputs: Sequence,
@@ -70,8 +65,7 @@ def engine_key(
         "frozen" if frozen else "live parameters",
         settings.opset,
         exporter_fingerprint(),
-        _version("paddle2onnx"),
-        _version("onnx"),
+        *exporter_versions(),
     )
     # an engine with live parameters takes them as inputs: their values are not in it
     return graph_key(gm, example_inputs, extra, values=frozen)

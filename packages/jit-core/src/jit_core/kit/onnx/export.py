@@ -76,6 +76,12 @@ def installed_version(dist: str) -> Optional[str]:
         return None
 
 
+def exporter_versions() -> Tuple[str, str]:
+    """The versions of paddle2onnx and onnx ("missing" where one is not installed), for
+    the cache keys of what the ONNX-based backends build from an export."""
+    return installed_version("paddle2onnx") or "missing", installed_version("onnx") or "missing"
+
+
 def _major(version: str) -> int:
     try:
         return int(version.split(".")[0])

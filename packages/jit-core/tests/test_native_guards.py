@@ -161,28 +161,58 @@ SCRIPT = textwrap.dedent(
 )
 
 
-def run_script(tmp_path, **env):
-    full = dict(os.environ, GLOG_minloglevel="2", JIT_CORE_NATIVE_DIR=str(tmp_path))
-    full.update(env)
-    full.pop(native.ENABLE_ENV, None)
-    done = subprocess.run(
-        [sys.executable, "-c", SCRIPT], env=full, capture_output=True, text=True, timeout=300
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done.stdout.strip().splitlines()[-2:]
+@pytest.fixture
+def fresh(monkeypatch, tmp_path):
+    """The module as a new process finds it, with its builds in ``tmp_path`` (the state
+    of this process is put back afterwards)."""
+    monkeypatch.setattr(native, "_module", None)
+    monkeypatch.setattr(native, "_reason", None)
+    monkeypatch.setattr(native, "_dtype_codes", {})
+    monkeypatch.setenv(native.DIR_ENV, str(tmp_path))
+    monkeypatch.delenv(native.ENABLE_ENV, raising=False)
+    return tmp_path
 
 
-def test_without_a_compiler_guards_stay_in_python(tmp_path):
-    status, checks = run_script(tmp_path, CXX=str(tmp_path / "no-such-compiler"))
+def checks_in_a_guard() -> str:
+    """Which checks the guards of a new capture use; its calls give eager's results."""
+
+    def f(x):
+        return x * 2 + 1
+
+    opt = jit_core.optimize(f)
+    x = paddle.rand([2, 3])
+    np.testing.assert_allclose(opt(x).numpy(), f(x).numpy())
+    y = paddle.rand([2, 3]).astype("float64")
+    np.testing.assert_allclose(opt(y).numpy(), f(y).numpy())
+    assert opt.jit_stats.captures == 2
+    guard = jit_core.explain(f, x).guards[0]
+    return "python checks" if "is_same_shape" in guard else "compiled checks"
+
+
+def test_without_a_compiler_guards_stay_in_python(fresh, monkeypatch):
+    monkeypatch.setenv("CXX", str(fresh / "no-such-compiler"))
+    assert checks_in_a_guard() == "python checks"
+    status = native.status()
     assert status.startswith("unavailable") and "no C++ compiler" in status
-    assert checks == "python checks"
 
 
-def test_a_failed_build_is_said_and_not_tried_again(tmp_path):
-    status, checks = run_script(tmp_path, CXX="false")  # a "compiler" that fails
-    assert "the build failed" in status and checks == "python checks"
-    status, checks = run_script(tmp_path, CXX="false")
-    assert "its build failed before" in status and checks == "python checks"
+def test_a_failed_build_is_said_and_not_tried_again(fresh, monkeypatch):
+    monkeypatch.setenv("CXX", "false")  # a "compiler" that fails
+    assert checks_in_a_guard() == "python checks"
+    assert "the build failed" in native.status()
+    # the next process finds the failure and does not build again
+    monkeypatch.setattr(native, "_reason", None)
+    assert "its build failed before" in native.status()
+    assert checks_in_a_guard() == "python checks"
+
+
+def test_a_folder_that_cannot_be_written_keeps_the_python_checks(fresh, monkeypatch):
+    blocker = fresh / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv(native.DIR_ENV, str(blocker / "native"))
+    assert checks_in_a_guard() == "python checks"
+    status = native.status()
+    assert status.startswith("unavailable") and "Error" in status
 
 
 def test_two_processes_build_it_at_once(compiled, tmp_path):
@@ -200,11 +230,3 @@ def test_two_processes_build_it_at_once(compiled, tmp_path):
     built = [f for _, _, files in os.walk(tmp_path) for f in files]
     assert len([f for f in built if f.startswith(native.MODULE)]) == 1, built
     assert not [f for f in built if f.endswith(".tmp")], built
-
-
-def test_a_folder_that_cannot_be_written_keeps_the_python_checks(tmp_path):
-    blocker = tmp_path / "a-file"
-    blocker.write_text("not a folder")
-    status, checks = run_script(tmp_path, JIT_CORE_NATIVE_DIR=str(blocker / "native"))
-    assert status.startswith("unavailable") and "Error" in status
-    assert checks == "python checks"

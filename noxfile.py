@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from typing import Dict
+from typing import Callable, Dict
 
 import nox
 
@@ -79,44 +79,46 @@ CXX_COMPILERS = ("c++", "g++", "clang++")
 
 
 def ensure_cxx(session: nox.Session) -> None:
-    """Install Debian's g++ when no C++ compiler is found (as root, through apt-get): the
-    compiled tensor check of guards is built with it; anywhere else, stop with what to
-    install."""
-    if os.environ.get("CXX") or any(shutil.which(c) for c in CXX_COMPILERS):
-        return
-    apt = shutil.which("apt-get")
-    if apt and os.geteuid() == 0:
-        session.log("installing g++ (the compiled tensor check of guards is built with it)")
-        session.run(apt, "update", "-qq", external=True)
-        session.run(apt, "install", "-y", "-qq", "--no-install-recommends", "g++", external=True)
-        if any(shutil.which(c) for c in CXX_COMPILERS):
-            return
-    session.error(
+    """A C++ compiler: the compiled tensor check of guards is built with one."""
+    ensure_debian_package(
+        session,
+        "g++",
+        lambda: bool(os.environ.get("CXX")) or any(shutil.which(c) for c in CXX_COMPILERS),
+        "the compiled tensor check of guards is built with it",
         "the tests build jit_core's compiled tensor check and need a C++ compiler: install "
         "one (Debian/Ubuntu: `sudo apt-get install g++`, macOS: Xcode's command line tools) "
-        "and run again"
+        "and run again",
     )
 
 
 def ensure_redis_server(session: nox.Session) -> None:
-    """Install Debian's redis-server when it is missing (as root, through apt-get);
-    anywhere else, stop with what to install."""
-    if shutil.which(REDIS_SERVER):
+    """redis-server: the remote compile cache's tests start one."""
+    ensure_debian_package(
+        session,
+        "redis-server",
+        lambda: shutil.which(REDIS_SERVER) is not None,
+        "the remote compile cache's tests need one",
+        "the remote compile cache's tests need redis-server on PATH and it could not be "
+        "installed here: install it (Debian/Ubuntu: `sudo apt-get install redis-server`, "
+        "macOS: `brew install redis`) and run again",
+    )
+
+
+def ensure_debian_package(
+    session: nox.Session, package: str, found: Callable[[], bool], why: str, otherwise: str
+) -> None:
+    """Install Debian's ``package`` when ``found()`` says it is missing (as root, through
+    apt-get); anywhere else, stop with ``otherwise`` (what to install)."""
+    if found():
         return
     apt = shutil.which("apt-get")
     if apt and os.geteuid() == 0:
-        session.log("installing redis-server (the remote compile cache's tests need one)")
+        session.log(f"installing {package} ({why})")
         session.run(apt, "update", "-qq", external=True)
-        session.run(
-            apt, "install", "-y", "-qq", "--no-install-recommends", "redis-server", external=True
-        )
-        if shutil.which(REDIS_SERVER):
+        session.run(apt, "install", "-y", "-qq", "--no-install-recommends", package, external=True)
+        if found():
             return
-    session.error(
-        "the remote compile cache's tests need redis-server on PATH and it could not be "
-        "installed here: install it (Debian/Ubuntu: `sudo apt-get install redis-server`, "
-        "macOS: `brew install redis`) and run again"
-    )
+    session.error(otherwise)
 
 
 #: the one Python whose session installs jit-eval's "cluster" extra (Ray, 80 MB) and runs

@@ -136,15 +136,20 @@ def _uses(gm) -> List[Tuple[str, Any, Optional[int]]]:
             for key, axis in zip(keys, axes):
                 if getattr(key, "op", None) is None:
                     continue
-                if "int" not in str(getattr(key, "meta", {}).get("dtype", "")):
+                if "int" not in _dtype_text(key):
                     continue  # a mask, or a number: not a tensor index
                 size = shape[axis] if shape is not None and axis is not None else None
                 out.append(("tensor index", key, size))
     return out
 
 
+def _dtype_text(key) -> str:
+    """The dtype a graph value was recorded with, as text ("" where none)."""
+    return str(getattr(key, "meta", {}).get("dtype", ""))
+
+
 def _is_mask(key) -> bool:
-    return "bool" in str(getattr(key, "meta", {}).get("dtype", ""))
+    return "bool" in _dtype_text(key)
 
 
 def _consumed(key) -> Optional[int]:

@@ -36,8 +36,8 @@ def test_entries_are_chosen_by_their_guards():
     for x, s in [(a, 2.0), (b, 2.0), (c, 2.0), (a, 3.0)] * 3:
         assert paddle.equal_all(opt(x, s), x * s + 1).item()
     assert len(calls) - 4 - 12 == captures  # every later call was a hit
-    hot, _, dispatch = cache_of(opt).dispatch
-    assert dispatch is not None and hot is cache_of(opt).hot
+    hot, _, dispatch, n = cache_of(opt).dispatch
+    assert dispatch is not None and hot is cache_of(opt).hot and n == 2
     assert dispatch.source.count("return ___fn") == len(cache_of(opt).entries)
 
 
@@ -96,3 +96,44 @@ def test_rewrite_reads_only_arguments_by_name():
     assert _rewrite("len(L) == 2", args, {}) is None  # reads L as a whole
     assert _rewrite("L['y'] is None", args, {}) is None  # not an argument
     assert "x.L" in _rewrite("x.L is None", args, {}).replace(" ", "")  # an attribute L
+
+
+def test_positional_calls_go_straight_into_the_dispatcher(monkeypatch):
+    from jit_core import api
+
+    def f(x, y):
+        return x * y + 1
+
+    opt = jit_core.optimize(f)
+    x, y = paddle.rand([3]), paddle.rand([3])
+    opt(x, y)
+    opt(x, y)  # the dispatcher is built for the cache's one entry
+    seen = []
+    real = api._cache_hit
+    monkeypatch.setattr(api, "_cache_hit", lambda *a: seen.append(1) or real(*a))
+    for _ in range(3):
+        assert paddle.equal_all(opt(x, y), x * y + 1).item()
+    assert seen == []  # one identity check, then the dispatcher itself
+    assert paddle.equal_all(opt(x, y=y), x * y + 1).item()
+    assert seen == [1]  # keywords are bound first, by _cache_hit
+    z = paddle.rand([5])
+    assert paddle.equal_all(opt(z, z), z * z + 1).item()  # a miss: captured by the dispatcher
+    assert len(cache_of(opt).entries) == 2
+    assert paddle.equal_all(opt(z, z), z * z + 1).item()
+    assert seen == [1, 1]  # the entries changed: _cache_hit built the dispatcher again
+
+
+def test_an_error_of_the_compiled_code_is_the_callers_not_a_failed_guard():
+    def f(x, i):
+        return paddle.gather(x, i) * 2
+
+    opt = jit_core.optimize(f)
+    x, i = paddle.rand([4]), paddle.to_tensor([0, 3])
+    for _ in range(3):
+        assert paddle.equal_all(opt(x, i), paddle.gather(x, i) * 2).item()
+    entries = len(cache_of(opt).entries)
+    with pytest.raises(Exception) as eager_error:
+        f(x, paddle.to_tensor([0, 9]))
+    with pytest.raises(type(eager_error.value)):
+        opt(x, paddle.to_tensor([0, 9]))  # the guards pass; the graph's gather raises
+    assert len(cache_of(opt).entries) == entries  # raised once, not captured again

@@ -7,6 +7,7 @@ import functools
 import inspect
 import types
 import warnings
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Set
 
@@ -91,6 +92,13 @@ def _stats(ctx: CompileContext) -> JitStats:
 _MISS = object()
 
 
+class _NoCache:
+    """The cache of an optimized object that takes no dispatcher (``_fast`` is None)."""
+
+    hot = ()
+    dispatch = None
+
+
 def _cache_hit(ctx: CompileContext, fast: tuple, args: tuple) -> Any:
     """The cache-hit path of ``CompileContext.run_direct`` for a plain positional call of a
     target without free variables: the result of the matching entry; when every guard
@@ -104,16 +112,10 @@ def _cache_hit(ctx: CompileContext, fast: tuple, args: tuple) -> Any:
     func, code, cache = fast
     hot = cache.hot
     if hot and len(args) == code.co_argcount:
-        built = cache.dispatch
-        if built is None or built[0] is not hot or built[1] is not func:
-            built = cache.dispatch = (hot, func, _dispatcher(ctx, func, code, cache, hot))
-        dispatch = built[2]
+        dispatch = _dispatcher_of(ctx, fast, hot)
         if dispatch is not None:
-            fn = dispatch(*args)
-            if fn is None:
-                # every guard failed: run_direct need not run them again
-                return ctx.run_direct(func, args, {}, dict(zip(code.co_varnames, args)))
-            return _MISS if fn is fast_dispatch.GENERAL else fn(*args)
+            out = dispatch(*args)
+            return _MISS if out is fast_dispatch.GENERAL else out
         f_locals = dict(zip(code.co_varnames, args))
         for guard, result in hot:
             try:
@@ -128,14 +130,36 @@ def _cache_hit(ctx: CompileContext, fast: tuple, args: tuple) -> Any:
     return _MISS
 
 
+def _dispatcher_of(ctx: CompileContext, fast: tuple, hot: tuple) -> Optional[Callable]:
+    """The generated dispatcher of ``fast``'s cache for its entries ``hot`` (built once
+    for them), or None where their guards cannot be inlined."""
+    func, code, cache = fast
+    built = cache.dispatch
+    if built is None or built[0] is not hot or built[1] is not func:
+        dispatch = _dispatcher(ctx, func, code, cache, hot)
+        # the number of arguments the callers check before they call it directly
+        n = code.co_argcount if dispatch is not None else -1
+        built = cache.dispatch = (hot, func, dispatch, n)
+    return built[2]
+
+
 def _dispatcher(ctx: CompileContext, func, code, cache, hot: tuple) -> Optional[Callable]:
     """The generated dispatcher for the entries behind ``hot``, or None (the loop in
     ``_cache_hit`` then runs the guards one by one)."""
     entries = list(cache.entries)
     if len(entries) != len(hot) or any(e.guard.fn is not g for e, (g, _) in zip(entries, hot)):
         return None  # changed under us (another thread): the next call builds it
+
+    # weakly: the cache and its dispatcher may outlive the context (the layer's class
+    # holds its forward's code), and must not keep it, its graphs and layers alive
+    ctx_ref = weakref.ref(ctx)
+
+    def miss(*args):
+        # every guard failed: run_direct need not run them again
+        return ctx_ref().run_direct(func, args, {}, dict(zip(code.co_varnames, args)))
+
     return fast_dispatch.build(
-        func, code, entries, lambda entry_code: ctx._entry_function(func, entry_code)
+        func, code, entries, lambda entry_code: ctx._entry_function(func, entry_code), miss
     )
 
 
@@ -179,16 +203,27 @@ class OptimizedFunction:
         self._fast = None
         if self._direct is not None and not self._direct[1]:
             self._fast = _fast_path(self._ctx, self._direct[0])
+        #: the cache whose dispatcher a positional call goes straight into
+        self._cache = self._fast[2] if self._fast is not None else _NoCache
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args, **kwargs):
-        fast = self._fast
-        if fast is not None:
-            bound = _positional(fast[1], args, kwargs) if kwargs else args
-            if bound is not None:
-                out = _cache_hit(self._ctx, fast, bound)
-                if out is not _MISS:
-                    return out
+        cache = self._cache
+        built = cache.dispatch
+        if built is not None and len(args) == built[3] and not kwargs and built[0] is cache.hot:
+            # a positional call while the cache holds the entries its dispatcher was
+            # built for (by _cache_hit, for this function): straight into it
+            out = built[2](*args)
+            if out is not fast_dispatch.GENERAL:
+                return out
+        else:
+            fast = self._fast
+            if fast is not None:
+                bound = _positional(fast[1], args, kwargs) if kwargs else args
+                if bound is not None:
+                    out = _cache_hit(self._ctx, fast, bound)
+                    if out is not _MISS:
+                        return out
         direct = self._direct
         if direct is not None:
             func, lead = direct
@@ -238,11 +273,24 @@ class OptimizedLayer:
         layer = self._orig_layer
         fast = self._fast
         if fast is not None and type(layer) is self._fast_type and layer_call_is_forward(layer):
-            bound = _positional(fast[1], (layer, *args), kwargs)
-            if bound is not None:
-                out = _cache_hit(self._ctx, fast, bound)
-                if out is not _MISS:
+            cache = fast[2]
+            built = cache.dispatch
+            if (
+                built is not None
+                and len(args) + 1 == built[3]
+                and not kwargs
+                and built[0] is cache.hot
+            ):
+                # as OptimizedFunction's: the layer is the dispatcher's first argument
+                out = built[2](layer, *args)
+                if out is not fast_dispatch.GENERAL:
                     return out
+            else:
+                bound = _positional(fast[1], (layer, *args), kwargs)
+                if bound is not None:
+                    out = _cache_hit(self._ctx, fast, bound)
+                    if out is not _MISS:
+                        return out
         return self._ctx.run(layer, args, kwargs)
 
     def forward(self, *args, **kwargs):

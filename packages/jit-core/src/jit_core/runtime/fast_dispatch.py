@@ -1,21 +1,28 @@
 """One generated function per frame that checks every cache entry's guard on the call's
-positional arguments and returns the matching entry's function.
+positional arguments and calls the matching entry's function.
 
 A guard is written for the frame's locals (``L['x']``) and globals (``G['paddle']``): on a
 cache hit that means building a dict of the arguments, then one call per entry. The
 dispatcher inlines the guards of every entry, in order, with the arguments as its own
-parameters, so a hit costs one call and the checks themselves::
+parameters, and calls the entry itself, so a hit costs this call, the checks and the
+entry's call::
 
     def ___dispatch(___a0, ___a1):
+        ___ok = False
         try:
             if (type(___v1 := ___a0) is ___e0_t0 and ___v1.shape == [8, 16] ...):
-                return ___fn0
+                ___ok = True
         except Exception:
             pass
-        return None
+        if ___ok:
+            return ___fn0(___a0, ___a1)
+        return ___miss(___a0, ___a1)
 
-It is rebuilt when the frame's entries change. A guard that reads anything but the
-arguments by name is not inlined: that frame keeps the general loop.
+The entry is called outside the ``try``: what it raises is the user's error, not a failed
+guard. ``___miss`` is what a call that no guard passed does (a capture); an entry without
+an entry function of its own returns ``GENERAL`` (take the general path). It is rebuilt
+when the frame's entries change. A guard that reads anything but the arguments by name is
+not inlined: that frame keeps the general loop.
 """
 
 from __future__ import annotations
@@ -29,7 +36,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from ..bytecode import compat
 
-#: what an entry without an entry function of its own returns: take the general path
+#: what the dispatcher returns for an entry without an entry function of its own: take
+#: the general path
 GENERAL = object()
 
 _counter = itertools.count()
@@ -85,14 +93,16 @@ def build(
     code: types.CodeType,
     entries: Sequence[Any],
     entry_function: Callable[[types.CodeType], Optional[Callable]],
+    miss: Callable,
 ) -> Optional[Callable]:
     """The dispatcher for ``entries`` (each with ``.guard`` and ``.result``), or None when
     a guard cannot be inlined. ``entry_function(code)``: the function to call for an
-    entry's transformed code."""
+    entry's transformed code; ``miss(*args)``: what a call no guard passes returns."""
     names = code.co_varnames[: code.co_argcount]
     args = {name: f"___a{i}" for i, name in enumerate(names)}
-    scope: Dict[str, Any] = {"___G": func.__globals__}
-    lines = [f"def ___dispatch({', '.join(args.values())}):"]
+    params = ", ".join(args.values())
+    scope: Dict[str, Any] = {"___G": func.__globals__, "___miss": miss, "___GENERAL": GENERAL}
+    lines = [f"def ___dispatch({params}):"]
     for n, entry in enumerate(entries):
         guard = entry.guard
         renames = {name: f"___e{n}_{name.lstrip('_')}" for name in guard.scope}
@@ -106,16 +116,23 @@ def build(
             scope[renames[name]] = value
         result_code = entry.result.code
         fn = entry_function(result_code) if result_code is not None else None
-        scope[f"___fn{n}"] = GENERAL if fn is None else fn
+        if fn is None:
+            call = "___GENERAL"
+        else:
+            scope[f"___fn{n}"] = fn
+            call = f"___fn{n}({params})"
         condition = " and ".join(checks) or "True"
         lines += [
+            "    ___ok = False",
             "    try:",
             f"        if {condition}:",
-            f"            return ___fn{n}",
+            "            ___ok = True",
             "    except Exception:",  # a guard that cannot run has failed
             "        pass",
+            "    if ___ok:",
+            f"        return {call}",
         ]
-    lines.append("    return None")
+    lines.append(f"    return ___miss({params})")
     source = "\n".join(lines) + "\n"
     filename = f"<jit_core dispatch {next(_counter)}: {code.co_name}>"
     fn = compat.exec_source(source, filename, "___dispatch", scope)

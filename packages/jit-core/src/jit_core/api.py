@@ -150,8 +150,9 @@ def _dispatcher(ctx: CompileContext, func, code, cache, hot: tuple) -> Optional[
     if len(entries) != len(hot) or any(e.guard.fn is not g for e, (g, _) in zip(entries, hot)):
         return None  # changed under us (another thread): the next call builds it
 
-    # weakly: the cache and its dispatcher may outlive the context (the layer's class
-    # holds its forward's code), and must not keep it, its graphs and layers alive
+    # weakly: the frame hook's callback, which may outlive the context, holds its caches
+    # until the context dies (eval_frame._Hook); through a dispatcher holding the
+    # context, the context, its graphs and the layers they hold would never die
     ctx_ref = weakref.ref(ctx)
 
     def miss(*args):

@@ -36,8 +36,9 @@ def test_entries_are_chosen_by_their_guards():
     for x, s in [(a, 2.0), (b, 2.0), (c, 2.0), (a, 3.0)] * 3:
         assert paddle.equal_all(opt(x, s), x * s + 1).item()
     assert len(calls) - 4 - 12 == captures  # every later call was a hit
-    hot, _, dispatch, n = cache_of(opt).dispatch
+    hot, _, dispatch, n, names = cache_of(opt).dispatch
     assert dispatch is not None and hot is cache_of(opt).hot and n == 2
+    assert names == ("x", "scale")
     assert dispatch.source.count("return ___fn") == len(cache_of(opt).entries)
 
 
@@ -114,13 +115,46 @@ def test_positional_calls_go_straight_into_the_dispatcher(monkeypatch):
     for _ in range(3):
         assert paddle.equal_all(opt(x, y), x * y + 1).item()
     assert seen == []  # one identity check, then the dispatcher itself
+    # keywords naming the rest of the parameters in order bind as positional arguments
     assert paddle.equal_all(opt(x, y=y), x * y + 1).item()
-    assert seen == [1]  # keywords are bound first, by _cache_hit
+    assert paddle.equal_all(opt(x=x, y=y), x * y + 1).item()
+    assert seen == []
+    assert paddle.equal_all(opt(y=y, x=x), x * y + 1).item()
+    assert seen == [1]  # in another order: bound by name first, by _cache_hit
+    with pytest.raises(TypeError, match="unexpected keyword argument 'z'"):
+        opt(x, z=y)  # the function's own error
     z = paddle.rand([5])
     assert paddle.equal_all(opt(z, z), z * z + 1).item()  # a miss: captured by the dispatcher
     assert len(cache_of(opt).entries) == 2
     assert paddle.equal_all(opt(z, z), z * z + 1).item()
     assert seen == [1, 1]  # the entries changed: _cache_hit built the dispatcher again
+    assert paddle.equal_all(opt(x, y), x * y + 1).item()
+    assert seen == [1, 1]
+
+
+def test_a_layer_called_with_keywords_goes_straight_into_the_dispatcher(monkeypatch):
+    from jit_core import api
+
+    class Net(paddle.nn.Layer):
+        def forward(self, x, y):
+            return x - y
+
+    net = Net()
+    opt = jit_core.optimize(net)
+    x, y = paddle.rand([3]), paddle.rand([3])
+    opt(x, y)
+    opt(x, y)
+    seen = []
+    real = api._cache_hit
+    monkeypatch.setattr(api, "_cache_hit", lambda *a: seen.append(1) or real(*a))
+    assert paddle.equal_all(opt(x, y), x - y).item()
+    assert paddle.equal_all(opt(x=x, y=y), x - y).item()
+    assert paddle.equal_all(opt(x, y=y), x - y).item()
+    assert seen == []
+    assert paddle.equal_all(opt(y=y, x=x), x - y).item()
+    assert seen == [1]
+    with pytest.raises(TypeError):
+        opt(x=x, w=y)  # Layer.__call__ then forward raise as eager does
 
 
 def test_an_error_of_the_compiled_code_is_the_callers_not_a_failed_guard():

@@ -137,9 +137,13 @@ def _dispatcher_of(ctx: CompileContext, fast: tuple, hot: tuple) -> Optional[Cal
     built = cache.dispatch
     if built is None or built[0] is not hot or built[1] is not func:
         dispatch = _dispatcher(ctx, func, code, cache, hot)
-        # the number of arguments the callers check before they call it directly
+        # what the callers check before they call it directly: the number of arguments
+        # and their names (keywords in this order bind as positional arguments; None for
+        # a positional-only one, which no keyword names)
         n = code.co_argcount if dispatch is not None else -1
-        built = cache.dispatch = (hot, func, dispatch, n)
+        posonly = code.co_posonlyargcount
+        names = (None,) * posonly + code.co_varnames[posonly : max(n, 0)]
+        built = cache.dispatch = (hot, func, dispatch, n, names)
     return built[2]
 
 
@@ -211,10 +215,17 @@ class OptimizedFunction:
     def __call__(self, *args, **kwargs):
         cache = self._cache
         built = cache.dispatch
-        if built is not None and len(args) == built[3] and not kwargs and built[0] is cache.hot:
-            # a positional call while the cache holds the entries its dispatcher was
-            # built for (by _cache_hit, for this function): straight into it
-            out = built[2](*args)
+        # while the cache holds the entries its dispatcher was built for (by _cache_hit,
+        # for this function), a call that binds its arguments in order goes straight
+        # into it: positional ones, then keywords naming the rest in order
+        # (``model(**inputs)``, as jit-eval and GraphNet call a sample)
+        if (
+            built is not None
+            and built[0] is cache.hot
+            and len(args) + len(kwargs) == built[3]
+            and (not kwargs or tuple(kwargs) == built[4][len(args) :])
+        ):
+            out = built[2](*args, *kwargs.values()) if kwargs else built[2](*args)
             if out is not fast_dispatch.GENERAL:
                 return out
         else:
@@ -276,14 +287,14 @@ class OptimizedLayer:
         if fast is not None and type(layer) is self._fast_type and layer_call_is_forward(layer):
             cache = fast[2]
             built = cache.dispatch
+            # as OptimizedFunction's: the layer is the dispatcher's first argument
             if (
                 built is not None
-                and len(args) + 1 == built[3]
-                and not kwargs
                 and built[0] is cache.hot
+                and len(args) + len(kwargs) + 1 == built[3]
+                and (not kwargs or tuple(kwargs) == built[4][len(args) + 1 :])
             ):
-                # as OptimizedFunction's: the layer is the dispatcher's first argument
-                out = built[2](layer, *args)
+                out = built[2](layer, *args, *kwargs.values()) if kwargs else built[2](layer, *args)
                 if out is not fast_dispatch.GENERAL:
                     return out
             else:

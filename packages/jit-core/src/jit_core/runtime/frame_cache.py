@@ -200,9 +200,9 @@ class CodeCache:
         #: what the hook's fast path reads: (guard function, result) pairs, or None when
         #: the frame runs its original code
         self.hot: Optional[tuple] = ()
-        #: ``(hot, function, dispatcher, its number of arguments)``: what
-        #: ``api._cache_hit`` built for ``hot`` (``fast_dispatch``; None and -1 where the
-        #: guards cannot be inlined); rebuilt when ``hot`` changes
+        #: ``(hot, function, dispatcher, its number of arguments, their names)``: what
+        #: ``api._cache_hit`` built for ``hot`` (``fast_dispatch``; None, -1 and no names
+        #: where the guards cannot be inlined); rebuilt when ``hot`` changes
         self.dispatch: Optional[tuple] = None
         #: why calls that match no entry run eagerly (the last recompile limit reached),
         #: and the limits reached so far (each is warned about once)

@@ -114,7 +114,7 @@ def _cache_hit(ctx: CompileContext, fast: tuple, args: tuple) -> Any:
     if hot and len(args) == code.co_argcount:
         dispatch = _dispatcher_of(ctx, fast, hot)
         if dispatch is not None:
-            out = dispatch(*args)
+            out = dispatch(args)
             return _MISS if out is fast_dispatch.GENERAL else out
         f_locals = dict(zip(code.co_varnames, args))
         for guard, result in hot:
@@ -159,9 +159,11 @@ def _dispatcher(ctx: CompileContext, func, code, cache, hot: tuple) -> Optional[
     # context, the context, its graphs and the layers they hold would never die
     ctx_ref = weakref.ref(ctx)
 
-    def miss(*args):
+    def miss(args: tuple) -> Any:
         # every guard failed: run_direct need not run them again
-        return ctx_ref().run_direct(func, args, {}, dict(zip(code.co_varnames, args)))
+        live = ctx_ref()
+        assert live is not None  # called only through the optimized object, which holds it
+        return live.run_direct(func, args, {}, dict(zip(code.co_varnames, args)))
 
     return fast_dispatch.build(
         func, code, entries, lambda entry_code: ctx._entry_function(func, entry_code), miss
@@ -225,7 +227,7 @@ class OptimizedFunction:
             and len(args) + len(kwargs) == built[3]
             and (not kwargs or tuple(kwargs) == built[4][len(args) :])
         ):
-            out = built[2](*args, *kwargs.values()) if kwargs else built[2](*args)
+            out = built[2]((*args, *kwargs.values()) if kwargs else args)
             if out is not fast_dispatch.GENERAL:
                 return out
         else:
@@ -294,7 +296,7 @@ class OptimizedLayer:
                 and len(args) + len(kwargs) + 1 == built[3]
                 and (not kwargs or tuple(kwargs) == built[4][len(args) + 1 :])
             ):
-                out = built[2](layer, *args, *kwargs.values()) if kwargs else built[2](layer, *args)
+                out = built[2]((layer, *args, *kwargs.values()) if kwargs else (layer, *args))
                 if out is not fast_dispatch.GENERAL:
                     return out
             else:

@@ -15,6 +15,7 @@ import paddle
 
 from . import plugins
 from .config import Options, check_backend_options
+from .logs import guards_log
 from .runtime import fast_dispatch
 from .runtime.direct_entry import forward_of, layer_call_is_forward, set_eval_frame
 from .runtime.eval_frame import CompileContext, frame_keys
@@ -99,7 +100,7 @@ class _NoCache:
     dispatch = None
 
 
-def _cache_hit(ctx: CompileContext, fast: tuple, args: tuple) -> Any:
+def _cache_hit(ctx: CompileContext, fast: tuple, args: tuple, front: tuple = (None, None)) -> Any:
     """The cache-hit path of ``CompileContext.run_direct`` for a plain positional call of a
     target without free variables: the result of the matching entry; when every guard
     failed, what ``run_direct`` does with the locals built here (a capture, or the
@@ -108,11 +109,13 @@ def _cache_hit(ctx: CompileContext, fast: tuple, args: tuple) -> Any:
 
     It runs on every call, so it is kept to a dict, the guards and one call. The hook is
     left as it is (normally off): the transformed code only calls the compiled graph, and
-    an enclosing hook, if any, leaves generated and Paddle frames alone."""
+    an enclosing hook, if any, leaves generated and Paddle frames alone. ``front``:
+    ``(optimized object, its layer or None)``, which takes the generated call
+    (``_install_call``) when the dispatcher is built."""
     func, code, cache = fast
     hot = cache.hot
     if hot and len(args) == code.co_argcount:
-        dispatch = _dispatcher_of(ctx, fast, hot)
+        dispatch = _dispatcher_of(ctx, fast, hot, front)
         if dispatch is not None:
             out = dispatch(args)
             return _MISS if out is fast_dispatch.GENERAL else out
@@ -130,13 +133,17 @@ def _cache_hit(ctx: CompileContext, fast: tuple, args: tuple) -> Any:
     return _MISS
 
 
-def _dispatcher_of(ctx: CompileContext, fast: tuple, hot: tuple) -> Optional[Callable]:
+def _dispatcher_of(
+    ctx: CompileContext, fast: tuple, hot: tuple, front: tuple = (None, None)
+) -> Optional[Callable]:
     """The generated dispatcher of ``fast``'s cache for its entries ``hot`` (built once
     for them), or None where their guards cannot be inlined."""
     func, code, cache = fast
     built = cache.dispatch
     if built is None or built[0] is not hot or built[1] is not func:
         dispatch = _dispatcher(ctx, func, code, cache, hot)
+        if dispatch is not None and front[0] is not None:
+            _install_call(ctx, fast, hot, *front)
         # what the callers check before they call it directly: the number of arguments
         # and their names (keywords in this order bind as positional arguments; None for
         # a positional-only one, which no keyword names)
@@ -154,20 +161,80 @@ def _dispatcher(ctx: CompileContext, func, code, cache, hot: tuple) -> Optional[
     if len(entries) != len(hot) or any(e.guard.fn is not g for e, (g, _) in zip(entries, hot)):
         return None  # changed under us (another thread): the next call builds it
 
+    return fast_dispatch.build(
+        func,
+        code,
+        entries,
+        lambda entry_code: ctx._entry_function(func, entry_code),
+        _miss_of(ctx, func, code),
+    )
+
+
+def _miss_of(ctx: CompileContext, func, code) -> Callable[[tuple], Any]:
+    """What a generated dispatcher calls when every guard failed: ``run_direct``, which
+    need not run them again."""
     # weakly: the frame hook's callback, which may outlive the context, holds its caches
     # until the context dies (eval_frame._Hook); through a dispatcher holding the
     # context, the context, its graphs and the layers they hold would never die
     ctx_ref = weakref.ref(ctx)
 
     def miss(args: tuple) -> Any:
-        # every guard failed: run_direct need not run them again
         live = ctx_ref()
         assert live is not None  # called only through the optimized object, which holds it
         return live.run_direct(func, args, {}, dict(zip(code.co_varnames, args)))
 
-    return fast_dispatch.build(
-        func, code, entries, lambda entry_code: ctx._entry_function(func, entry_code), miss
+    return miss
+
+
+def _own_class(cls: type) -> type:
+    """A subclass of ``cls`` for one optimized object: the call generated for its
+    entries becomes that class's ``__call__`` (``_install_call``)."""
+    cls = cls.__dict__.get("_own_class_of", cls)  # (copy.copy makes one of an own class)
+    attrs = {"__module__": cls.__module__, "__qualname__": cls.__qualname__, "_own_class_of": cls}
+    return type(cls.__name__, (cls,), attrs)
+
+
+def _install_call(ctx: CompileContext, fast: tuple, hot: tuple, owner: Any, layer: Any) -> None:
+    """Make the call ``fast_dispatch.build_call`` generates for the entries ``hot`` the
+    ``__call__`` of ``owner``'s own class, until the entries change: then the class's
+    own ``__call__`` serves again, and builds the next one.
+
+    Python finds ``__call__`` on the type, so a call of the optimized object runs the
+    generated function as its first and only Python frame; a cache hit runs the guards
+    and the graph's operators there, as deep as the user's eager call would."""
+    func, code, cache = fast
+    own = type(owner)
+    base = own._own_class_of
+    own_ref = weakref.ref(own)
+
+    def take_back() -> None:
+        cache.on_change = None
+        cls = own_ref()
+        if cls is not None and "__call__" in cls.__dict__:
+            del cls.__call__
+
+    take_back()
+    call = fast_dispatch.build_call(
+        func,
+        code,
+        list(cache.entries),
+        lambda entry_code: ctx._entry_function(func, entry_code),
+        _miss_of(ctx, func, code),
+        base.__call__,
+        cache,
+        hot,
+        None if layer is None else (layer, layer_call_is_forward),
     )
+    if call is not None:
+        own.__call__ = call
+        cache.on_change = take_back
+        guards_log.info(
+            "%s: the call a cache hit runs, for %d cache %s:\n%s",
+            _code_key(code, func),
+            len(hot),
+            "entry" if len(hot) == 1 else "entries",
+            call.source,
+        )
 
 
 def _positional(code: types.CodeType, args: tuple, kwargs: dict) -> Optional[tuple]:
@@ -198,6 +265,9 @@ def _fast_path(ctx: CompileContext, func: Any) -> Optional[tuple]:
 
 class OptimizedFunction:
     """A function whose frames run through the JIT. Call it like the original."""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> OptimizedFunction:
+        return object.__new__(_own_class(cls))
 
     def __init__(self, fn: Callable, options: Options):
         self._orig_fn = fn
@@ -235,7 +305,7 @@ class OptimizedFunction:
             if fast is not None:
                 bound = _positional(fast[1], args, kwargs) if kwargs else args
                 if bound is not None:
-                    out = _cache_hit(self._ctx, fast, bound)
+                    out = _cache_hit(self._ctx, fast, bound, (self, None))
                     if out is not _MISS:
                         return out
         direct = self._direct
@@ -272,6 +342,9 @@ class OptimizedLayer:
     ``train()``/``eval()``, attributes) is the layer's own. A mode change never reuses a
     graph captured in the other mode: every layer's ``training`` flag is guarded."""
 
+    def __new__(cls, *args: Any, **kwargs: Any) -> OptimizedLayer:
+        return object.__new__(_own_class(cls))
+
     def __init__(self, layer: paddle.nn.Layer, options: Options):
         object.__setattr__(self, "_orig_layer", layer)
         object.__setattr__(self, "_options", options)
@@ -302,7 +375,7 @@ class OptimizedLayer:
             else:
                 bound = _positional(fast[1], (layer, *args), kwargs)
                 if bound is not None:
-                    out = _cache_hit(self._ctx, fast, bound)
+                    out = _cache_hit(self._ctx, fast, bound, (self, layer))
                     if out is not _MISS:
                         return out
         return self._ctx.run(layer, args, kwargs)

@@ -12,13 +12,13 @@ import dis
 import io
 import types
 import weakref
-from typing import Any, Callable, List, Optional, Sequence
+from typing import Any, Callable, List, NamedTuple, Optional, Sequence
 
 from bytecode import Bytecode, Instr
 
 from ..bytecode import compat
 from ..bytecode.opcode_info import GENERATOR_FLAGS
-from ..sources import Source
+from ..sources import LocalSource, Source
 from ..variables import TensorVariable, VariableTracker
 from .pycodegen import OUT_LOCAL, PyCodegen, collect, store_cells
 
@@ -53,6 +53,54 @@ def _emit_return(
 #: every code object built here: it keeps the original's file name, so the frame hook of
 #: an enclosing optimize() must be told that it is ours and not user code to capture
 GENERATED_CODES: weakref.WeakSet[types.CodeType] = weakref.WeakSet()
+
+
+class GraphCall(NamedTuple):
+    """A replacement that does nothing but ``return compiled(<arguments>)[output]``: the
+    graph's inputs are the frame's own positional arguments (their indices in ``args``),
+    and the frame returns one of its outputs as it is."""
+
+    compiled: Callable
+    args: tuple
+    output: int
+
+
+#: the replacements ``build_code`` found to be a ``GraphCall``: a call that passes their
+#: guards may run the graph without entering them (``runtime.fast_dispatch``)
+GRAPH_CALLS: weakref.WeakKeyDictionary[types.CodeType, GraphCall] = weakref.WeakKeyDictionary()
+
+
+def _graph_call(
+    code: types.CodeType,
+    compiled: Optional[Callable],
+    input_sources: Sequence[Source],
+    returned: List[Any],
+    n_outputs: int,
+) -> Optional[GraphCall]:
+    """What ``build_code``'s replacement of ``code`` does, as a ``GraphCall``, when that
+    is all it does; ``returned``: the instructions that build its return value."""
+    if compiled is None or code.co_cellvars or code.co_freevars:
+        return None
+    params = code.co_varnames[: code.co_argcount]
+    args = []
+    for src in input_sources:
+        if type(src) is not LocalSource or src.local_name not in params:
+            return None
+        args.append(params.index(src.local_name))
+    if len(set(args)) != len(args):
+        return None
+    for i in range(n_outputs):
+        expected = compat.load_fast(OUT_LOCAL) + compat.load_const(i) + compat.subscr()
+        if _same_instrs(returned, expected):
+            return GraphCall(compiled, tuple(args), i)
+    return None
+
+
+def _same_instrs(a: Sequence[Any], b: Sequence[Any]) -> bool:
+    return len(a) == len(b) and all(
+        isinstance(x, Instr) and isinstance(y, Instr) and (x.name, x.arg) == (y.name, y.arg)
+        for x, y in zip(a, b)
+    )
 
 
 def run_graph(
@@ -103,9 +151,14 @@ def build_code(
     cg = PyCodegen(code, {id(t.node): i for i, t in enumerate(outputs)}, shared)
     instrs = run_graph(code, compiled, input_sources)
     _emit_return(cg, return_value, cells, containers)
-    instrs += cg.instrs
+    returned = cg.instrs
+    instrs += returned
     instrs += compat.return_value()
-    return assemble(code, instrs)
+    new_code = assemble(code, instrs)
+    call = _graph_call(code, compiled, input_sources, returned, len(outputs))
+    if call is not None:
+        GRAPH_CALLS[new_code] = call
+    return new_code
 
 
 def disassemble(code: types.CodeType) -> str:

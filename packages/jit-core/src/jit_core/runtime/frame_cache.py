@@ -172,6 +172,7 @@ class CodeCache:
         "skipped",
         "hot",
         "dispatch",
+        "on_change",
         "limit_reason",
         "limits_hit",
         "_per_owner",
@@ -204,6 +205,9 @@ class CodeCache:
         #: ``api._cache_hit`` built for ``hot`` (``fast_dispatch``; None, -1 and no names
         #: where the guards cannot be inlined); rebuilt when ``hot`` changes
         self.dispatch: Optional[tuple] = None
+        #: called when the entries change (with ``dispatch`` dropped): the optimized
+        #: object takes back the call it generated for the old ones (``api``)
+        self.on_change: Optional[Callable[[], None]] = None
         #: why calls that match no entry run eagerly (the last recompile limit reached),
         #: and the limits reached so far (each is warned about once)
         self.limit_reason: Optional[str] = None
@@ -309,7 +313,7 @@ class CodeCache:
     def add(self, entry: CacheEntry) -> None:
         self.entries.append(entry)
         self.hot = tuple((e.guard.fn, e.result) for e in self.entries)
-        self.dispatch = None
+        self._changed()
         key = entry.owner_key = tuple((name, id(ref())) for name, ref in entry.owner)
         self._per_owner[key] = self._per_owner.get(key, 0) + 1
 
@@ -323,7 +327,7 @@ class CodeCache:
         if self.hot is not None:
             self.hot = tuple((e.guard.fn, e.result) for e in self.entries)
         # the dispatcher holds what the dropped guard held
-        self.dispatch = None
+        self._changed()
         per_owner = dict(self._per_owner)
         left = per_owner.get(entry.owner_key, 0) - 1
         if left > 0:
@@ -332,6 +336,13 @@ class CodeCache:
             per_owner.pop(entry.owner_key, None)
         self._per_owner = per_owner
         return True
+
+    def _changed(self) -> None:
+        """The entries changed: drop what was generated for the old ones."""
+        self.dispatch = None
+        on_change = self.on_change
+        if on_change is not None:
+            on_change()
 
     def match(self, L: dict, G: dict) -> Optional[FrameResult]:
         """The result of the first entry whose guard passes, or None.
@@ -346,7 +357,7 @@ class CodeCache:
     def run_eagerly(self, reason: str) -> None:
         self.eager_reason = reason
         self.hot = None
-        self.dispatch = None
+        self._changed()
 
     def count_for(self, L) -> int:
         """The entries that count against the recompile limit for a call with locals
@@ -362,7 +373,7 @@ class CodeCache:
         self.entries = []
         self.eager_reason = None
         self.hot = ()
-        self.dispatch = None
+        self._changed()
         self.limit_reason = None
         self.limits_hit = set()
         self._per_owner = {}

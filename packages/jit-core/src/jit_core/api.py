@@ -214,7 +214,7 @@ def _install_call(ctx: CompileContext, fast: tuple, hot: tuple, owner: Any, laye
             del cls.__call__
 
     take_back()
-    call = fast_dispatch.build_call(
+    call: Any = fast_dispatch.build_call(
         func,
         code,
         list(cache.entries),

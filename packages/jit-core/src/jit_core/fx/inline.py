@@ -39,9 +39,11 @@ def inline_forward(
     when ``compiled`` is not the current generated ``forward`` of a ``GraphModule``."""
     gm = getattr(compiled, "__self__", None)
     fn = getattr(compiled, "__func__", None)
-    if not isinstance(gm, GraphModule) or fn is None or type(gm).__dict__.get("forward") is not fn:
+    if not isinstance(fn, types.FunctionType) or not isinstance(gm, GraphModule):
         return None
-    code: types.CodeType = fn.__code__
+    code, graph_globals = fn.__code__, fn.__globals__
+    if type(gm).__dict__.get("forward") is not fn:
+        return None
     if any(isinstance(c, types.CodeType) for c in code.co_consts):
         return None  # a nested function or comprehension: not what codegen writes
     lines = gm.code.splitlines()
@@ -55,7 +57,7 @@ def inline_forward(
     renames.update(zip(names[1:nparams], arg_names))
     renames.update({name: f"___l{prefix}_{name}" for name in names[nparams:]})
     scope: Dict[str, Any] = {f"___m{prefix}": gm}
-    for name, value in fn.__globals__.items():
+    for name, value in graph_globals.items():
         if name not in renames and not name.startswith("__"):
             renames[name] = f"___g{prefix}_{name}"
             scope[renames[name]] = value

@@ -218,7 +218,7 @@ def build_call(
     if conditions is None or not args:
         return None
     lines = [f"def {_identifier(code.co_name)}(___self, *___args, **___kw):"]
-    lines += _front(layer, len(args), scope)
+    lines += _front(layer, scope["___names"], scope)
     arg_names = list(args.values())
     lines.append(f"    {', '.join(arg_names)}, = ___p")
     for k, (entry, condition) in enumerate(zip(entries, conditions)):
@@ -235,9 +235,10 @@ def build_call(
     return fn
 
 
-def _front(layer: Optional[Tuple[Any, Callable]], nargs: int, scope: Dict[str, Any]) -> List[str]:
-    """The lines that bind a call's arguments as the frame's ``nargs`` positional ones
-    in ``___p`` (the layer first), or hand the call to ``___slow``."""
+def _front(layer: Optional[Tuple[Any, Callable]], names: tuple, scope: Dict[str, Any]) -> List[str]:
+    """The lines that bind a call's arguments as the frame's positional parameters
+    ``names`` (None for a positional-only one) in ``___p`` (the layer first), or hand the
+    call to ``___slow``."""
     slow = "return ___slow(___self, *___args, **___kw)"
     if layer is None:
         lead, lines = "", ["    if ___cache.hot is not ___hot:", f"        {slow}"]
@@ -253,18 +254,34 @@ def _front(layer: Optional[Tuple[Any, Callable]], nargs: int, scope: Dict[str, A
             "    ):",
             f"        {slow}",
         ]
-        nargs -= 1
-    names = "___names[len(___args) + 1 :]" if lead else "___names[len(___args) :]"
+        names = names[1:]
+    nargs = len(names)
+    rest = "___names[len(___args) + 1 :]" if lead else "___names[len(___args) :]"
+    lines.append("    if ___kw:")
+    if None not in names:
+        # every argument by keyword, in any order (``model(**inputs)``): looked up by name
+        scope["___keys"] = frozenset(names)
+        looked_up = [f"___kw[{name!r}]" for name in names]
+        lines += [
+            "        if not ___args and ___kw.keys() == ___keys:",
+            f"            ___p = {_tuple(([lead.rstrip(', ')] if lead else []) + looked_up)}",
+            f"        elif len(___args) + len(___kw) != {nargs} or tuple(___kw) != {rest}:",
+        ]
+    else:
+        lines.append(f"        if len(___args) + len(___kw) != {nargs} or tuple(___kw) != {rest}:")
     return lines + [
-        "    if ___kw:",
-        f"        if len(___args) + len(___kw) != {nargs} or tuple(___kw) != {names}:",
         f"            {slow}",
-        f"        ___p = ({lead}*___args, *___kw.values())",
+        "        else:",
+        f"            ___p = ({lead}*___args, *___kw.values())",
         f"    elif len(___args) == {nargs}:",
         f"        ___p = ({lead}*___args)" if lead else "        ___p = ___args",
         "    else:",
         f"        {slow}",
     ]
+
+
+def _tuple(items: List[str]) -> str:
+    return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
 
 
 def _run(

@@ -972,3 +972,48 @@ def test_a_handler_that_reads_the_exception_runs_in_python(backend):
     assert "get_hybrid_communicate_group" in reason and "breaks before the block" in reason
     for _ in range(2):
         assert_same(fast(x), handler_reads_the_message(x))
+
+
+class _AddOne(paddle.nn.Layer):
+    def forward(self, x):
+        return x + 1
+
+
+class _Outer(paddle.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.sub = _AddOne()
+
+    def forward(self, x):
+        return self.sub(x) * 2 + self.sub.forward(x)
+
+
+def test_a_forward_set_on_the_instance_runs_as_eager_runs_it(backend):
+    """``layer.forward = f`` (how wrappers and ``to_static`` patch a layer): eager runs
+    ``f``, not the class's forward, for the layer optimized and for its sublayers, set
+    before the first call or after the graphs were captured."""
+    x = paddle.rand([3])
+    top = _AddOne()
+    top.forward = lambda t: t * 100
+    fast = jit_core.optimize(top, backend=backend)
+    for _ in range(3):
+        assert_same(fast(x), top(x))
+    outer = _Outer()
+    outer.sub.forward = lambda t: t * 5
+    fast = jit_core.optimize(outer, backend=backend)
+    for _ in range(3):
+        assert_same(fast(x), outer(x))
+    later = _Outer()
+    fast = jit_core.optimize(later, backend=backend)
+    for _ in range(2):
+        assert_same(fast(x), later(x))
+    later.sub.forward = lambda t: t * 7  # after the capture: the guard sees it
+    assert_same(fast(x), later(x))
+    del later.sub.forward
+    assert_same(fast(x), later(x))
+    later_top = _AddOne()
+    fast = jit_core.optimize(later_top, backend=backend)
+    for _ in range(2):
+        assert_same(fast(x), later_top(x))
+    later_top.forward = lambda t: t - 3
+    assert_same(fast(x), later_top(x))

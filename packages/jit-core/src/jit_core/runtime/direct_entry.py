@@ -41,12 +41,14 @@ def forward_of(cls: type) -> Any:
 
 
 def layer_call_is_forward(layer: paddle.nn.Layer) -> bool:
-    """Whether ``layer(*args)`` is exactly ``layer.forward(*args)``: the conditions
-    Layer.__call__ checks itself (no hook, no lazy build pending, plain dygraph, no
-    profiler), with the functions of the module that defines it."""
+    """Whether ``layer(*args)`` is exactly its class's ``forward(layer, *args)``: no
+    ``forward`` set on the instance, and the conditions Layer.__call__ checks itself (no
+    hook, no lazy build pending, plain dygraph, no profiler), with the functions of the
+    module that defines it."""
     built = type(layer)._build_once is paddle.nn.Layer._build_once or getattr(layer, "_built", True)
     return (
-        not layer._forward_pre_hooks
+        "forward" not in layer.__dict__
+        and not layer._forward_pre_hooks
         and not layer._forward_post_hooks
         and built
         and _layers.in_dygraph_mode()
@@ -99,7 +101,7 @@ class DirectEntry:
             if code not in self.direct_codes:
                 return None
             if not layer_call_is_forward(fn):  # Layer.__call__'s own code must run
-                if compat.hook_skips(code):
+                if compat.hook_skips(code) and "forward" not in fn.__dict__:
                     self._note_invisible(
                         cast(types.CodeType, code),  # one of direct_codes
                         "Layer.__call__ has to run its own code (forward hooks, a pending "

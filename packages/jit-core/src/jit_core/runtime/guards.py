@@ -49,6 +49,9 @@ DICT_KEYS = "DICT_KEYS"
 HASATTR = "HASATTR"
 #: a layer without forward hooks: what a capture of its call relied on
 NO_HOOKS = "NO_HOOKS"
+#: a layer whose ``forward`` is its class's, not one set on the instance
+#: (``layer.forward = f``): what a capture that inlined the class's ``forward`` relied on
+CLASS_FORWARD = "CLASS_FORWARD"
 #: a list of at least one tensor, all of one ``TensorSpec`` (a graph input of any length)
 TENSOR_LIST = "TENSOR_LIST"
 #: a query (``CallSource``) that raised at capture: it raises an exception of exactly the
@@ -64,6 +67,7 @@ _KIND_ORDER = {
     HASATTR: 2,
     DICT_KEYS: 3,
     NO_HOOKS: 3,
+    CLASS_FORWARD: 3,
     CONSTANT_MATCH: 4,
     RAISES: 4,
     TENSOR_MATCH: 5,
@@ -648,6 +652,13 @@ class _GuardWriter:
         )
         self.add("no forward hooks", f"not ({hooks})")
 
+    def _class_forward(self, g: Guard, e: str) -> None:
+        if _read_through_dict(self.namer.scope.get(e), "_forward_pre_hooks"):
+            where = self.attributes.instance_dict(e)  # pinned: its dict is a constant
+        else:
+            where = f"{e}.__dict__"
+        self.add("forward not replaced on the instance", f"'forward' not in {where}")
+
     def _len_match(self, g: Guard, e: str) -> None:
         if type(g.value) is list:
             self.lengths.append((g.source.name(), e, len(g.value)))
@@ -713,6 +724,7 @@ class _GuardWriter:
         RAISES: _raises,
         HASATTR: _hasattr,
         NO_HOOKS: _no_hooks,
+        CLASS_FORWARD: _class_forward,
         LEN_MATCH: _len_match,
         DICT_KEYS: _dict_keys,
         TENSOR_MATCH: _tensor_match,

@@ -340,6 +340,14 @@ class LayerVariable(VariableTracker):
 
     def _forward(self, tx, args, kwargs):
         layer = self.value
+        if "forward" in vars(layer):
+            # eager runs what was set (``layer.forward = f``), not the class's forward
+            raise Unsupported(
+                f"{self.describe()} has its forward replaced on the instance",
+                category=UNTRACED_CALL,
+            )
+        if self.source is not None:
+            tx.output.guards.add(self.source, guards.CLASS_FORWARD)
         if is_leaf_layer(layer):
             # (an opaque call of a layer with sublayers runs them in its mode too)
             if reads_training(type(layer)) or layer._sub_layers:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import io
 import statistics
 import time
-from typing import Callable, List, Sequence
+from typing import Any, Callable, List, Sequence
 
 
 def per_call_us(
@@ -39,3 +40,12 @@ def per_call_us(
                     fn(*args)
                 samples[i].append((clock() - start) / repeat * 1e6)
     return [statistics.median(s) for s in samples]
+
+
+def sot_of(net: Any) -> Any:
+    """Paddle's SOT (``paddle.jit.to_static(..., full_graph=False)``) of a copy of the
+    layer ``net``: ``to_static`` sets its ``forward`` on the instance it is given, and
+    ``net`` itself, timed as eager Paddle, would then run SOT."""
+    import paddle
+
+    return paddle.jit.to_static(copy.deepcopy(net), full_graph=False)

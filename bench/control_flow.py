@@ -20,7 +20,7 @@ import warnings
 warnings.filterwarnings("ignore")
 
 import paddle  # noqa: E402
-from _timing import per_call_us  # noqa: E402
+from _timing import per_call_us, sot_of  # noqa: E402
 
 import jit_core  # noqa: E402
 
@@ -91,7 +91,7 @@ def main() -> None:
             paddle.seed(0)
             net = make()
             net.eval()
-            sot = paddle.jit.to_static(net, full_graph=False)
+            sot = sot_of(net)
             fast = jit_core.optimize(net)
             with contextlib.redirect_stdout(io.StringIO()):
                 expected = net(x)

@@ -32,7 +32,7 @@ warnings.filterwarnings("ignore")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import paddle  # noqa: E402
-from _timing import per_call_us  # noqa: E402
+from _timing import per_call_us, sot_of  # noqa: E402
 
 import jit_core  # noqa: E402
 from conformance.test_dynamic_shapes import MLP, Encoder  # noqa: E402
@@ -104,7 +104,7 @@ def main() -> None:
             paddle.seed(0)
             net = make()
             net.eval()
-            runners = [("eager", net), ("Paddle SOT", paddle.jit.to_static(net, full_graph=False))]
+            runners = [("eager", net), ("Paddle SOT", sot_of(net))]
             runners += [(f"jit_core {b}", jit_core.optimize(net, backend=b)) for b in backends]
             new_ms = {}
             for label, fn in runners:

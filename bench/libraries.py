@@ -35,7 +35,7 @@ logging.disable(logging.WARNING)  # PaddleNLP logs its configs at INFO
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import paddle  # noqa: E402
-from _timing import per_call_us  # noqa: E402
+from _timing import per_call_us, sot_of  # noqa: E402
 
 import jit_core  # noqa: E402
 
@@ -183,7 +183,7 @@ def forwards(backends, repeat: int) -> None:
                 raise SystemExit(f"{name} on {b}: a result differs from eager Paddle")
             fast.append(fn)
         try:
-            sot = paddle.jit.to_static(net, full_graph=False)
+            sot = sot_of(net)
             with contextlib.redirect_stdout(io.StringIO()):
                 sot_ok = _same(sot(x), expected)
         except Exception as e:  # noqa: BLE001 - the peer's failure is a cell of the table

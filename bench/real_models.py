@@ -28,7 +28,7 @@ warnings.filterwarnings("ignore")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import paddle  # noqa: E402
-from _timing import per_call_us  # noqa: E402
+from _timing import per_call_us, sot_of  # noqa: E402
 
 import jit_core  # noqa: E402
 from conformance.test_contexts import Teacher  # noqa: E402
@@ -130,7 +130,7 @@ def main() -> None:
             net = make()
             net.eval()
             x = inputs()
-            sot = paddle.jit.to_static(net, full_graph=False)
+            sot = sot_of(net)
             fast = [jit_core.optimize(net, backend=b) for b in backends]
             with contextlib.redirect_stdout(io.StringIO()):
                 expected = net(*x)

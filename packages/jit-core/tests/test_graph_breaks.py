@@ -370,3 +370,58 @@ def test_a_replacement_keeps_the_frame_local_slots_where_the_shim_copies_them():
         assert entry.code.co_varnames[: code.co_nlocals] == code.co_varnames
     else:  # 3.11+: the shim maps locals by name, and the replacement keeps only its own
         assert entry.code.co_nlocals < code.co_nlocals
+
+
+class _BreakingBlock(paddle.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.fc = paddle.nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = self.fc(x)
+        if y.mean() > 0:  # a break in every block
+            y = y * 0.5
+        return y + x
+
+
+class _Blocks(paddle.nn.Layer):
+    def __init__(self, n):
+        super().__init__()
+        self.blocks = paddle.nn.LayerList([_BreakingBlock() for _ in range(n)])
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x)
+        return x
+
+
+def test_a_captured_sublayer_is_entered_without_layer_call(monkeypatch):
+    """At a break, a sublayer whose forward has cache entries is entered through its
+    cache directly; one that needs ``Layer.__call__`` (a hook) still gets it."""
+    net = _Blocks(3)
+    net.eval()
+    fast = jit_core.optimize(net, share_layers=False)
+    x = paddle.rand([2, 4])
+    for _ in range(3):
+        assert paddle.allclose(fast(x), net(x)).item()
+    captures = fast.jit_stats.captures
+    called = []
+    layer_call = paddle.nn.Layer.__call__
+
+    def counting(self, *args, **kwargs):
+        called.append(type(self).__name__)
+        return layer_call(self, *args, **kwargs)
+
+    monkeypatch.setattr(paddle.nn.Layer, "__call__", counting)
+    out = fast(x)
+    assert "_BreakingBlock" not in called  # entered directly, through the cache
+    monkeypatch.undo()
+    assert paddle.allclose(out, net(x)).item()
+    assert fast.jit_stats.captures == captures  # and the cache served every block
+    seen = []
+    handle = net.blocks[1].register_forward_pre_hook(lambda layer, args: seen.append(1))
+    assert paddle.allclose(fast(x), net(x)).item()
+    assert len(seen) == 2  # the optimized call ran the hook, as eager did
+    handle.remove()
+    net.blocks[2].forward = lambda t: t * 3
+    assert paddle.allclose(fast(x), net(x)).item()

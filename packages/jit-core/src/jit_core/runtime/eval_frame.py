@@ -46,7 +46,7 @@ from .frame_cache import (
     owner_name,
     owner_value,
 )
-from .frame_calls import HookedCall, Rearm
+from .frame_calls import HookedCall, Rearm, binds_by_position
 from .skipfiles import is_jit_file, is_skipped_file
 
 # Paddle's C shim has two memories of its own, both process-wide (eval_frame_tools.cc):
@@ -254,9 +254,7 @@ class CompileContext(DirectEntry):
         #: through CPython's own call to become generator objects)
         self.direct_codes = {c for c in self.targets if not c.co_flags & GENERATOR_FLAGS}
         #: targets whose arguments bind by position alone: the cheap way to build locals
-        self._positional_codes = {
-            c for c in self.direct_codes if not c.co_flags & 0x0C and not c.co_kwonlyargcount
-        }
+        self._positional_codes = {c for c in self.direct_codes if binds_by_position(c)}
         _never_skip(self.targets)
         self._mark_generator_targets()
         self._signatures: Dict[types.CodeType, inspect.Signature] = {}

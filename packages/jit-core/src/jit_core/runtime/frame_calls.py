@@ -1,6 +1,7 @@
 """The callables the generated code of a broken frame calls at run time: the call that
-broke the graph (with the hook on), a resume function or a loop's body (through the
-cache, like a target), a loop body's exit, and the re-arming of Paddle's hook."""
+broke the graph (with the hook on, or a captured sublayer through its cache), a resume
+function or a loop's body (through the cache, like a target), a loop body's exit, and
+the re-arming of Paddle's hook."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ import types
 import weakref
 from typing import TYPE_CHECKING, Dict, Optional, Tuple
 
+import paddle
+
 from ..bytecode import flow
 from ..codegen import loops
-from .direct_entry import set_eval_frame
+from .direct_entry import forward_of, layer_call_is_forward, set_eval_frame
 
 if TYPE_CHECKING:  # pragma: no cover
     from .eval_frame import CompileContext
@@ -56,16 +59,38 @@ class Rearm(_WeakContext):
 
 class HookedCall(_WeakContext):
     """Runs the call that broke a graph with the frame hook on, so that the callee (a
-    sublayer whose forward breaks, a helper that prints) is captured on its own."""
+    sublayer whose forward breaks, a helper that prints) is captured on its own.
+
+    A layer whose class's ``forward`` has cache entries already (captured through the
+    hook, on an earlier call) is entered directly, as the optimized layer enters its
+    own: the cache's guards, then the entry (``run_direct``), without ``Layer.__call__``
+    and the hook's work for each of its Python frames (12 blocks that each break: 659 to
+    604 us a call)."""
 
     __slots__ = ()
 
     def __call__(self, fn, args, kwargs):
-        prev = set_eval_frame(self.ctx.callback)
+        ctx = self.ctx
+        if isinstance(fn, paddle.nn.Layer) and layer_call_is_forward(fn):
+            forward = forward_of(type(fn))
+            if type(forward) is types.FunctionType:
+                code = forward.__code__
+                cache = ctx.cache.get(code)
+                if cache is not None and cache.hot:
+                    if code not in ctx._positional_codes and binds_by_position(code):
+                        ctx._positional_codes.add(code)
+                    return ctx.run_direct(forward, (fn, *args), kwargs)
+        prev = set_eval_frame(ctx.callback)
         try:
             return fn(*args, **kwargs)
         finally:
             set_eval_frame(prev)
+
+
+def binds_by_position(code: types.CodeType) -> bool:
+    """No ``*args``, ``**kwargs`` or keyword-only parameter: the locals of a call by
+    position are ``zip(co_varnames, args)`` (``DirectEntry._bind``)."""
+    return not code.co_flags & 0x0C and not code.co_kwonlyargcount
 
 
 class ResumeCall(_WeakContext):

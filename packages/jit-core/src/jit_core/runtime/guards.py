@@ -47,10 +47,11 @@ DICT_KEYS = "DICT_KEYS"
 #: whether an object has an attribute (``getattr(obj, name, default)``, ``hasattr``): the
 #: guard's source is ``AttrSource(obj, name)``, its value the answer at capture
 HASATTR = "HASATTR"
-#: a layer without forward hooks: what a capture of its call relied on
+#: a layer without forward hooks whose ``forward`` is its class's: what a capture of its
+#: call relied on
 NO_HOOKS = "NO_HOOKS"
 #: a layer whose ``forward`` is its class's, not one set on the instance
-#: (``layer.forward = f``): what a capture that inlined the class's ``forward`` relied on
+#: (``layer.forward = f``): what a capture of ``layer.forward(...)`` relied on
 CLASS_FORWARD = "CLASS_FORWARD"
 #: a list of at least one tensor, all of one ``TensorSpec`` (a graph input of any length)
 TENSOR_LIST = "TENSOR_LIST"
@@ -647,10 +648,23 @@ class _GuardWriter:
         self.add("attribute presence", check)
 
     def _no_hooks(self, g: Guard, e: str) -> None:
-        hooks = " or ".join(
-            self.attributes.read(e, h) for h in ("_forward_pre_hooks", "_forward_post_hooks")
+        """No forward hooks, and the class's forward (``_class_forward``): a call of the
+        layer runs what the capture inlined."""
+        if _read_through_dict(self.namer.scope.get(e), "_forward_pre_hooks"):
+            hooks = " or ".join(
+                self.attributes.read(e, h) for h in ("_forward_pre_hooks", "_forward_post_hooks")
+            )
+            self.add("no forward hooks", f"not ({hooks})")
+            self._class_forward(g, e)
+            return
+        # a layer reached by a path (a shared capture's): each read of it may go through
+        # Layer.__getattr__, so it is read once
+        v = self.namer.local()
+        self.add(
+            "no forward hooks, forward not replaced on the instance",
+            f"not (({v} := {e})._forward_pre_hooks or {v}._forward_post_hooks"
+            f" or 'forward' in {v}.__dict__)",
         )
-        self.add("no forward hooks", f"not ({hooks})")
 
     def _class_forward(self, g: Guard, e: str) -> None:
         if _read_through_dict(self.namer.scope.get(e), "_forward_pre_hooks"):

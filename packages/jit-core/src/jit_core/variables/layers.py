@@ -309,6 +309,9 @@ class LayerVariable(VariableTracker):
                 [TupleVariable([ConstantVariable(k), v]) for (k, _), v in zip(subs, vals)]
             )
         if name == "forward":
+            self._own_forward()
+            if self.source is not None:
+                tx.output.guards.add(self.source, guards.CLASS_FORWARD)
             return self._forward(tx, args, kwargs)
         return super().call_method(tx, name, args, kwargs)
 
@@ -319,10 +322,20 @@ class LayerVariable(VariableTracker):
                 f"{self.describe()} has forward hooks; they are not captured yet",
                 category=UNTRACED_CALL,
             )
-        # the graph does what the forward does (inlined, or exported with the graph): a
-        # hook registered later must reach a new capture
+        self._own_forward()
+        # the graph does what the class's forward does (inlined, or exported with the
+        # graph): a hook registered, or a forward set on the instance, later must reach
+        # a new capture
         tx.output.guards.add(self.source, guards.NO_HOOKS)
         return self._forward(tx, args, kwargs)
+
+    def _own_forward(self) -> None:
+        if "forward" in vars(self.value):
+            # eager runs what was set (``layer.forward = f``), not the class's forward
+            raise Unsupported(
+                f"{self.describe()} has its forward replaced on the instance",
+                category=UNTRACED_CALL,
+            )
 
     def _inline_leaf(self, tx, args, kwargs):
         """Paddle's own layer in a capture shared between instances: its forward inlined
@@ -340,14 +353,6 @@ class LayerVariable(VariableTracker):
 
     def _forward(self, tx, args, kwargs):
         layer = self.value
-        if "forward" in vars(layer):
-            # eager runs what was set (``layer.forward = f``), not the class's forward
-            raise Unsupported(
-                f"{self.describe()} has its forward replaced on the instance",
-                category=UNTRACED_CALL,
-            )
-        if self.source is not None:
-            tx.output.guards.add(self.source, guards.CLASS_FORWARD)
         if is_leaf_layer(layer):
             # (an opaque call of a layer with sublayers runs them in its mode too)
             if reads_training(type(layer)) or layer._sub_layers:

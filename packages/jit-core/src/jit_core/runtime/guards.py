@@ -667,11 +667,9 @@ class _GuardWriter:
         )
 
     def _class_forward(self, g: Guard, e: str) -> None:
-        if _read_through_dict(self.namer.scope.get(e), "_forward_pre_hooks"):
-            where = self.attributes.instance_dict(e)  # pinned: its dict is a constant
-        else:
-            where = f"{e}.__dict__"
-        self.add("forward not replaced on the instance", f"'forward' not in {where}")
+        # (``e.__dict__`` is the instance dict, read by a slot of ``object``: not
+        # through ``Layer.__getattr__``, and whatever the layer's other reads go through)
+        self.add("forward not replaced on the instance", f"'forward' not in {e}.__dict__")
 
     def _len_match(self, g: Guard, e: str) -> None:
         if type(g.value) is list:

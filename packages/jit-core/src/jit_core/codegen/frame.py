@@ -87,13 +87,14 @@ def _graph_call(
         if type(src) is not LocalSource or src.local_name not in params:
             return None
         args.append(params.index(src.local_name))
-    if len(set(args)) != len(args):
+    if len(set(args)) != len(args) or len(returned) != 3:
         return None
-    for i in range(n_outputs):
-        expected = compat.load_fast(OUT_LOCAL) + compat.load_const(i) + compat.subscr()
-        if _same_instrs(returned, expected):
-            return GraphCall(compiled, tuple(args), i)
-    return None
+    # ``OUT_LOCAL[i]``: the output's index is the constant loaded
+    i = getattr(returned[1], "arg", None)
+    if type(i) is not int or not 0 <= i < n_outputs:
+        return None
+    expected = compat.load_fast(OUT_LOCAL) + compat.load_const(i) + compat.subscr()
+    return GraphCall(compiled, tuple(args), i) if _same_instrs(returned, expected) else None
 
 
 def _same_instrs(a: Sequence[Any], b: Sequence[Any]) -> bool:

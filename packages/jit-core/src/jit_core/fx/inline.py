@@ -83,8 +83,7 @@ def _renamed(source: str, renames: Dict[str, str]) -> Optional[str]:
         tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
     except (tokenize.TokenError, IndentationError):
         return None
-    lines = source.splitlines(True)
-    edits: List[Tuple[int, int, int, str]] = []
+    edits: List[Tuple[Tuple[int, int], Tuple[int, int], str]] = []
     depth = 0
     for i, tok in enumerate(tokens):
         if tok.type == tokenize.OP:
@@ -100,12 +99,20 @@ def _renamed(source: str, renames: Dict[str, str]) -> Optional[str]:
         nxt = tokens[i + 1] if i + 1 < len(tokens) else None
         if depth and nxt is not None and nxt.string == "=":
             continue  # f(x, axis=1): the keyword
-        (row, col), (_, end) = tok.start, tok.end
-        edits.append((row, col, end, renames[tok.string]))
-    for row, col, end, new in reversed(edits):
-        line = lines[row - 1]
-        lines[row - 1] = line[:col] + new + line[end:]
+        edits.append((tok.start, tok.end, renames[tok.string]))
+    return replace_spans(source, edits)
+
+
+def replace_spans(
+    source: str, spans: Sequence[Tuple[Tuple[int, int], Tuple[int, int], str]]
+) -> str:
+    """``source`` with each span (``tokenize``'s (row, column) of its start and end, in
+    the order they appear, none overlapping) replaced by its text."""
+    lines = source.splitlines(True)
+    for (row, col), (end_row, end), new in reversed(spans):
+        lines[row - 1] = lines[row - 1][:col] + new + lines[end_row - 1][end:]
+        del lines[row:end_row]
     return "".join(lines)
 
 
-__all__ = ["MAX_LINES", "inline_forward"]
+__all__ = ["MAX_LINES", "inline_forward", "replace_spans"]

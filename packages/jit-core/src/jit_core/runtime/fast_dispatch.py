@@ -42,7 +42,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..bytecode import compat
 from ..codegen.frame import GRAPH_CALLS
-from ..fx.inline import inline_forward
+from ..fx.inline import inline_forward, replace_spans
 
 #: what the dispatcher returns for an entry without an entry function of its own: take
 #: the general path
@@ -59,7 +59,7 @@ def _rewrite(expr: str, args: Dict[str, str], renames: Dict[str, str]) -> Option
         tokens = list(tokenize.generate_tokens(io.StringIO(expr).readline))
     except (tokenize.TokenError, IndentationError):
         return None
-    #: (first token, last token, new text)
+    #: (start, end, new text)
     edits: List[tuple] = []
     i = 0
     while i < len(tokens):
@@ -78,20 +78,15 @@ def _rewrite(expr: str, args: Dict[str, str], renames: Dict[str, str]) -> Option
                     return None
                 if key not in args:
                     return None
-                edits.append((tok, tokens[i + 3], args[key]))
+                edits.append((tok.start, tokens[i + 3].end, args[key]))
                 i += 4
                 continue
             if tok.string == "G":
-                edits.append((tok, tok, "___G"))
+                edits.append((tok.start, tok.end, "___G"))
             elif tok.string in renames:
-                edits.append((tok, tok, renames[tok.string]))
+                edits.append((tok.start, tok.end, renames[tok.string]))
         i += 1
-    lines = expr.splitlines(True)
-    for first, last, new in reversed(edits):
-        (row, col), (end_row, end) = first.start, last.end
-        lines[row - 1] = lines[row - 1][:col] + new + lines[end_row - 1][end:]
-        del lines[row:end_row]
-    return "".join(lines).strip()
+    return replace_spans(expr, edits).strip()
 
 
 def _conditions(
@@ -185,9 +180,9 @@ def build_call(
     ``cache.hot`` is ``hot``; None where ``build`` would give None, or an entry has no
     entry function.
 
-    It is the dispatcher with the call's front door in front: a call that binds in order
-    (positional arguments, then keywords naming the rest in order) goes through the
-    guards; any other call, or one after the entries changed, goes to ``slow(self,
+    It is the dispatcher with the call's front door in front: a call that binds as
+    ``_front`` knows (positional arguments; every argument by keyword; positional ones,
+    then keywords naming the rest in order) goes through the guards; any other call, or one after the entries changed, goes to ``slow(self,
     *args, **kwargs)``. An entry that only returns what its graph returns runs the
     graph right there (``fx.inline``): no Python call between the caller's and the
     graph's operators, as in eager code::

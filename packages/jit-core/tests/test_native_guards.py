@@ -139,6 +139,18 @@ def test_status_says_whether_it_is_on(monkeypatch):
     assert native.status().startswith(("on: ", "unavailable"))
 
 
+def test_loading_it_draws_no_random_numbers(compiled, monkeypatch):
+    """Its self-test makes tensors, a parameter among them: none of them may draw from the
+    user's stream, which a process's first capture (or a call of ``status()``) would shift."""
+    monkeypatch.setattr(native, "_module", None)
+    monkeypatch.setattr(native, "_reason", None)
+    paddle.seed(3)
+    want = paddle.rand([4]).numpy()
+    paddle.seed(3)
+    assert native.status().startswith("on: ")
+    np.testing.assert_array_equal(paddle.rand([4]).numpy(), want)
+
+
 SCRIPT = textwrap.dedent(
     """
     import warnings

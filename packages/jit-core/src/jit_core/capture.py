@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, Sequence
 
+from . import rng
 from .api import _target_codes
 from .bytecode import compat
 from .config import Options
@@ -49,7 +50,9 @@ def capture(
         raise CaptureError(f"the example arguments do not fit the signature of {name}")
     frame = compat.EntryFrame(code, f_locals, func.__globals__)
     try:
-        traced = ctx.compiler.trace(frame, code, inputs_as_outputs=True)
+        # (the example run's random ops draw nothing from the user's stream)
+        with rng.preserved():
+            traced = ctx.compiler.trace(frame, code, inputs_as_outputs=True)
     except Unsupported as e:
         raise CaptureError(f"cannot capture {name} into one graph: {e.describe()}") from None
     except JitError:

@@ -6,6 +6,7 @@ import logging
 import warnings
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
+from .. import rng
 from ..errors import StaticShapesOnly
 from ..fx import GraphModule
 from ..passes.shape_prop import propagate_shapes
@@ -78,8 +79,10 @@ class PerShape:
                 copy.meta.pop(EXAMPLE_RUN, None)
         else:
             try:
-                propagate_shapes(copy, examples)
-                fn = self.backend.compile(copy, examples, **self.options)
+                # (a build at call time draws nothing from the user's random stream)
+                with rng.preserved():
+                    propagate_shapes(copy, examples)
+                    fn = self.backend.compile(copy, examples, **self.options)
             except Exception as e:  # noqa: BLE001 - this shape runs on Paddle's kernels
                 self.failed += 1
                 warnings.warn(

@@ -11,6 +11,7 @@ from typing import Any, List
 
 import paddle
 
+from .. import rng
 from ..fx import Interpreter
 from ..fx.interpreter import run_leaf_layer
 
@@ -32,9 +33,5 @@ class _ShapeProp(Interpreter):
 
 
 def propagate_shapes(gm, example_inputs: List[Any]) -> None:
-    state = paddle.get_rng_state()
-    try:
-        with paddle.no_grad():
-            _ShapeProp(gm).run(*example_inputs)
-    finally:
-        paddle.set_rng_state(state)
+    with rng.preserved(), paddle.no_grad():
+        _ShapeProp(gm).run(*example_inputs)

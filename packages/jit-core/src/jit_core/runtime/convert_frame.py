@@ -5,7 +5,6 @@ there."""
 
 from __future__ import annotations
 
-import contextlib
 import types
 import warnings
 import weakref
@@ -14,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, NamedTuple, Optiona
 
 import paddle
 
-from .. import auto_backend, plugins
+from .. import auto_backend, plugins, rng
 from ..bytecode import compat
 from ..cache import disk as compile_cache
 from ..codegen import breaks as graph_breaks
@@ -73,17 +72,6 @@ class Traced:
     #: the objects made in the frame that the replacement code rebuilds in more than one
     #: place (``PyCodegen.shared_objects``)
     shared: list = field(default_factory=list)
-
-
-@contextlib.contextmanager
-def _preserve_rng():
-    # The capture runs each op once on example values; random ops must not advance the
-    # generator the user sees, or results would differ from eager with the same seed.
-    state = paddle.get_rng_state()
-    try:
-        yield
-    finally:
-        paddle.set_rng_state(state)
 
 
 def _needs_training_backend(gm, traced: Traced, grad_on: bool) -> Optional[str]:
@@ -336,66 +324,65 @@ class FrameCompiler(BreakCompiler):
         graph returns every tensor the frame returns, its inputs too."""
         output = OutputGraph(policy)
         f_globals = frame.f_globals
-        with _preserve_rng():
-            tx = Translator(code, f_globals, output, f_globals)
-            # capture() makes a graph of what the function returns, its inputs too
-            tx.unread_pass_through = not inputs_as_outputs
-            root_locals(code, compat.frame_locals(frame), tx, getattr(frame, "f_closure", None))
-            point = None
-            stop_offset = where.before_loop if where is not None else None
-            before_loop = stop_offset is not None
-            if stop_offset is not None:
-                tx.stop_at_offset = stop_offset
-            elif stop is not None:
-                tx.stop_at_step = stop.root_step
-            ret = tx.run()
-            tensors: list = []
-            cells: list = []
-            containers: list = []
-            if tx.stopped:
-                inst = tx.instructions[tx.ip]
-                if not before_loop:
-                    # it stopped at stop.root_step, set together with its root_instruction
-                    assert stop is not None and stop.root_instruction is not None
-                    if inst.offset != stop.root_instruction.offset:
-                        raise Unsupported(
-                            "the capture did not stop where it broke before", category=INTERNAL
-                        )
-                point = graph_breaks.break_point(tx, inst, before_loop)
-                rebuilt = graph_breaks.collect_break(code, point)
-            else:
-                cells = graph_breaks.written_cells(tx)
-                containers = list(output.side_effects.mutated)
-                assert ret is not None  # run() returns None only when it stopped
-                rebuilt = collect_return(code, ret, inputs_as_outputs, cells, containers)
-            tensors = rebuilt.tensors
-            self._counter += 1
-            n = self._counter
-            traced = Traced(
-                n,
-                output,
-                ret,
-                tensors,
-                point=point,
-                cells=cells,
-                containers=containers,
-                shared=rebuilt.shared_objects(),
-            )
-            if tensors:
-                output.set_outputs(tensors)
-                gm = GraphModule(output.root, output.graph, class_name=f"Graph_{code.co_name}_{n}")
-                placeholders = [nd for nd in output.graph.nodes if nd.op == "placeholder"]
-                by_node = {nd: (s, ex) for s, nd, ex in output.inputs}
-                traced.graph_module = gm
-                # backends that bake parameters into what they build may do so only then
-                gm.meta["frozen"] = self.options.freeze
-                traced.sources = [by_node[nd][0] for nd in placeholders]
-                traced.examples = [by_node[nd][1] for nd in placeholders]
-                ctx = PassContext(traced.examples, facts=self._facts())
-                traced.pass_records = self.passes.run(gm, ctx)
-                if "no_grad" in ctx.relied_on:
-                    # a pass used that gradients were off: they must be off on a hit too
-                    output.guards.grad_enabled = False
+        tx = Translator(code, f_globals, output, f_globals)
+        # capture() makes a graph of what the function returns, its inputs too
+        tx.unread_pass_through = not inputs_as_outputs
+        root_locals(code, compat.frame_locals(frame), tx, getattr(frame, "f_closure", None))
+        point = None
+        stop_offset = where.before_loop if where is not None else None
+        before_loop = stop_offset is not None
+        if stop_offset is not None:
+            tx.stop_at_offset = stop_offset
+        elif stop is not None:
+            tx.stop_at_step = stop.root_step
+        ret = tx.run()
+        tensors: list = []
+        cells: list = []
+        containers: list = []
+        if tx.stopped:
+            inst = tx.instructions[tx.ip]
+            if not before_loop:
+                # it stopped at stop.root_step, set together with its root_instruction
+                assert stop is not None and stop.root_instruction is not None
+                if inst.offset != stop.root_instruction.offset:
+                    raise Unsupported(
+                        "the capture did not stop where it broke before", category=INTERNAL
+                    )
+            point = graph_breaks.break_point(tx, inst, before_loop)
+            rebuilt = graph_breaks.collect_break(code, point)
+        else:
+            cells = graph_breaks.written_cells(tx)
+            containers = list(output.side_effects.mutated)
+            assert ret is not None  # run() returns None only when it stopped
+            rebuilt = collect_return(code, ret, inputs_as_outputs, cells, containers)
+        tensors = rebuilt.tensors
+        self._counter += 1
+        n = self._counter
+        traced = Traced(
+            n,
+            output,
+            ret,
+            tensors,
+            point=point,
+            cells=cells,
+            containers=containers,
+            shared=rebuilt.shared_objects(),
+        )
+        if tensors:
+            output.set_outputs(tensors)
+            gm = GraphModule(output.root, output.graph, class_name=f"Graph_{code.co_name}_{n}")
+            placeholders = [nd for nd in output.graph.nodes if nd.op == "placeholder"]
+            by_node = {nd: (s, ex) for s, nd, ex in output.inputs}
+            traced.graph_module = gm
+            # backends that bake parameters into what they build may do so only then
+            gm.meta["frozen"] = self.options.freeze
+            traced.sources = [by_node[nd][0] for nd in placeholders]
+            traced.examples = [by_node[nd][1] for nd in placeholders]
+            ctx = PassContext(traced.examples, facts=self._facts())
+            traced.pass_records = self.passes.run(gm, ctx)
+            if "no_grad" in ctx.relied_on:
+                # a pass used that gradients were off: they must be off on a hit too
+                output.guards.grad_enabled = False
         return traced
 
     def _facts(self) -> Set[str]:
@@ -416,6 +403,12 @@ class FrameCompiler(BreakCompiler):
         if policy is None:
             policy = ShapePolicy(self.options.dynamic)
         policy.number_inputs = self.backend.number_inputs
+        # what the capture and the build run (example values, checks, timings) must not
+        # draw from the user's stream: the first call's own run draws what eager draws
+        with rng.preserved():
+            return self._capture_as_promised(frame, code, policy)
+
+    def _capture_as_promised(self, frame, code: types.CodeType, policy: ShapePolicy):
         while True:
             # each promise of the policy a capture could not keep is withdrawn once, and
             # the frame captured again (a second time is a bug: it propagates)

@@ -251,7 +251,10 @@ def _panel() -> List[Any]:
             tensors.append(paddle.zeros(shape, dtype=dtype))
     tensors.append(paddle.zeros([4, 6]).reshape([6, 4]))  # a reshaped tensor
     tensors.append(paddle.zeros([4, 6])[:, 1:3])  # a view
-    tensors.append(paddle.create_parameter([2, 3], "float32"))  # a subclass of Tensor
+    # a subclass of Tensor; a constant one, as a random initializer would draw from the
+    # user's stream (this runs at a first capture, and wherever status() is asked)
+    zeros = paddle.nn.initializer.Constant(0.0)
+    tensors.append(paddle.create_parameter([2, 3], "float32", default_initializer=zeros))
     return tensors
 
 

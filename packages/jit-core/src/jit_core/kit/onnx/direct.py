@@ -53,6 +53,7 @@ from typing import (
 
 import numpy as np
 
+from ... import rng
 from ...cache.disk import host_array
 from .export import OnnxExportError, require
 
@@ -812,15 +813,12 @@ def _sizes_changed(gm, what: str, inputs, perturb) -> Dict[Any, FrozenSet[int]]:
         def call_module(self, target, args, kwargs):
             return run_leaf_layer(getattr(self.gm, target), args, kwargs)
 
-    state = paddle.get_rng_state()
     try:
-        with paddle.no_grad():
+        with rng.preserved(), paddle.no_grad():
             Sizes(gm).run(*inputs)
     except Exception as e:  # noqa: BLE001 - its export is then of one size at a time
         why = f"it does not run at other sizes ({type(e).__name__}: {str(e)[:200]})"
         raise MissingLowering(what, why=why) from None
-    finally:
-        paddle.set_rng_state(state)
     dynamic: Dict[Any, FrozenSet[int]] = {}
     for node, shape in grown.items():
         before = node.meta.get("shape")

@@ -1,0 +1,75 @@
+"""The user's random stream: whatever jit-core runs for itself (the capture's example
+values, guard self-tests, shape propagation, export checks, a backend's build and its
+timing runs) runs under ``preserved()``, so that the first compiled call draws exactly
+the numbers eager Paddle would have drawn under the same ``paddle.seed``.
+
+Three kinds of state are saved and restored: the CPU generator, every generator of the
+current device (CUDA, XPU, custom devices), and, where a program uses it, the named
+states of Paddle's model-parallel ``RNGStatesTracker`` (``get_rng_state_tracker()``),
+with the index of the generator state that is current."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from typing import Any, Iterator, Optional, Tuple
+
+import paddle
+
+#: the module of Paddle's RNG-state tracker; read only where the program imported it
+#: (importing it would import paddle.distributed)
+_TRACKER_MODULE = "paddle.distributed.fleet.layers.mpu.random"
+
+
+def _device() -> Optional[str]:
+    """The current device's name for ``paddle.get_rng_state``, or None on the CPU."""
+    place = paddle.framework._current_expected_place_()
+    if isinstance(place, paddle.CPUPlace):
+        return None
+    return paddle.device.get_device()
+
+
+def _tracker() -> Any:
+    module = sys.modules.get(_TRACKER_MODULE)
+    return module.get_rng_state_tracker() if module is not None else None
+
+
+class RngState:
+    """One snapshot of every generator state jit-core can disturb."""
+
+    __slots__ = ("cpu", "device", "device_states", "tracker")
+
+    def __init__(self) -> None:
+        self.cpu = paddle.get_rng_state("cpu")
+        self.device = _device()
+        self.device_states = paddle.get_rng_state(self.device) if self.device is not None else None
+        tracker = _tracker()
+        self.tracker: Optional[Tuple[Any, dict, dict, Any]] = None
+        if tracker is not None and tracker.states_:
+            self.tracker = (
+                tracker,
+                dict(tracker.states_),
+                tracker.get_states_tracker(),
+                paddle.incubate.get_rng_state(use_index=True),
+            )
+
+    def restore(self) -> None:
+        if self.tracker is not None:
+            tracker, indices, states, current = self.tracker
+            tracker.states_ = dict(indices)
+            tracker.set_states_tracker(states)
+            paddle.incubate.set_rng_state(current, use_index=True)
+        if self.device_states is not None:
+            paddle.set_rng_state(self.device_states, self.device)
+        paddle.set_rng_state(self.cpu, "cpu")
+
+
+@contextlib.contextmanager
+def preserved() -> Iterator[None]:
+    """Runs the block, then puts every generator back as it was on entry, also when the
+    block raises: what the block draws is not drawn from the user's stream."""
+    state = RngState()
+    try:
+        yield
+    finally:
+        state.restore()

@@ -184,19 +184,27 @@ def _check(spec: Spec, backend: str, source: str, instances: bool) -> None:
             for i, (xn, kn, m) in enumerate(example_inputs(spec)[:2])
             for which in ("first", "other")
         ]
-    for i, xn, kn, m, through in calls:
+    for n, (i, xn, kn, m, through) in enumerate(calls):
         where = f"call {i} (x{list(xn.shape)}, m={m})"
         xe, ke = paddle.to_tensor(xn), paddle.to_tensor(kn)
         xj, kj = paddle.to_tensor(xn), paddle.to_tensor(kn)
         if through is None:
-            res_e, exc_e, out_e = eager.call(eager.entry, xe, ke, m)
-            res_j, exc_j, out_j = jitted.call(fast, xj, kj, m)
+            eager_fn, jit_fn = eager.entry, fast
         else:
             fn, which = through
             net_e = eager.entry if which == "first" else eager.other
             net_j = jitted.entry if which == "first" else jitted.other
-            res_e, exc_e, out_e = eager.call(functools.partial(_call_net, net_e), xe, ke, m)
-            res_j, exc_j, out_j = jitted.call(functools.partial(fn, net_j), xj, kj, m)
+            eager_fn = functools.partial(_call_net, net_e)
+            jit_fn = functools.partial(fn, net_j)
+        # both sides from the same seed: random ops draw alike, and leave the generator
+        # where eager leaves it (a first call's capture and build draw nothing)
+        seed = spec.seed + n
+        paddle.seed(seed)
+        res_e, exc_e, out_e = eager.call(eager_fn, xe, ke, m)
+        next_e = paddle.rand([3])
+        paddle.seed(seed)
+        res_j, exc_j, out_j = jitted.call(jit_fn, xj, kj, m)
+        next_j = paddle.rand([3])
         if type(exc_e) is not type(exc_j):
             detail = "".join(traceback.format_exception(type(exc_j), exc_j, exc_j.__traceback__))
             raise Mismatch(
@@ -210,4 +218,5 @@ def _check(spec: Spec, backend: str, source: str, instances: bool) -> None:
         if out_j != out_e:
             raise Mismatch(f"{where}: printed {out_j!r}, eager printed {out_e!r}")
         same(jitted.state(), eager.state(), f"{where}: state")
+        same(next_j, next_e, f"{where}: the random stream after the call")
         same([xj, kj], [xe, ke], f"{where}: inputs after the call")

@@ -70,6 +70,7 @@ SIMPLE = (
     "layer_param",
     "layer_gate",
     "layer_state",
+    "t_random",
 )
 
 #: loops nested deeper than this render as ``if True:`` blocks; the hunt lowers it to step
@@ -436,6 +437,21 @@ class _Renderer:
             "paddle.floor({} * 4.0)",
             "{} - {}.mean(axis=-1, keepdim=True)",
         )[b % 16]
+        self.emit(f"{self.target('T', c)} = {fn.format(x, x)}")
+
+    def k_t_random(self, a, b, c, e):
+        # the checker seeds both sides alike before each call: every draw must match
+        x = self.pick("T", a)
+        fn = (
+            "F.dropout({}, p=0.5, training=True)",
+            "{} + paddle.rand({}.shape)",
+            "{} * paddle.randn({}.shape)",
+            "{} + paddle.uniform({}.shape, min=-1.0, max=1.0)",
+            "{} + paddle.normal(0.0, 1.0, {}.shape)",
+            "paddle.bernoulli(F.sigmoid({}))",
+            "F.dropout({}, p=0.25, training=True, mode='downscale_in_infer')",
+            "{} + paddle.randint(0, 5, {}.shape).astype('float32')",
+        )[b % 8]
         self.emit(f"{self.target('T', c)} = {fn.format(x, x)}")
 
     def k_s_reduce(self, a, b, c, e):

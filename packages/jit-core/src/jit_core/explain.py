@@ -74,6 +74,9 @@ class GraphInfo:
     artifact: Optional[str] = None
     #: the code the ``paddle`` backend runs when it lowered API calls to their kernels
     kernel_code: Optional[str] = None
+    #: the training calls the graph runs after its operations, in order
+    #: (``loss.backward()``, ``SGD.step()``: ``runtime.train_step``)
+    training_calls: List[str] = field(default_factory=list)
 
 
 @dataclass
@@ -165,6 +168,9 @@ class ExplainOutput:
             if g.shapes:
                 out.append("  Shapes:")
                 out.extend("    " + line for line in g.shapes)
+            if g.training_calls:
+                out.append("  Training calls after the graph, in order:")
+                out.extend("    " + call for call in g.training_calls)
             if g.written_back:
                 out.append("  Written back after the graph:")
                 out.extend("    " + line for line in g.written_back)
@@ -242,6 +248,7 @@ def explain(fn: Callable, *args, backend: Optional[str] = None, **kwargs) -> Exp
                     written_back=list(entry.written_back),
                     artifact=_ARTIFACT.get(entry.artifact or ""),
                     kernel_code=getattr(entry.compiled, "kernel_code", None),
+                    training_calls=[e.text for e in getattr(entry.compiled, "effects", ())],
                 )
             )
         else:

@@ -48,6 +48,7 @@ from ..variables.tensor import TensorListVariable, TensorVariable
 from .inplace_updates import InplaceUpdates, buffer_key
 from .side_effects import SideEffects
 from .symbolic_sizes import SymbolicSizes
+from .train_effects import TrainingEffects
 
 #: operators whose result has the shape of their tensor operand whatever Python number
 #: the other one is: the arithmetic and comparisons of symbolic numbers, and ``**``
@@ -91,11 +92,12 @@ def _identifier(hint: str) -> str:
     return name
 
 
-class OutputGraph(SymbolicSizes, InplaceUpdates):
+class OutputGraph(SymbolicSizes, InplaceUpdates, TrainingEffects):
     """The graph a capture records: its inputs (placeholders, with their sources), the
     objects it reads (layers, parameters), every Paddle operation run once on example
     values, and the guards the capture relied on. Sizes of dynamic dimensions are
-    ``SymbolicSizes``'s, in-place updates ``InplaceUpdates``'s."""
+    ``SymbolicSizes``'s, in-place updates ``InplaceUpdates``'s, training calls
+    ``TrainingEffects``'s."""
 
     def __init__(self, shape_policy: Optional[ShapePolicy] = None):
         self.graph = Graph()
@@ -146,6 +148,7 @@ class OutputGraph(SymbolicSizes, InplaceUpdates):
         self._grad_modes: List[bool] = []
         #: how many captured ``auto_cast`` blocks the code is inside
         self.amp_blocks = 0
+        self._init_effects()
 
     def _refuse_one_instance(self, guard: guards.Guard) -> None:
         """In a capture shared between layer instances, an identity guard through a shared
@@ -371,6 +374,8 @@ class OutputGraph(SymbolicSizes, InplaceUpdates):
 
     def _run_example(self, op: str, target, run, args, kwargs) -> Any:
         """The operation run once on the example values, without gradients."""
+        if self.effects:
+            self.refuse_after_effects(operation_words(op, target))
         ex_args = [example_of(a) for a in args]
         ex_kwargs = {k: example_of(v) for k, v in kwargs.items()}
         try:
@@ -437,15 +442,20 @@ class OutputGraph(SymbolicSizes, InplaceUpdates):
 
     # ------------------------------------------------------------ results
     def set_outputs(self, tensors: List[TensorVariable]) -> None:
-        self.graph.output(tuple(t.node for t in tensors))
+        """The graph returns ``tensors``, then what its effects take (``effect_tensors``)."""
+        self.graph.output(tuple(t.node for t in list(tensors) + self.effect_tensors))
 
 
 def _operation_name(node) -> str:
     """A node's operation in words, for break reasons (never the raw node)."""
-    target = node.target
-    if node.op == "call_method":
+    return operation_words(node.op, node.target)
+
+
+def operation_words(op: str, target) -> str:
+    """An operation (a node's ``op`` and ``target``) in words."""
+    if op == "call_method":
         return f"tensor method .{target}()"
-    if node.op == "call_module":
+    if op == "call_module":
         return f"layer {target}"
     mod = getattr(target, "__module__", None) or ""
     name = getattr(target, "__qualname__", None) or getattr(target, "__name__", None)

@@ -41,6 +41,7 @@ from ..passes.manager import op_count as op_count_of
 from ..shapes import ShapePolicy, SpecializeLayers, SpecializeShapes, describe_dims
 from .convert_break import BreakCompiler
 from .frame_cache import CacheEntry, FrameResult, pinned_locals
+from .train_step import TrainingStep
 
 if TYPE_CHECKING:  # pragma: no cover
     from .eval_frame import CompileContext
@@ -88,6 +89,8 @@ def _needs_training_backend(gm, traced: Traced, grad_on: bool) -> Optional[str]:
         params = [n for n, p in gm.named_parameters() if not p.stop_gradient]
         if params:
             return f"gradients are on and parameter {params[0]} requires them"
+    if traced.output.effects:
+        return f"it runs training calls ({traced.output.effects[0].text})"
     for node in gm.graph.nodes:
         if node.op == "call_module" and getattr(gm, node.target).training:
             return f"layer {node.target} is in training mode"
@@ -368,7 +371,7 @@ class FrameCompiler(BreakCompiler):
             containers=containers,
             shared=rebuilt.shared_objects(),
         )
-        if tensors:
+        if tensors or output.effects:
             output.set_outputs(tensors)
             gm = GraphModule(output.root, output.graph, class_name=f"Graph_{code.co_name}_{n}")
             placeholders = [nd for nd in output.graph.nodes if nd.op == "placeholder"]
@@ -521,6 +524,8 @@ class FrameCompiler(BreakCompiler):
         # (auto compared its choice's values with paddle's already)
         if backend.name not in ("paddle", auto_backend.AUTO):
             compiled = CheckedFirstRun(compiled, gm, traced, code.co_name, backend.name)
+        if traced.output.effects:
+            compiled = TrainingStep(compiled, traced.output.effects, len(traced.tensors))
         graphs_log.info("graph of %s:\n%s", code.co_name, gm.code)
         return _Built(compiled, backend, backend_note, artifact, op_count)
 
@@ -581,7 +586,7 @@ class FrameCompiler(BreakCompiler):
         ``gm.meta["example_run"]`` holds the example inputs and eager Paddle's outputs
         for them, as the capture computed them: a backend that checks its build against
         Paddle need not run the graph again (``jit_core.kit.onnx.check``)."""
-        outputs = [t.example for t in traced.tensors]
+        outputs = [t.example for t in traced.tensors + traced.output.effect_tensors]
         if all(isinstance(t, paddle.Tensor) for t in outputs):
             gm.meta[EXAMPLE_RUN] = (list(traced.examples), outputs)
         try:

@@ -34,6 +34,7 @@ from .functions import (
 )
 from .layers import LayerVariable
 from .objects import ClassVariable, ModuleVariable, UserObjectVariable
+from .training import is_training_object
 from .values import constant_arguments, fold_numpy_call, is_numpy_function, is_numpy_value, is_place
 
 _CONSTANT_TYPES = (
@@ -203,7 +204,7 @@ def _wrap_named(tx, value: Any, source: Optional[Source]) -> VariableTracker:
         if is_numpy_function(value):
             return _LibraryFunctionVariable(value, source)
         return BuiltinVariable(value, source)
-    if callable(value) and _is_paddle_callable(value):
+    if callable(value) and _is_paddle_callable(value) and not is_training_object(value):
         return PaddleFunctionVariable(value, source)
     if tx is not None and source is not None:
         _guard(tx, source, guards.TYPE_MATCH, type(value))

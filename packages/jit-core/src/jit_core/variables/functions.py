@@ -40,6 +40,7 @@ from .containers import (
 from .generators import LazyIteratorVariable, filter_iterator, map_iterator
 from .symbolic import SymIntVariable
 from .tensor import TensorVariable, is_inplace_name
+from .training import RETURN_VALUES, is_autograd_backward, training_call
 
 
 def _consts(args) -> Optional[list]:
@@ -682,6 +683,16 @@ class PaddleFunctionVariable(KnownValueVariable):
             from .builder import wrap
 
             return wrap(tx, self.fn(), CallSource(self.fn, ()))
+        if is_autograd_backward(self.fn):
+            # paddle.autograd.backward(tensors, grad_tensors): an effect, as t.backward()
+            if not (tx.output.grad_mode() and tx.output.may_track_gradients()):
+                raise Unsupported(
+                    "paddle.autograd.backward() where no input or parameter of the graph "
+                    "requires gradients (it runs in Python between two graphs)",
+                    category=DATA_LEAVES_GRAPH,
+                )
+            text = "paddle.autograd.backward()"
+            return tx.output.record_effect(tx, self.fn, list(args), kwargs, text)
         value = self._python_value(tx, name, args, kwargs)
         if value is not None:
             return value
@@ -887,6 +898,15 @@ class UserMethodVariable(VariableTracker):
         return f"method {self.fn.__qualname__}"
 
     def call_function(self, tx, args, kwargs):
+        obj = getattr(self.obj, "value", None)
+        if training_call(self.fn, obj) is not None:
+            # opt.step(), scheduler.step(), scaler.update(): Paddle's own call, run after
+            # the graph's operations (executor.train_effects)
+            name = self.fn.__name__
+            text = f"{type(obj).__name__}.{name}()"
+            return tx.output.record_effect(
+                tx, self.fn, [self.obj] + list(args), kwargs, text, name in RETURN_VALUES
+            )
         return tx.inline_function(self.fn, [self.obj] + list(args), kwargs, fn_source=None)
 
     def reconstruct(self, cg) -> None:

@@ -9,10 +9,11 @@ from typing import Any
 
 import paddle
 
-from ..errors import DYNAMIC_VALUE, RAISES, UNTRACED_CALL, Unsupported
+from ..errors import DYNAMIC_VALUE, RAISES, SIDE_EFFECT, UNTRACED_CALL, Unsupported
 from ..sources import AttrSource
 from .base import KnownValueVariable, VariableTracker
 from .constant import ConstantVariable
+from .training import training_call
 
 
 class ModuleVariable(KnownValueVariable):
@@ -66,6 +67,15 @@ class UserObjectVariable(VariableTracker):
         from .functions import UserMethodVariable
 
         obj = self.value
+        if tx.output.changed_by_effect(obj) and (
+            training_call(inspect.getattr_static(type(obj), name, None), obj) is None
+        ):
+            # (a further training call of the same object is one more effect)
+            raise Unsupported(
+                f"attribute {name!r} of {self.describe()}, which a training call of the graph "
+                "changes (it is read after the graph)",
+                category=SIDE_EFFECT,
+            )
         if inspect.isfunction(inspect.getattr_static(type(obj), "__getattribute__", None)):
             return self._computed_attribute(tx, name)
         stored = tx.output.side_effects.stored_attribute(obj, name)

@@ -19,6 +19,7 @@ from ..errors import (
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .containers import ListVariable
+from .training import TENSOR_CALLS
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..sources import Source
@@ -38,10 +39,7 @@ _LEAVES_GRAPH = {
     "cpu",
     "cuda",
     "pin_memory",
-    "backward",
     "register_hook",
-    "clear_grad",
-    "clear_gradient",
     "set_value",
     "copy_",
     "get_tensor",
@@ -199,6 +197,8 @@ class TensorVariable(VariableTracker):
         return ConstantVariable(value, src)
 
     def call_method(self, tx, name: str, args, kwargs):
+        if name in TENSOR_CALLS:
+            return self._training_call(tx, name, args, kwargs)
         if name in _LEAVES_GRAPH:
             raise Unsupported(
                 f"tensor.{name}() makes the tensor's value leave the graph",
@@ -224,6 +224,22 @@ class TensorVariable(VariableTracker):
         if name == "numel" and not args:
             return tx.output.call_method(tx, "numel", [self], {})
         return tx.output.call_method(tx, name, [self] + list(args), kwargs)
+
+    def _training_call(self, tx, name: str, args, kwargs) -> VariableTracker:
+        """``t.backward()``, ``p.clear_grad()``: effects of the graph, run after its
+        operations (``executor.train_effects``)."""
+        import paddle
+
+        if name == "backward" and not (tx.output.grad_mode() and tx.output.may_track_gradients()):
+            # no graph input or parameter needs a gradient here: eager raises or does nothing
+            raise Unsupported(
+                "tensor.backward() where no input or parameter of the graph requires "
+                "gradients (it runs in Python between two graphs)",
+                category=DATA_LEAVES_GRAPH,
+            )
+        text = f"{self.source.name() if self.source is not None else self.node.name}.{name}()"
+        fn = getattr(paddle.Tensor, name)
+        return tx.output.record_effect(tx, fn, [self] + list(args), dict(kwargs), text)
 
     def _inplace_method(self, tx, name: str, args, kwargs) -> VariableTracker:
         from ..inplace import METHOD_HELPERS

@@ -1,0 +1,73 @@
+"""A compiled graph with training calls: its operations, then its effects (``loss.backward()``,
+``opt.step()``, ``opt.clear_grad()`` ...: ``executor.train_effects``), in the order the code
+made them, as Paddle's own calls."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, List, Optional, Sequence
+
+from ..executor.train_effects import Effect, EffectInput, EffectResult
+
+
+def _resolve(arg: Any, outs: Sequence[Any], results: List[Any]) -> Any:
+    if type(arg) is EffectInput:
+        return outs[arg.index]
+    if type(arg) is EffectResult:
+        return results[arg.index]
+    if type(arg) in (list, tuple):
+        return type(arg)(_resolve(a, outs, results) for a in arg)
+    return arg
+
+
+#: argument kinds an effect's call resolves first
+_RESOLVED = (EffectInput, EffectResult, list, tuple)
+
+
+class TrainingStep:
+    """Calls ``graph`` (what the backend built), then each effect on the graph's outputs;
+    returns the outputs the frame reads (the first ``n_outputs``: the effects' own
+    tensors follow them)."""
+
+    __slots__ = ("graph", "effects", "n_outputs", "_plain")
+
+    def __init__(self, graph: Callable, effects: List[Effect], n_outputs: int):
+        self.graph = graph
+        self.effects = list(effects)
+        self.n_outputs = n_outputs
+        #: effects whose arguments need no resolving, with them as they are
+        self._plain = [
+            not e.kwargs and all(type(a) not in _RESOLVED for a in e.args) for e in self.effects
+        ]
+
+    def __call__(self, *args):
+        outs = self.graph(*args)
+        extra = outs[self.n_outputs :]
+        results: List[Any] = []
+        for effect, plain in zip(self.effects, self._plain):
+            if plain:
+                results.append(effect.fn(*effect.args))
+            else:
+                results.append(
+                    effect.fn(
+                        *[_resolve(a, extra, results) for a in effect.args],
+                        **{k: _resolve(v, extra, results) for k, v in effect.kwargs.items()},
+                    )
+                )
+        return outs[: self.n_outputs] if extra else outs
+
+    @property
+    def built(self) -> Callable:
+        """What the backend built (explain() reads what it says of itself)."""
+        return self.graph
+
+    def describe(self) -> Optional[str]:
+        """What the backend's build says of itself (explain() lists the effects apart)."""
+        inner = getattr(self.graph, "describe", None)
+        return inner() if callable(inner) else None
+
+    @property
+    def kernel_code(self) -> Optional[str]:
+        return getattr(self.graph, "kernel_code", None)
+
+
+__all__ = ["TrainingStep"]

@@ -32,7 +32,7 @@ def test_the_reason_names_the_python_or_the_package():
         try:
             import ray  # noqa: F401
         except ImportError:
-            assert "pip install 'jit-core[cluster]'" in why
+            assert "pip install 'jit-eval[cluster]'" in why
         else:
             assert why == ""
 

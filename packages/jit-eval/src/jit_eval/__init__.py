@@ -5,7 +5,20 @@ captures from a program as such samples."""
 
 from __future__ import annotations
 
-from jit_core.graphnet.samples import Sample, SampleError, TensorMeta, find_samples, load_sample
+import warnings
+
+# Paddle warns at import that it found no ccache, which only building C++ extensions
+# needs: noise in the output of every run (once here, once more in the workers' fork
+# server, which imports this package); only that warning, only while Paddle is imported
+with warnings.catch_warnings():
+    warnings.filterwarnings("ignore", message="No ccache found", category=UserWarning)
+    from jit_core.graphnet.samples import (
+        Sample,
+        SampleError,
+        TensorMeta,
+        find_samples,
+        load_sample,
+    )
 
 from .scores import es_scores, s_scores
 

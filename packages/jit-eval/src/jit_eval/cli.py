@@ -70,17 +70,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="tolerance levels, a range like -10..5 (the default) or one level",
     )
     p.add_argument(
-        "--warmup", type=_positive("--warmup", 0), default=3, help="untimed calls each (default 3)"
+        "--warmup",
+        type=_positive("--warmup", 0),
+        default=3,
+        help="untimed calls each (default 3; fewer for a sample whose eager call is slow)",
     )
     p.add_argument(
-        "--trials", type=_positive("--trials", 1), default=10, help="timed calls each (default 10)"
+        "--trials",
+        type=_positive("--trials", 1),
+        default=10,
+        help="timed calls each (default 10; fewer for a sample whose eager call is slow)",
     )
     p.add_argument("--seed", type=int, default=0, help="the seed inputs are drawn from (default 0)")
     p.add_argument(
         "--timeout",
         type=float,
         default=300.0,
-        help="seconds a sample may take to load or to run on one backend (default 300)",
+        help="seconds a sample may take to load or to run on one backend (default 300; more "
+        "for a sample whose eager call needs it)",
     )
     p.add_argument(
         "--jobs", type=_positive("--jobs", 1), default=1, help="samples run at once (default 1)"
@@ -107,7 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--cluster",
         metavar="ADDRESS",
         help="run on a Ray cluster, one task per sample and backend: ray://HOST:PORT, a "
-        "cluster's address, or 'auto' for a Ray started here (pip install 'jit-core[cluster]')",
+        "cluster's address, or 'auto' for a Ray started here (pip install 'jit-eval[cluster]')",
     )
     p.add_argument(
         "--task-cpus", type=float, default=1.0, help="with --cluster: CPUs per task (default 1)"
@@ -178,6 +185,9 @@ def _progress(done: int, total: int, name: str, results, left: str = "") -> None
             print(f"    {r['backend']}: {r['error']['kind']}: {first}", file=sys.stderr, flush=True)
         for line in r.get("fallbacks") or ():
             print(f"    {r['backend']}: fallback: {line}", file=sys.stderr, flush=True)
+        why = (r.get("limits") or {}).get("why")
+        if why:
+            print(f"    {r['backend']}: limits: {why}", file=sys.stderr, flush=True)
 
 
 def _parse(parser: argparse.ArgumentParser, argv: Optional[Sequence[str]]):

@@ -1,5 +1,5 @@
 """``jit-eval --cluster``: the same run spread over a Ray cluster, one task per sample and
-backend (``pip install 'jit-core[cluster]'``; Ray has wheels for Python 3.10 and newer).
+backend (``pip install 'jit-eval[cluster]'``; Ray has wheels for Python 3.10 and newer).
 
 Each task ships the sample's files (a few KB of code and metas) to whichever node runs
 it, and runs them there with the local runner: in a worker process of its own, under the
@@ -37,7 +37,7 @@ def unavailable_reason() -> str:
     try:
         import ray  # noqa: F401
     except ImportError:
-        return "it needs the 'ray' package: pip install 'jit-core[cluster]'"
+        return "it needs the 'ray' package: pip install 'jit-eval[cluster]'"
     return ""
 
 
@@ -56,7 +56,7 @@ def _require_ray():
     why = unavailable_reason()
     if why:
         if "pip install" in why:
-            raise MissingDependencyError("jit-eval --cluster", "ray", "'jit-core[cluster]'")
+            raise MissingDependencyError("jit-eval --cluster", "ray", "'jit-eval[cluster]'")
         raise RuntimeError(f"jit-eval --cluster is not available: {why}")
     import ray
 

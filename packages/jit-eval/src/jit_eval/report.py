@@ -35,6 +35,8 @@ def summarize(
             "slowdowns": sum(1 for r in ok if r["speedup"] < 1),
             #: samples with a graph that ran on the paddle backend instead (a fallback)
             "fallbacks": sum(1 for r in mine if r.get("fallbacks")),
+            #: samples whose timed calls or time limit followed their eager call's cost
+            "scaled": sum(1 for r in mine if (r.get("limits") or {}).get("scaled")),
             "S": {str(t): v for t, v in s.items()},
             "ES": {str(t): v for t, v in es.items()},
         }
@@ -124,13 +126,15 @@ def graphnet_log_lines(result: Dict[str, Any], config: Dict[str, Any]) -> List[s
     parse (``[Processing]``, ``[Config]``, ``[Datatype]``, ``[Shape]``, ``[Correctness]``,
     ``[Performance]``, ``[Speedup]`` lines): its status is read back as ours."""
     p = LOG_PROMPT
+    # the calls this sample was timed with, where its cost changed them
+    limits = result.get("limits") or {}
     lines = [
         f"{p} [Processing] {result['sample']}",
         f"{p} [Config] model: {result['name']}",
         f"{p} [Config] device: {config.get('device', 'cpu')}",
         f"{p} [Config] compiler: {result['backend']}",
-        f"{p} [Config] warmup: {config.get('warmup')}",
-        f"{p} [Config] trials: {config.get('trials')}",
+        f"{p} [Config] warmup: {limits.get('warmup', config.get('warmup'))}",
+        f"{p} [Config] trials: {limits.get('trials', config.get('trials'))}",
     ]
     status = result["status"]
     error = result["error"]
@@ -192,16 +196,18 @@ def _fmt(v) -> str:
 
 
 def format_table(summary: Dict[str, Any], tolerances: Sequence[int]) -> str:
-    """The summary as a text table: counts and speedup, then S(t) and ES(t) per level."""
+    """The summary as a text table: counts and speedup, then S(t) and ES(t) per level.
+    ``scaled`` counts the samples whose timed calls or limit followed their own cost."""
     rows = [
-        f"{'backend':<10} {'samples':>7} {'ok':>4} {'slower':>6} {'fallback':>8} {'geomean':>8}  "
-        "errors",
+        f"{'backend':<10} {'samples':>7} {'ok':>4} {'slower':>6} {'fallback':>8} {'scaled':>6} "
+        f"{'geomean':>8}  errors",
     ]
     for backend, s in summary.items():
         errors = ", ".join(f"{k} {v}" for k, v in s["errors"].items()) or "-"
         rows.append(
             f"{backend:<10} {s['samples']:>7} {s['ok']:>4} {s['slowdowns']:>6} "
-            f"{s['fallbacks']:>8} {_fmt(s['geomean_speedup']):>8}  {errors}"
+            f"{s['fallbacks']:>8} {s.get('scaled', 0):>6} {_fmt(s['geomean_speedup']):>8}  "
+            f"{errors}"
         )
     rows.append("")
     head = f"{'t':<14}" + "".join(f"{t:>6}" for t in tolerances)

@@ -1,15 +1,20 @@
 """Run samples on backends, each sample in a worker process of its own.
 
-The worker loads the sample, runs it eagerly once for the reference outputs, then per
-backend: compiles it (the first call, timed), compares the outputs at every tolerance
-level, and times eager and compiled calls interleaved. It sends one result per backend as
-soon as it has it, so a crash or a hang costs the backends not yet done on that sample,
-never the run: the parent kills a worker past the time limit and goes on.
+The worker builds the sample's module once (under ``paddle.seed``), runs a copy of it
+eagerly for the reference outputs, then per backend: compiles another copy (the first
+call, timed), compares the outputs at every tolerance level, and times eager and compiled
+calls interleaved. The number of timed calls and the time limit of a backend follow the
+eager call's measured time (``plan_limits``), which the worker reports to the parent
+before the backends run. It sends one result per backend as soon as it has it, so a crash
+or a hang costs the backends not yet done on that sample, never the run: the parent kills
+a worker past the time limit and goes on.
 """
 
 from __future__ import annotations
 
+import copy
 import logging
+import math
 import multiprocessing
 import os
 import statistics
@@ -41,6 +46,16 @@ STARTUP_GRACE = 120.0
 
 #: the peer that is not ours: Paddle's own SOT
 SOT = "sot"
+
+#: the share of a backend's configured time limit its timed calls (warmup and trials, eager
+#: and compiled) are planned to fill; the rest is for the compile and the first call
+TIMED_SHARE = 0.5
+#: what the compile and the first compiled call may cost, in eager calls (the capture's
+#: example run, a backend's checks and timing runs, the first run itself)
+FIRST_CALL_COST = 4
+#: how far past its planned time a backend may run before it is stopped, where the plan
+#: needs more than the configured limit
+LIMIT_MARGIN = 2.0
 
 # GraphNet's (rtol, atol) table is tried for every dtype at every level, as its logs do
 _GRAPHNET_LOG_LEVELS = tuple(range(-10, 6))
@@ -83,6 +98,54 @@ def _new_result(sample: str, name: str, backend: str) -> Dict[str, Any]:
         "correct_at": {},
         "outputs": None,
         "graphnet": None,
+        #: the warmup and trials run, the time limit applied, the eager call's measured
+        #: time they follow, and why where they differ from the configured ones
+        "limits": None,
+    }
+
+
+def configured_limits(cfg: EvalConfig) -> Dict[str, Any]:
+    """The limits of a result for which no eager call was measured."""
+    return {
+        "warmup": cfg.warmup,
+        "trials": cfg.trials,
+        "timeout": cfg.timeout,
+        "eager_s": None,
+        "scaled": False,
+        "why": None,
+    }
+
+
+def plan_limits(cfg: EvalConfig, eager_s: float) -> Dict[str, Any]:
+    """The warmup, trials and per-backend time limit for a sample whose eager call takes
+    ``eager_s`` seconds: as configured while the timed calls fit in ``TIMED_SHARE`` of the
+    configured limit, else fewer calls (warmup first, at least one trial), and a limit
+    that covers the compile, the first call and those calls with ``LIMIT_MARGIN``, never
+    below the configured one."""
+    warmup, trials = cfg.warmup, cfg.trials
+    if eager_s > 0:
+        # a round is one eager and one compiled call
+        rounds = int(cfg.timeout * TIMED_SHARE // (2 * eager_s))
+        if rounds < warmup + trials:
+            warmup = min(warmup, rounds // 4)
+            trials = max(1, min(trials, rounds - warmup))
+    needed = LIMIT_MARGIN * eager_s * (FIRST_CALL_COST + 2 * (warmup + trials))
+    timeout = max(cfg.timeout, math.ceil(needed * 10) / 10)
+    changes = []
+    if (warmup, trials) != (cfg.warmup, cfg.trials):
+        changes.append(
+            f"warmup {warmup} and trials {trials} (configured {cfg.warmup} and {cfg.trials})"
+        )
+    if timeout != cfg.timeout:
+        changes.append(f"a {timeout:g} s limit (configured {cfg.timeout:g} s)")
+    why = f"its eager call took {eager_s:.3g} s: " + ", ".join(changes) if changes else None
+    return {
+        "warmup": warmup,
+        "trials": trials,
+        "timeout": timeout,
+        "eager_s": eager_s,
+        "scaled": bool(changes),
+        "why": why,
     }
 
 
@@ -216,19 +279,88 @@ def _jit_facts(result: Dict[str, Any], compiled, backend: str) -> None:
             result["fallbacks"].append(f"{ev.code_name}: ran on {entry.backend}{note}")
 
 
-def _run_backend(sample, backend: str, kwargs, expected, cfg: EvalConfig) -> Dict[str, Any]:
+def _layer_tensors(layer) -> Dict[str, Any]:
+    named = dict(layer.named_parameters())
+    named.update((k, v) for k, v in layer.named_buffers() if v is not None)
+    return named
+
+
+class ModuleCopies:
+    """A sample's module, built once under ``paddle.seed(seed)`` and never run, and copies
+    of it: every module a worker runs (the reference, each backend's eager and compiled
+    one) is a copy, so that a sample whose ``GraphModule.__init__`` draws its own weights
+    is compared and timed with the weights the reference ran with, and a layer whose state
+    changes as it runs (BatchNorm's running statistics in training mode) starts every
+    copy alike."""
+
+    def __init__(self, sample, seed: int):
+        import paddle
+
+        self.sample, self.seed = sample, seed
+        paddle.seed(seed)
+        self.module = sample.load_module()
+        self._deep = True
+
+    def copy(self):
+        """A copy with the same parameters, buffers and attributes: a deep copy, or where
+        the module cannot be deep-copied (it holds a lock, a handle), a module built again
+        under the same seed with every parameter and buffer set from the original."""
+        import paddle
+
+        if self._deep:
+            try:
+                return copy.deepcopy(self.module)
+            except Exception as e:  # noqa: BLE001 - whatever deepcopy cannot copy
+                log.debug("%s: deepcopy failed (%s), building copies anew", self.sample.name, e)
+                self._deep = False
+        paddle.seed(self.seed)
+        other = self.sample.load_module()
+        mine, theirs = _layer_tensors(self.module), _layer_tensors(other)
+        differ = sorted(
+            set(mine) ^ set(theirs)
+            | {k for k in set(mine) & set(theirs) if mine[k].shape != theirs[k].shape}
+        )
+        if differ:
+            raise SampleError(
+                self.sample.path,
+                "GraphModule() builds other parameters or buffers each time it is called "
+                f"({', '.join(differ[:5])}), and the module cannot be deep-copied",
+            )
+        try:
+            with paddle.no_grad():
+                for name, tensor in mine.items():
+                    theirs[name].set_value(tensor)
+        except Exception as e:  # noqa: BLE001 - a dtype or place the copy cannot take
+            raise SampleError(
+                self.sample.path, f"cannot copy the weights of GraphModule(): {_describe(e)}"
+            ) from None
+        return other
+
+
+def _run_backend(
+    copies: ModuleCopies,
+    backend: str,
+    kwargs,
+    expected,
+    cfg: EvalConfig,
+    limits: Dict[str, Any],
+) -> Dict[str, Any]:
     import paddle
 
     import jit_core
     from jit_core.errors import BackendCompileError, JitError
 
+    sample = copies.sample
     result = _new_result(sample.path, sample.name, backend)
-    eager = sample.load_module()
-    model = sample.load_module()
+    result["limits"] = limits
+    eager = copies.copy()
+    model = copies.copy()
     if backend == SOT:
         compiled = paddle.jit.to_static(model, full_graph=False)
     else:
         compiled = jit_core.optimize(model, backend=backend, dynamic=False)
+    # the first call draws what the reference drew: jit-core keeps its own draws at
+    # capture and compile time out of the user's stream
     paddle.seed(cfg.seed)
     start = time.perf_counter()
     try:
@@ -251,12 +383,12 @@ def _run_backend(sample, backend: str, kwargs, expected, cfg: EvalConfig) -> Dic
     if result["status"] != scores.CORRECT:
         return result
     try:
-        for _ in range(cfg.warmup):
+        for _ in range(limits["warmup"]):
             eager(**kwargs)
             compiled(**kwargs)
         eager_ms: List[float] = []
         compiled_ms: List[float] = []
-        for i in range(cfg.trials):
+        for i in range(limits["trials"]):
             # alternate which goes first, so that neither always runs on a warmer cache
             if i % 2:
                 compiled_ms.append(_timed(compiled, kwargs))
@@ -277,24 +409,29 @@ def _run_backend(sample, backend: str, kwargs, expected, cfg: EvalConfig) -> Dic
 
 
 def run_sample_in_process(path: str, name: str, cfg: EvalConfig, send: Callable) -> None:
-    """What a worker does for one sample; ``send(message)`` reports each step and result."""
+    """What a worker does for one sample; ``send(message)`` reports each step and result:
+    ``("phase", step)``, ``("limits", plan_limits(...))`` once the eager call is timed
+    (before the backends run), ``("result", result)``."""
     from jit_core.graphnet.samples import check_signature, load_sample
+
+    limits = configured_limits(cfg)
+
+    def report(result: Dict[str, Any]) -> None:
+        if result["limits"] is None:
+            result["limits"] = limits
+        send(("result", result))
 
     send(("phase", "load"))
     try:
         sample = load_sample(path)
         sample.name = name
-        module = sample.load_module()
-        check_signature(sample, module)
+        copies = ModuleCopies(sample, cfg.seed)
+        check_signature(sample, copies.module)
+        reference = copies.copy()
         kwargs = sample.make_inputs(cfg.seed)
     except SampleError as e:
         for backend in cfg.backends:
-            send(
-                (
-                    "result",
-                    _fail(_new_result(path, name, backend), "eager_fail", BAD_SAMPLE, str(e)),
-                )
-            )
+            report(_fail(_new_result(path, name, backend), "eager_fail", BAD_SAMPLE, str(e)))
         return
     import paddle
 
@@ -306,23 +443,31 @@ def run_sample_in_process(path: str, name: str, cfg: EvalConfig, send: Callable)
             # reseeded before each compared call: a sample that draws random numbers
             # (dropout in training mode) draws the same ones eagerly and compiled
             paddle.seed(cfg.seed)
-            expected = _to_numpy(_flat_outputs(module(**kwargs)))
-        _sync()
+            _sync()
+            start = time.perf_counter()
+            out = reference(**kwargs)
+            _sync()
+            eager_s = time.perf_counter() - start
+            expected = _to_numpy(_flat_outputs(out))
+            limits = plan_limits(cfg, eager_s)
+            if limits["scaled"] and eager_s < cfg.timeout / 10:
+                # a first call pays once for what later calls do not (kernel loading,
+                # allocation, autotuning): a second one says whether the sample is slow
+                eager_s = min(eager_s, _timed(reference, kwargs) / 1000.0)
+                limits = plan_limits(cfg, eager_s)
     except Exception as e:  # noqa: BLE001
         message = f"the eager run raised {_describe(e)}"
         for backend in cfg.backends:
-            send(
-                (
-                    "result",
-                    _fail(_new_result(path, name, backend), "eager_fail", EAGER_ERROR, message),
-                )
-            )
+            report(_fail(_new_result(path, name, backend), "eager_fail", EAGER_ERROR, message))
         return
+    del reference, out
+    # before the slow steps: the parent enforces the limit
+    send(("limits", limits))
     for backend in cfg.backends:
         send(("phase", backend))
         try:
             with paddle.no_grad():
-                result = _run_backend(sample, backend, kwargs, expected, cfg)
+                result = _run_backend(copies, backend, kwargs, expected, cfg, limits)
         except Exception as e:  # noqa: BLE001 - never lose the other backends
             result = _fail(
                 _new_result(path, name, backend),
@@ -330,7 +475,7 @@ def run_sample_in_process(path: str, name: str, cfg: EvalConfig, send: Callable)
                 RUN_ERROR,
                 _describe(e) + "\n" + traceback.format_exc(limit=5),
             )
-        send(("result", result))
+        report(result)
 
 
 def _worker_main(conn, path: str, name: str, cfg: EvalConfig) -> None:
@@ -351,6 +496,10 @@ class _Worker:
     deadline: float
     #: the run's settings, with the one backend this worker runs
     cfg: Any = None
+    #: seconds without a message before it is stopped, and the worker's plan of its
+    #: limits once it has sent one
+    limit: float = 0.0
+    limits: Optional[Dict[str, Any]] = None
     phase: str = "start"
     results: Dict[str, Dict[str, Any]] = field(default_factory=dict)
     done: bool = False
@@ -372,6 +521,7 @@ def _lost(worker: _Worker, cfg: EvalConfig, kind: str, why: str) -> List[Dict[st
             status, message = scores.RUNTIME_FAIL, f"{why} while running it on {backend}"
         else:
             status, message = scores.RUNTIME_FAIL, f"not run: {why} on an earlier backend"
+        result["limits"] = worker.limits or configured_limits(cfg)
         out.append(_fail(result, status, kind, message))
     return out
 
@@ -474,7 +624,8 @@ def run(
         process.start()
         child.close()
         grace = max(cfg.timeout, STARTUP_GRACE)
-        running.append(_Worker(path, name, process, parent, time.monotonic() + grace, one))
+        deadline = time.monotonic() + grace
+        running.append(_Worker(path, name, process, parent, deadline, one, cfg.timeout))
 
     def finish(worker: _Worker, lost: List[Dict[str, Any]]) -> None:
         running.remove(worker)
@@ -497,7 +648,7 @@ def run(
             # last results and exits between ``wait`` and here has them in the pipe still
             alive = worker.process.is_alive()
             if worker.conn in ready or not alive:
-                _read_messages(worker, cfg)
+                _read_messages(worker)
             if worker.done:
                 worker.process.join(5)
                 finish(worker, [])
@@ -510,17 +661,24 @@ def run(
             elif time.monotonic() > worker.deadline:
                 worker.process.kill()
                 worker.process.join(5)
-                why = f"no progress within the {cfg.timeout:g} s limit"
+                why = f"no progress within the {worker.limit:g} s limit"
+                if worker.limit != cfg.timeout and worker.limits is not None:
+                    why += (
+                        f" (configured {cfg.timeout:g} s, raised for its "
+                        f"{worker.limits['eager_s']:.3g} s eager call)"
+                    )
                 finish(worker, _lost(worker, worker.cfg, TIMEOUT, why))
     return results.ordered()
 
 
-def _read_messages(worker, cfg) -> None:
+def _read_messages(worker: _Worker) -> None:
     """Everything the worker has sent so far (progress, results, done)."""
     try:
         while worker.conn.poll():
             kind, value = worker.conn.recv()
-            worker.deadline = time.monotonic() + cfg.timeout
+            if kind == "limits":
+                worker.limits, worker.limit = value, value["timeout"]
+            worker.deadline = time.monotonic() + worker.limit
             if kind == "phase":
                 worker.phase = value
             elif kind == "result":
@@ -531,4 +689,11 @@ def _read_messages(worker, cfg) -> None:
         pass
 
 
-__all__ = ["EvalConfig", "run", "run_sample_in_process", "SOT"]
+__all__ = [
+    "EvalConfig",
+    "ModuleCopies",
+    "plan_limits",
+    "run",
+    "run_sample_in_process",
+    "SOT",
+]

@@ -42,10 +42,10 @@ def test_the_states_of_the_model_parallel_tracker_are_put_back(monkeypatch):
             inside = paddle.rand([4]).numpy()
         return inside, paddle.rand([4]).numpy()
 
-    before = paddle.get_rng_state("cpu")
+    before = paddle.get_rng_state()
     states = tracker.get_states_tracker()
     want = draws()
-    paddle.set_rng_state(before, "cpu")
+    paddle.set_rng_state(before)
     tracker.set_states_tracker(states)
     with rng.preserved():
         draws()

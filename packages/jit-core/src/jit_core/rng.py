@@ -21,12 +21,9 @@ import paddle
 _TRACKER_MODULE = "paddle.distributed.fleet.layers.mpu.random"
 
 
-def _device() -> Optional[str]:
-    """The current device's name for ``paddle.get_rng_state``, or None on the CPU."""
-    place = paddle.framework._current_expected_place_()
-    if isinstance(place, paddle.CPUPlace):
-        return None
-    return paddle.device.get_device()
+def _on_device() -> bool:
+    """Whether the current place is a device (CUDA, XPU, a custom one), not the CPU."""
+    return not isinstance(paddle.framework._current_expected_place_(), paddle.CPUPlace)
 
 
 def _tracker() -> Any:
@@ -37,12 +34,13 @@ def _tracker() -> Any:
 class RngState:
     """One snapshot of every generator state jit-core can disturb."""
 
-    __slots__ = ("cpu", "device", "device_states", "tracker")
+    __slots__ = ("cpu", "device_states", "tracker")
 
     def __init__(self) -> None:
-        self.cpu = paddle.get_rng_state("cpu")
-        self.device = _device()
-        self.device_states = paddle.get_rng_state(self.device) if self.device is not None else None
+        # (the CPU generator itself: paddle.get_rng_state("cpu") fails on Paddle 3.0)
+        self.cpu = paddle.base.core.default_cpu_generator().get_state()
+        # the current device's generators, every one of them (no device: the CPU's)
+        self.device_states = paddle.get_rng_state() if _on_device() else None
         tracker = _tracker()
         self.tracker: Optional[Tuple[Any, dict, dict, Any]] = None
         if tracker is not None and tracker.states_:
@@ -60,8 +58,8 @@ class RngState:
             tracker.set_states_tracker(states)
             paddle.incubate.set_rng_state(current, use_index=True)
         if self.device_states is not None:
-            paddle.set_rng_state(self.device_states, self.device)
-        paddle.set_rng_state(self.cpu, "cpu")
+            paddle.set_rng_state(self.device_states)
+        paddle.base.core.default_cpu_generator().set_state(self.cpu)
 
 
 @contextlib.contextmanager

@@ -130,6 +130,13 @@ class TrainingEffects:
                 category=SIDE_EFFECT,
             )
 
+    def runs_backward(self) -> bool:
+        """Whether an effect computes gradients through the graph's outputs."""
+        import paddle
+
+        backwards = (paddle.Tensor.backward, getattr(paddle.autograd, "backward", None))
+        return any(e.fn in backwards for e in self.effects)
+
     def changed_by_effect(self, obj: Any) -> bool:
         """Whether an effect of this graph changes ``obj`` (its attributes then differ
         from what the capture would read)."""

@@ -379,6 +379,9 @@ class FrameCompiler(BreakCompiler):
             traced.graph_module = gm
             # backends that bake parameters into what they build may do so only then
             gm.meta["frozen"] = self.options.freeze
+            # a graph whose own code runs the backward of what it computes is a training
+            # step's forward: the paddle backend times its executors on it
+            gm.meta["runs_backward"] = output.runs_backward()
             traced.sources = [by_node[nd][0] for nd in placeholders]
             traced.examples = [by_node[nd][1] for nd in placeholders]
             ctx = PassContext(traced.examples, facts=self._facts())

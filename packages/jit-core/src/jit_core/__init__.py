@@ -12,12 +12,14 @@ from . import _paddle  # noqa: F401
 from .api import OptimizedFunction, OptimizedLayer, optimize
 from .cache.remote import set_remote_cache
 from .capture import capture
+from .controls import disable, error_on_graph_break, set_stance
 from .errors import (
     BackendNotFoundError,
     BackendUnavailableError,
     CaptureError,
     GraphBreakError,
     JitError,
+    RecompileError,
     Unsupported,
 )
 from .explain import ExplainOutput, explain
@@ -48,6 +50,10 @@ __all__ = [
     "OptimizedLayer",
     "JitError",
     "GraphBreakError",
+    "RecompileError",
+    "disable",
+    "set_stance",
+    "error_on_graph_break",
     "BackendNotFoundError",
     "BackendUnavailableError",
     "Unsupported",

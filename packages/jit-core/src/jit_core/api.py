@@ -14,7 +14,7 @@ from typing import Any, Callable, Dict, List, Optional, Set
 import paddle
 
 from . import plugins
-from .config import Options, check_backend_options
+from .config import CONTROLS, Options, check_backend_options
 from .logs import guards_log
 from .runtime import fast_dispatch
 from .runtime.direct_entry import forward_of, layer_call_is_forward, set_eval_frame
@@ -186,6 +186,39 @@ def _miss_of(ctx: CompileContext, func, code) -> Callable[[tuple], Any]:
     return miss
 
 
+#: every optimized object alive: ``set_stance("force_eager")`` gives each one's class a
+#: ``__call__`` that runs the original (no per-call check on the hot path)
+_LIVE: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def _run_original(self, *args, **kwargs):
+    """The ``__call__`` of an optimized object under ``set_stance("force_eager")``."""
+    original = self.__dict__.get("_orig_fn") or self.__dict__["_orig_layer"]
+    return original(*args, **kwargs)
+
+
+def _force_eager(obj: Any, on: bool) -> None:
+    own = type(obj)
+    if on:
+        own.__call__ = _run_original
+    elif own.__dict__.get("__call__") is _run_original:
+        # the class's own __call__ serves again, and builds the dispatch of the next hit
+        del own.__call__
+
+
+def _register(obj: Any) -> None:
+    _LIVE.add(obj)
+    if CONTROLS.stance == "force_eager":
+        _force_eager(obj, True)
+
+
+def apply_stance(stance: str) -> None:
+    """What ``set_stance`` does to the optimized objects alive (the other stances are
+    read where a call would capture)."""
+    for obj in list(_LIVE):
+        _force_eager(obj, stance == "force_eager")
+
+
 def _own_class(cls: type) -> type:
     """A subclass of ``cls`` for one optimized object: the call generated for its
     entries becomes that class's ``__call__`` (``_install_call``)."""
@@ -283,6 +316,7 @@ class OptimizedFunction:
         #: the cache whose dispatcher a positional call goes straight into
         self._cache = self._fast[2] if self._fast is not None else _NoCache
         functools.update_wrapper(self, fn)
+        _register(self)
 
     def __call__(self, *args, **kwargs):
         cache = self._cache
@@ -355,6 +389,7 @@ class OptimizedLayer:
         fast = _fast_path(ctx, forward) if isinstance(forward, types.FunctionType) else None
         object.__setattr__(self, "_fast", fast)
         object.__setattr__(self, "_fast_type", type(layer))
+        _register(self)
 
     def __call__(self, *args, **kwargs):
         layer = self._orig_layer

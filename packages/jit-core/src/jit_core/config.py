@@ -1,7 +1,9 @@
-"""Options of one ``optimize()`` call, with their defaults."""
+"""Options of one ``optimize()`` call, with their defaults; and the process-wide controls
+(``jit_core.set_stance``, ``error_on_graph_break``, ``disable``) the runtime reads."""
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional, Sequence
 
@@ -124,3 +126,35 @@ class Options:
             dynamic=dynamic,
             share_layers=share_layers and not freeze,
         )
+
+
+#: what optimized code does (``jit_core.set_stance``)
+STANCES = ("default", "force_eager", "eager_on_recompile", "fail_on_recompile")
+
+
+class Controls:
+    """The process-wide settings of ``jit_core.set_stance`` and ``error_on_graph_break``
+    (process-wide as torch.compile's are: a stance set in one thread holds in all)."""
+
+    __slots__ = ("stance", "error_on_graph_break")
+
+    def __init__(self) -> None:
+        self.stance = "default"
+        #: None: each optimize() call's full_graph decides; True or False: it is overridden
+        self.error_on_graph_break: Optional[bool] = None
+
+    def full_graph(self, options: Options) -> bool:
+        """Whether a graph break raises ``GraphBreakError`` for code optimized with
+        ``options``."""
+        if self.error_on_graph_break is None:
+            return options.full_graph
+        return self.error_on_graph_break
+
+
+CONTROLS = Controls()
+
+#: the code objects of functions ``jit_core.disable()`` keeps out of capture: the frame hook
+#: runs them as they are, and a capture that reaches a call of one breaks the graph there
+DISABLED_CODES: weakref.WeakSet = weakref.WeakSet()
+#: the attribute that marks a function ``disable()`` made or marked
+DISABLED_ATTR = "_jit_core_disabled"

@@ -191,6 +191,7 @@ class GraphBreakError(JitError):
         location: Optional[str],
         instruction: Optional[str],
         category: str = UNSUPPORTED,
+        asked: str = "full_graph=True",
     ):
         self.reason = reason
         self.location = location
@@ -199,7 +200,12 @@ class GraphBreakError(JitError):
         self.category = category
         where = f" at {location}" if location else ""
         inst = f" ({instruction})" if instruction else ""
-        super().__init__(f"full_graph=True, but the graph breaks{where}{inst}: {reason}")
+        super().__init__(f"{asked}, but the graph breaks{where}{inst}: {reason}")
+
+
+class RecompileError(JitError):
+    """A call would compile a frame again while ``jit_core.set_stance("fail_on_recompile")``
+    is in force; the message names the frame and the guard that failed."""
 
 
 class CaptureError(JitError):

@@ -18,6 +18,7 @@ from .. import plugins
 from ..bytecode import compat
 from ..bytecode.flow import parameter_names
 from ..bytecode.opcode_info import CO_GENERATOR, GENERATOR_FLAGS
+from ..config import DISABLED_ATTR, DISABLED_CODES
 from ..errors import (
     GENERATOR,
     INTERNAL,
@@ -25,6 +26,7 @@ from ..errors import (
     RAISES,
     SIDE_EFFECT,
     UNSUPPORTED_OPCODE,
+    UNTRACED_CALL,
     ExceptionsNotSimulated,
     Raised,
     Unsupported,
@@ -76,6 +78,17 @@ def _decoded(code: types.CodeType):
         cached = (insts, index, lines)
         _instruction_cache[code] = cached
     return cached
+
+
+def _inlinable_code(fn: types.FunctionType) -> types.CodeType:
+    """``fn``'s code, to inline; a function ``jit_core.disable()`` keeps out of capture is
+    never inlined: the graph breaks at its call."""
+    if fn.__code__ in DISABLED_CODES or getattr(fn, DISABLED_ATTR, None) is not None:
+        raise Unsupported(
+            f"{fn.__qualname__} is marked jit_core.disable(): it runs eagerly",
+            category=UNTRACED_CALL,
+        )
+    return fn.__code__
 
 
 class Translator(Operations):
@@ -423,7 +436,7 @@ class Translator(Operations):
         kwargs: Dict[str, VariableTracker],
         fn_source: Optional[Source],
     ) -> VariableTracker:
-        code = fn.__code__
+        code = _inlinable_code(fn)
         defaults = []
         for i, d in enumerate(fn.__defaults__ or ()):
             src: Optional[Source] = DefaultSource(fn_source, i) if fn_source is not None else None

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
 from ..codegen import breaks as graph_breaks
 from ..codegen import loops
 from ..codegen import resume as resume_codes
+from ..config import CONTROLS
 from ..errors import RECONSTRUCT, Unsupported
 from ..logs import breaks_log
 from ..sources import LocalSource
@@ -45,7 +46,7 @@ class BreakCompiler:
     def _where_to_break(self, code: types.CodeType, e: Unsupported):
         """A ``graph_breaks.Where`` when the graph can break for ``e`` in ``code``; else
         why not ("" when there is nothing to add to the reason)."""
-        if self.options.full_graph or e.root_instruction is None:
+        if CONTROLS.full_graph(self.options) or e.root_instruction is None:
             return ""
         if e.reads_frame or _reads_own_frame(code):
             return (

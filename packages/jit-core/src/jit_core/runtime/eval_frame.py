@@ -28,8 +28,16 @@ from paddle.framework import core as _core
 from ..bytecode import compat
 from ..bytecode.opcode_info import GENERATOR_FLAGS
 from ..codegen.frame import GENERATED_CODES
-from ..config import Options
-from ..errors import GENERATOR, INTERNAL, LIMIT, BackendCompileError, GraphBreakError, Unsupported
+from ..config import CONTROLS, DISABLED_CODES, Options
+from ..errors import (
+    GENERATOR,
+    INTERNAL,
+    LIMIT,
+    BackendCompileError,
+    GraphBreakError,
+    RecompileError,
+    Unsupported,
+)
 from ..logs import breaks_log, recompiles_log
 from ..shapes import ShapePolicy
 from .convert_frame import FrameCompiler
@@ -185,6 +193,13 @@ def _keep_hooking(code: types.CodeType) -> None:
 def _never_skip(codes) -> None:
     if _never_skip_codes is not None and codes:
         _never_skip_codes(tuple(codes))
+
+
+def _asked(options: Options) -> str:
+    """What made a graph break an error, for ``GraphBreakError``'s message."""
+    if options.full_graph and CONTROLS.error_on_graph_break is not True:
+        return "full_graph=True"
+    return "jit_core.error_on_graph_break(True)"
 
 
 def _location(code: types.CodeType) -> str:
@@ -363,6 +378,8 @@ class CompileContext(DirectEntry):
         if code not in self.targets and (
             is_skipped_file(code.co_filename)
             or code in GENERATED_CODES
+            # jit_core.disable(fn, recursive=False): fn's own frame runs as it is
+            or code in DISABLED_CODES
             # the garbage collector runs its callbacks (a profiler's, Hypothesis's) in
             # whatever thread allocates: inside an optimized call they are not its code
             or code in _gc_callback_codes()
@@ -394,6 +411,15 @@ class CompileContext(DirectEntry):
                 if result is not None:
                     return result
                 failed = cache.entries[-1].guard.first_failure(L, G)
+                stance = CONTROLS.stance
+                if stance == "eager_on_recompile":
+                    return RUN_ORIGINAL  # this call only; the entries stay
+                if stance == "fail_on_recompile":
+                    raise RecompileError(
+                        f"{code.co_name} ({_location(code)}) would be compiled again (guard "
+                        f"failed: {failed}); jit_core.set_stance('fail_on_recompile') is in "
+                        "force"
+                    )
                 recompiles_log.info(
                     "recompiling %s (%s:%d): guard failed: %s",
                     code.co_name,
@@ -413,8 +439,10 @@ class CompileContext(DirectEntry):
                 entry = self.compiler.capture(frame, code, policy)
             except Unsupported as e:
                 reason = e.describe()
-                if self.options.full_graph:
-                    raise GraphBreakError(e.reason, e.location, e.instruction, e.category) from None
+                if CONTROLS.full_graph(self.options):
+                    raise GraphBreakError(
+                        e.reason, e.location, e.instruction, e.category, _asked(self.options)
+                    ) from None
                 cache.run_eagerly(reason)
                 self.events.append(
                     CaptureEvent.eager(
@@ -429,8 +457,10 @@ class CompileContext(DirectEntry):
                 # A bug of ours must never reach the user's program: the frame runs
                 # eagerly (which raises the user's own error, if it is one) and we say so.
                 reason = f"internal error during capture: {type(e).__name__}: {e}"
-                if self.options.full_graph:
-                    raise GraphBreakError(reason, location, None, INTERNAL) from e
+                if CONTROLS.full_graph(self.options):
+                    raise GraphBreakError(
+                        reason, location, None, INTERNAL, _asked(self.options)
+                    ) from e
                 cache.run_eagerly(reason)
                 self.events.append(CaptureEvent.eager(code, location, reason, INTERNAL))
                 breaks_log.warning("%s runs eagerly: %s", code.co_name, reason, exc_info=True)

@@ -13,6 +13,7 @@ from typing import Any, Optional
 import numpy as np
 import paddle
 
+from ..config import DISABLED_ATTR
 from ..errors import DYNAMIC_VALUE, INTERNAL, UNTRACED_CALL, Unsupported
 from ..runtime import guards
 from ..runtime.skipfiles import is_library_module, is_skipped_file
@@ -310,6 +311,11 @@ class _LibraryFunctionVariable(KnownValueVariable):
             found = dataclass_fields(args[0])
             if found is not None:
                 return found
+        if getattr(self.fn, DISABLED_ATTR, None) is not None:
+            name = getattr(self.fn, "__qualname__", self.fn)
+            raise Unsupported(
+                f"{name} is marked jit_core.disable(): it runs eagerly", category=UNTRACED_CALL
+            )
         raise Unsupported(f"call to {self.describe()}, which is not traced", category=UNTRACED_CALL)
 
 

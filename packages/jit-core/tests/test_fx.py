@@ -262,11 +262,16 @@ def test_generated_code_names_paddle_functions():
     code = gm.code
     ast.parse(code)
     assert "def forward(self, a, b):" in code
-    # each result stored over the value it consumed for the last time (a here)
-    assert "a = paddle_matmul(a, b, transpose_y=True)" in code
-    assert "a = F_relu(a)" in code
-    assert "a = a[:2, 0]" in code  # getitem written as a subscript
-    assert "a = -a" in code  # prefix negation
+    # each value named after the operation that made it
+    assert "matmul = paddle_matmul(a, b, transpose_y=True)" in code
+    assert "relu = F_relu(matmul)" in code
+    assert "getitem = relu[:2, 0]" in code  # getitem written as a subscript
+    assert "neg = -getitem" in code  # prefix negation
+    # what runs stores each result over the value it consumed for the last time (a here)
+    run = gm.run_code
+    ast.parse(run)
+    assert "a = paddle_matmul(a, b, transpose_y=True)" in run
+    assert "a = F_relu(a)" in run and "a = a[:2, 0]" in run and "a = -a" in run
 
     p = paddle.to_tensor(np.arange(16, dtype="float32").reshape(4, 4))
     q = paddle.to_tensor(np.eye(4, dtype="float32")) * 0.5
@@ -300,19 +305,32 @@ def test_generated_code_frees_values_after_their_last_use():
     g.call_function(paddle.exp, (m,))  # kept (say, for an effect): freed at once
     out = g.call_function(operator.sub, (m, 1.0))
     g.output((out, b))
-    code = GraphModule({}, g).code
-    # a value read for the last time is stored over (freed as the store happens, as eager
-    # code's `y = f(y)` does) or deleted right after; one handed out (b) is never freed
-    assert code == (
+    gm = GraphModule({}, g)
+    # what a person reads: each value deleted right after its last use (torch.fx's way);
+    # one handed out (b) is never freed
+    assert gm.code == (
         "def forward(self, a, b):\n"
         "    add = a + b\n"  # a and b are read again
-        "    add = add * a\n"  # the last use of add and of a
+        "    mul = add * a\n"  # the last use of add and of a
+        "    del add, a\n"
+        "    exp = paddle_exp(mul)\n"  # used by nothing: freed at once
+        "    del exp\n"
+        "    sub = mul - 1.0\n"
+        "    del mul\n"
+        "    return (sub, b)\n"
+    ), gm.code
+    # what runs: a value read for the last time as a first argument is stored over (freed
+    # as the store happens, as eager code's `y = f(y)` does), saving a del per op
+    assert gm.run_code == (
+        "def forward(self, a, b):\n"
+        "    add = a + b\n"
+        "    add = add * a\n"
         "    del a\n"
-        "    exp = paddle_exp(add)\n"  # used by nothing: its own local, freed at once
+        "    exp = paddle_exp(add)\n"
         "    del exp\n"
         "    add = add - 1.0\n"
         "    return (add, b)\n"
-    ), code
+    ), gm.run_code
     out_value = GraphModule({}, g)(paddle.to_tensor([1.0, 2.0]), paddle.to_tensor([3.0]))
     np.testing.assert_allclose(out_value[0].numpy(), [3.0, 9.0])  # (a + b) * a - 1
 

@@ -347,7 +347,7 @@ def graph_key(
             h.update(repr(p).encode())
             h.update(b"\0")
 
-    add("jit_core graph", paddle.__version__, paddle.version.commit, gm.code)
+    add("jit_core graph", paddle.__version__, paddle.version.commit, gm.run_code)
     # a build for every size of some dimensions is not one for the example's shape
     add("dynamic", sorted(_dynamic_dims(gm).items()))
     for name, value in sorted(gm.code_globals().items()):

@@ -273,7 +273,11 @@ def _read_by_item(node: Node) -> bool:
     )
 
 
-def generate(graph, root_name: str = "self") -> PythonCode:
+def generate(graph, root_name: str = "self", reuse_locals: bool = True) -> PythonCode:
+    """The graph's ``forward`` as source. ``reuse_locals``: an op stores its result over
+    the local of a first argument it reads for the last time (``_reused_local``: what
+    runs); without, every value has its own local named after the op that made it and is
+    deleted after its last use, as torch.fx writes it (what a person reads)."""
     nodes = list(graph.nodes)
     ns = _Namespace(bind=True, taken=[root_name] + [n.name for n in nodes])
     params: List[str] = []
@@ -306,7 +310,7 @@ def generate(graph, root_name: str = "self") -> PythonCode:
         else:
             expr = _function_call(ns, node)
         dying = frees[node]
-        reused = _reused_local(node, dying)
+        reused = _reused_local(node, dying) if reuse_locals else None
         if reused is not None:
             ns.local[node] = ns.arg(reused)
             dying = [n for n in dying if n is not reused]

@@ -212,10 +212,10 @@ class Graph:
     def __str__(self) -> str:
         return "graph():\n" + "\n".join("    " + n.format_node() for n in self.nodes)
 
-    def python_code(self, root_name: str = "self"):
+    def python_code(self, root_name: str = "self", reuse_locals: bool = True):
         from .codegen import generate
 
-        return generate(self, root_name)
+        return generate(self, root_name, reuse_locals)
 
 
 def _short(v: Any) -> str:

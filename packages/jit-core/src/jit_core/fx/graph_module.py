@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from typing import Any, Dict, Union
+from typing import Any, Dict, Optional, Union
 
 import paddle
 
@@ -93,11 +93,23 @@ class GraphModule(paddle.nn.Layer):
 
     @property
     def code(self) -> str:
+        """The generated ``forward`` as a person reads it: every value named after the
+        operation that made it, and deleted after its last use (torch.fx's way). What
+        runs (``run_code``) is the same program with an op's result stored over a first
+        argument it reads for the last time, which saves a ``del`` per op."""
+        if self._code is None:
+            self._code = self._graph.python_code("self", reuse_locals=False).src
         return self._code
+
+    @property
+    def run_code(self) -> str:
+        """The source of the ``forward`` that runs."""
+        return self._run_code
 
     def recompile(self) -> None:
         pc = self._graph.python_code("self")
-        self._code = pc.src
+        self._run_code = pc.src
+        self._code: Optional[str] = None  # made when first read
         self._code_globals = dict(pc.globals)
         filename = f"<jit_core.fx.{type(self).__name__}_{next(_counter)}>"
         fn = compat.exec_source(pc.src, filename, "forward", dict(pc.globals), pc.shown)
@@ -110,5 +122,5 @@ class GraphModule(paddle.nn.Layer):
 
     def print_readable(self) -> str:
         return f"class {type(self).__name__}(paddle.nn.Layer):\n" + "".join(
-            "    " + line + "\n" for line in self._code.splitlines()
+            "    " + line + "\n" for line in self.code.splitlines()
         )

@@ -46,7 +46,7 @@ def inline_forward(
         return None
     if any(isinstance(c, types.CodeType) for c in code.co_consts):
         return None  # a nested function or comprehension: not what codegen writes
-    lines = gm.code.splitlines()
+    lines = gm.run_code.splitlines()
     if len(lines) > MAX_LINES or not lines[-1].lstrip().startswith("return "):
         return None
     nparams = code.co_argcount

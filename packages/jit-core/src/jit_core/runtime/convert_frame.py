@@ -5,6 +5,7 @@ there."""
 
 from __future__ import annotations
 
+import logging
 import types
 import warnings
 import weakref
@@ -529,7 +530,8 @@ class FrameCompiler(BreakCompiler):
             compiled = CheckedFirstRun(compiled, gm, traced, code.co_name, backend.name)
         if traced.output.effects:
             compiled = TrainingStep(compiled, traced.output.effects, len(traced.tensors))
-        graphs_log.info("graph of %s:\n%s", code.co_name, gm.code)
+        if graphs_log.isEnabledFor(logging.INFO):  # (the readable code is made on demand)
+            graphs_log.info("graph of %s:\n%s", code.co_name, gm.code)
         return _Built(compiled, backend, backend_note, artifact, op_count)
 
     def _entry(

@@ -77,9 +77,8 @@ class _Setting:
         self._apply(self._value)
         return self
 
-    def __exit__(self, *exc: Any) -> bool:
+    def __exit__(self, *exc: Any) -> None:
         self._apply(self._before)
-        return False
 
     def __call__(self, fn: Callable) -> Callable:
         # as a decorator it applies to the calls only: undo what the call of the

@@ -142,9 +142,9 @@ def _measure(gm, example_inputs, eager, static) -> Chosen:
     if why:
         return Chosen(eager_run, "eager", f"static disagrees with eager: {why}")
     times = _time({"eager": eager_run, "static": static_run}, example_inputs, wrt)
-    e, s = times["eager"], times["static"]
-    timings = f"forward and backward: static {s * 1e3:.2f} ms, eager {e * 1e3:.2f} ms"
-    if s < (1 - MARGIN) * e:
+    eager_t, static_t = times["eager"], times["static"]
+    timings = f"forward and backward: static {static_t * 1e3:.2f} ms, eager {eager_t * 1e3:.2f} ms"
+    if static_t < (1 - MARGIN) * eager_t:
         return Chosen(static_run, "static", timings)
     return Chosen(eager_run, "eager", timings)
 
@@ -232,13 +232,12 @@ class _state_kept:
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc) -> None:
         with paddle.no_grad():
             for tensor, value in self.saved:
                 tensor.set_value(value)
         for tensor, grad in self.grads:
             tensor.grad = grad
-        return False
 
 
 def _cache_key(gm, example_inputs) -> str:

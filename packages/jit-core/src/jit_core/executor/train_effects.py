@@ -32,14 +32,14 @@ class EffectInput(NamedTuple):
     """An argument of an effect that is a tensor of the graph: the index of its output
     among the graph's effect outputs (``TrainingEffects.effect_tensors``)."""
 
-    index: int
+    position: int
 
 
 class EffectResult(NamedTuple):
     """An argument of an effect that an earlier effect returned (``scaler.scale(loss)``):
-    that effect's index."""
+    that effect's position."""
 
-    index: int
+    position: int
 
 
 class Effect(NamedTuple):

@@ -46,6 +46,9 @@ class GraphModule(paddle.nn.Layer):
     hooks, which is what the JIT's fast path does.
     """
 
+    #: the readable ``code``, made when first read
+    _code: Optional[str]
+
     def __init__(
         self,
         root: Union[paddle.nn.Layer, Dict[str, Any]],
@@ -109,7 +112,7 @@ class GraphModule(paddle.nn.Layer):
     def recompile(self) -> None:
         pc = self._graph.python_code("self")
         self._run_code = pc.src
-        self._code: Optional[str] = None  # made when first read
+        self._code = None  # made when first read
         self._code_globals = dict(pc.globals)
         filename = f"<jit_core.fx.{type(self).__name__}_{next(_counter)}>"
         fn = compat.exec_source(pc.src, filename, "forward", dict(pc.globals), pc.shown)

@@ -11,9 +11,9 @@ from ..executor.train_effects import Effect, EffectInput, EffectResult
 
 def _resolve(arg: Any, outs: Sequence[Any], results: List[Any]) -> Any:
     if type(arg) is EffectInput:
-        return outs[arg.index]
+        return outs[arg.position]
     if type(arg) is EffectResult:
-        return results[arg.index]
+        return results[arg.position]
     if type(arg) in (list, tuple):
         return type(arg)(_resolve(a, outs, results) for a in arg)
     return arg

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
-from typing import Callable, Dict
+from typing import Callable, Dict, List
 
 import nox
 
@@ -58,14 +59,19 @@ RUFF = "ruff==0.17.5"
 MYPY = ["mypy==2.4.1", "bytecode>=0.13", "pluggy>=1.0"]
 DOCS = ["sphinx==9.1.1", "furo==2025.12.19"]
 #: the Paddle each test venv gets (3.3.1 on 3.9 to 3.13); jit-core itself allows 3.3.x on
-#: 3.9+, the pin keeps every run (and the README's timings) on the same release
+#: 3.9+, the pin keeps every run (and the published timings) on the same release
 PADDLE = {"3.8": "paddlepaddle==3.0.0"}
 PADDLE_DEFAULT = "paddlepaddle==3.3.1"
+#: Paddle imports setuptools at import time (its cpp_extension) on 3.8 to 3.11 without
+#: declaring it, and a venv made by uv holds nothing but what is installed into it
+PADDLE_NEEDS = ["setuptools"]
 
 nox.options.sessions = ["lint", "docs", "tests", "wheels"]
 nox.options.reuse_existing_virtualenvs = True
-# the stdlib venv of each interpreter: recent virtualenv releases cannot seed Python 3.8
-nox.options.default_venv_backend = "venv"
+# uv makes and fills the venvs in seconds where pip took minutes (./dev installs it next to
+# nox). It makes 3.8's too, which recent virtualenv releases can no longer seed; its venvs
+# hold no pip or setuptools (PADDLE_NEEDS).
+nox.options.default_venv_backend = "uv"
 nox.options.error_on_missing_interpreters = True
 
 
@@ -126,15 +132,19 @@ def ensure_debian_package(
 CLUSTER_PYTHON = "3.12"
 
 
+def paddle_for(session: nox.Session) -> List[str]:
+    """The Paddle release the session's Python gets, with what it imports undeclared."""
+    return [PADDLE.get(str(session.python), PADDLE_DEFAULT), *PADDLE_NEEDS]
+
+
 def install_project(session: nox.Session) -> None:
-    """Paddle, the test tools and every package (editable) in one pip call (jit-core
+    """Paddle, the test tools and every package (editable) in one install (jit-core
     requires jit-opcodes: both from this checkout, not from an index)."""
-    paddle = PADDLE.get(str(session.python), PADDLE_DEFAULT)
     packages = list(PACKAGES)
     if session.python == CLUSTER_PYTHON:
         packages = [p + "[cluster]" if p == "packages/jit-eval" else p for p in packages]
     editable = [arg for pkg in packages + TEST_PLUGINS for arg in ("-e", pkg)]
-    session.install(paddle, "-r", "requirements-test.txt", *editable)
+    session.install(*paddle_for(session), "-r", "requirements-test.txt", *editable)
 
 
 #: prints why each installed backend cannot run in the session's venv ("" where it can):
@@ -193,8 +203,20 @@ def tests(session: nox.Session) -> None:
 #: the distributions users install, built from these folders
 DISTRIBUTIONS = ["packages/jit-core", "packages/jit-opcodes", "packages/backend-onnxrt"]
 DISTRIBUTIONS += ["packages/backend-tvm", "packages/backend-tensorrt", "packages/jit-eval"]
+
+
+def _version() -> str:
+    """The version every package has (CHANGELOG.md; jit-core's test_docs_text.py keeps
+    them equal), read from jit-core's pyproject.toml."""
+    with open(os.path.join("packages", "jit-core", "pyproject.toml")) as f:
+        found = re.search(r'^version = "([^"]+)"', f.read(), re.M)
+    assert found, "packages/jit-core/pyproject.toml names no version"
+    return found.group(1)
+
+
+VERSION = _version()
 #: what a user types (README): resolved from the files built here, not from an index
-USER_INSTALL = ["jit-core==0.1.0", "jit-backend-onnxrt==0.1.0"]
+USER_INSTALL = [f"jit-core=={VERSION}", f"jit-backend-onnxrt=={VERSION}"]
 #: checks the installed (not editable) packages after the README's example: where they
 #: came from, and that the backend plugin is found with its version
 INSTALLED_CHECK = """
@@ -202,7 +224,7 @@ import os, sys, jit_core, jit_opcodes, jit_backend_onnxrt
 for m in (jit_core, jit_opcodes, jit_backend_onnxrt):
     assert m.__file__.startswith(sys.prefix), f"{m.__name__} comes from {m.__file__}"
 plugins = {dist: version for _, dist, version in jit_core.list_plugins() if dist}
-assert plugins.get("jit-backend-onnxrt") == "0.1.0", plugins
+assert plugins.get("jit-backend-onnxrt") == VERSION, plugins
 import paddle
 net = paddle.nn.Sequential(paddle.nn.Linear(4, 4), paddle.nn.ReLU())
 net.eval()
@@ -219,7 +241,7 @@ print("installed from the built wheels:", plugins)
 TENSORRT_INSTALLED_CHECK = """
 import jit_core
 plugins = {dist: version for _, dist, version in jit_core.list_plugins() if dist}
-assert plugins.get("jit-backend-tensorrt") == "0.1.0", plugins
+assert plugins.get("jit-backend-tensorrt") == VERSION, plugins
 why = jit_core.backends()["tensorrt"].unavailable
 assert "tensorrt" in why, why
 print("jit-backend-tensorrt from its wheel, unavailable here:", why)
@@ -239,12 +261,14 @@ def wheels(session: nox.Session) -> None:
     """What users install is what we test: the sdist and wheel of every package, built
     here; ``pip install jit-core jit-backend-onnxrt`` into a fresh venv, resolved from the
     built files (not editable); the README's first example run there."""
-    session.install("build")
+    # build's isolated build environments made by uv (its "uv" extra): pip would make
+    # and fill one per package; the user's venv below still gets pip, as users have it
+    session.install("build[uv]")
     dist = os.path.abspath(os.path.join(".nox", "dist"))
     shutil.rmtree(dist, ignore_errors=True)
     for pkg in DISTRIBUTIONS:
         # the wheel is built from the sdist: a file missing from the sdist fails here
-        session.run("python", "-m", "build", "-q", "--outdir", dist, pkg)
+        session.run("python", "-m", "build", "-q", "--installer", "uv", "--outdir", dist, pkg)
     check_licences(session, dist)
     venv = os.path.join(session.create_tmp(), "user-venv")
     shutil.rmtree(venv, ignore_errors=True)
@@ -255,9 +279,10 @@ def wheels(session: nox.Session) -> None:
     session.run(*pip, "--find-links", dist, PADDLE_DEFAULT, *USER_INSTALL, external=True)
     env = {"GLOG_minloglevel": "2"}
     session.run(python, "-c", _readme_example(), external=True, env=env)
-    session.run(python, "-c", INSTALLED_CHECK, external=True, env=env)
-    session.run(*pip, "--find-links", dist, "jit-backend-tensorrt==0.1.0", external=True)
-    session.run(python, "-c", TENSORRT_INSTALLED_CHECK, external=True, env=env)
+    session.run(python, "-c", f"VERSION = {VERSION!r}\n" + INSTALLED_CHECK, external=True, env=env)
+    session.run(*pip, "--find-links", dist, f"jit-backend-tensorrt=={VERSION}", external=True)
+    check = f"VERSION = {VERSION!r}\n" + TENSORRT_INSTALLED_CHECK
+    session.run(python, "-c", check, external=True, env=env)
 
 
 def check_licences(session: nox.Session, dist: str) -> None:
@@ -313,10 +338,35 @@ def docs(session: nox.Session) -> None:
     )
 
 
+#: what ``./dev demo -- --backend NAME`` installs besides Paddle, jit-core and jit-opcodes
+#: (the default ``paddle`` backend needs nothing more; ``auto`` picks among what is installed)
+DEMO_BACKENDS = {
+    "onnxrt": ["packages/backend-onnxrt"],
+    "auto": ["packages/backend-onnxrt"],
+    "tvm": ["packages/backend-tvm"],
+    "tensorrt": ["packages/backend-tensorrt[trt]"],
+}
+
+
+def demo_backend(args: List[str]) -> str:
+    """The backend that demo.py's arguments name (``--backend NAME`` or ``--backend=NAME``)."""
+    for i, arg in enumerate(args):
+        if arg == "--backend" and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith("--backend="):
+            return arg.split("=", 1)[1]
+    return "paddle"
+
+
 @nox.session(python="3.12")
 def demo(session: nox.Session) -> None:
-    """ResNet18 and a small function on the default backend."""
-    install_project(session)
+    """ResNet18 and a small function on the default backend (another with ``--backend``)."""
+    # only what the chosen backend needs: the demo is the first thing a newcomer runs, and
+    # every backend with the test tools took four minutes to install on a fresh machine
+    packages = ["packages/jit-core", "packages/jit-opcodes"]
+    packages += DEMO_BACKENDS.get(demo_backend(session.posargs), [])
+    editable = [arg for pkg in packages for arg in ("-e", pkg)]
+    session.install(*paddle_for(session), *editable)
     session.run("python", "demo.py", *session.posargs, env={"GLOG_minloglevel": "2"})
 
 
@@ -342,17 +392,21 @@ VISION_LIBRARIES = ["paddleseg==2.8.0", "paddleclas==2.6.0"]
 
 @nox.session(python=PYTHONS)
 def bench(session: nox.Session) -> None:
-    """Every script under bench/, each printing its table (bench-libs: the library models)."""
+    """Every script under bench/, each printing its table (bench-libs: the library models);
+    ``-- SCRIPT.py ARGS`` runs one script with its arguments (docs/performance.rst)."""
+    args = list(session.posargs)
+    if args and args[0].endswith(".py"):
+        script, args = os.path.basename(args[0]), args[1:]
+        if script in OWN_SESSION_BENCHES or not os.path.isfile(os.path.join("bench", script)):
+            session.error(f"bench/{script}: not a script `./dev bench` runs (./dev help)")
+        scripts = [script]
+    else:
+        scripts = [s for s in sorted(os.listdir("bench")) if s.endswith(".py")]
+        scripts = [s for s in scripts if not s.startswith("_") and s not in OWN_SESSION_BENCHES]
     install_project(session)
     ensure_redis_server(session)
-    for script in sorted(os.listdir("bench")):
-        if script.endswith(".py") and script not in OWN_SESSION_BENCHES:
-            session.run(
-                "python",
-                os.path.join("bench", script),
-                *session.posargs,
-                env={"GLOG_minloglevel": "2"},
-            )
+    for script in scripts:
+        session.run("python", os.path.join("bench", script), *args, env={"GLOG_minloglevel": "2"})
 
 
 @nox.session(name="bench-libs", python="3.12")

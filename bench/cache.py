@@ -13,7 +13,7 @@ Per backend (``onnxrt``; ``tvm`` on Python 3.10+, with sampled schedules: tuning
 
 The remote cache is a redis-server this script starts on a free loopback port and stops
 at the end (Debian: ``apt-get install redis-server``; ``./dev bench`` installs it), with a
-signing key. The target of issue 21: (c) within 1.5x of (b). Eager Paddle's first call
+signing key. The target: (c) within 1.5x of (b). Eager Paddle's first call
 in a fresh process is the reference row. Each cell is the median of ``--repeat`` runs.
 """
 

@@ -12,7 +12,7 @@ median). tvm, where installed and named, builds with sampled schedules (no tunin
 takes minutes per graph).
 
 Printed: eager time and speedup (eager time / compiled time) per graph and backend, the
-geomean per backend, then issue 35's acceptance: the paddle backend at >= 0.97x geomean
+geomean per backend, then the targets: the paddle backend at >= 0.97x geomean
 with no graph over 1 ms below 0.95x; auto >= 0.97x on every graph over 50 us and at least
 the best single backend's geomean.
 """

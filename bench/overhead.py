@@ -5,7 +5,7 @@
 Rows: eager Paddle, Paddle's SOT (`paddle.jit.to_static(f, full_graph=False)`) and
 jit_core's `optimize(f)` for f(x, y) = x + y * 2 on [8, 16] tensors, and for a layer;
 then how the cost of a hit grows with the number of inputs (1, 8, 64) and ops (1, 50,
-500), against issue 35's target of 2 us plus 0.1 us per input above eager; then the first
+500), against the target of 2 us plus 0.1 us per input above eager; then the first
 call of ResNet18 (capture + build + run) for SOT and jit_core.
 """
 
@@ -47,7 +47,7 @@ SCALING = [(1, 1), (8, 8), (64, 64), (1, 50), (1, 500)]
 
 
 def target_us(inputs: int) -> float:
-    """Issue 35's target for the cost of a cache hit above eager."""
+    """The target for the cost of a cache hit above eager."""
     return 2.0 + 0.1 * inputs
 
 

@@ -113,7 +113,7 @@ def first_call_s(backend: str, size: int, cache: str, **options) -> float:
 def raw_ort_session(net, x):
     """An ONNX Runtime session on the model jit_core exports for the frozen graph, as the
     onnxrt backend asks for it (its relus fused, the model's NaN check among the outputs,
-    read by this session as by the backend)."""
+    read here as the backend reads them)."""
     import onnxruntime as ort
 
     from jit_core.kit.onnx import export_onnx

@@ -1,4 +1,4 @@
-"""Instances of one layer class share their graphs (issue 24).
+"""Instances of one layer class share their graphs.
 
 A block whose forward breaks is a frame of its own, captured per ``self``. Once a second
 instance of the class reaches that code, the next capture serves every instance: it

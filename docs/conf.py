@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
@@ -14,7 +15,9 @@ sys.path[:0] = [
 project = "jit-core"
 author = "the jit-core authors"
 copyright = "2026, the jit-core authors"
-release = "0.1.0"
+# the packages' version (CHANGELOG.md), read from where it is set
+with open(os.path.join(ROOT, "packages", "jit-core", "pyproject.toml")) as _f:
+    release = re.findall(r'^version = "([^"]+)"', _f.read(), re.M)[0]
 
 extensions = ["sphinx.ext.autodoc", "sphinx.ext.napoleon"]
 # The docs build does not install Paddle: the API pages only need the signatures and

@@ -12,9 +12,12 @@ ort = pytest.importorskip("onnxruntime")
 
 
 def test_installed_plugin_is_listed_and_serves_flip():
+    import jit_onnx_flip_example
+
     from jit_core.kit.onnx.direct import lowerings
 
-    assert ("flip_example", "jit-onnx-flip-example", "0.1.0") in jit_core.list_plugins()
+    version = jit_onnx_flip_example.__version__  # the metadata's, which the listing reads
+    assert ("flip_example", "jit-onnx-flip-example", version) in jit_core.list_plugins()
     assert lowerings()[paddle.flip].__module__ == "jit_onnx_flip_example"
 
 

@@ -17,7 +17,8 @@ def f(x, k):
 
 
 def test_installed_plugin_is_listed_and_owns_the_opcode():
-    assert ("neg_example", "jit-opcode-neg-example", "0.1.0") in jit_core.list_plugins()
+    version = jit_opcode_neg_example.__version__  # the metadata's, which the listing reads
+    assert ("neg_example", "jit-opcode-neg-example", version) in jit_core.list_plugins()
     assert opcode_handlers()["UNARY_NEGATIVE"].plugin == "neg_example"
 
 

@@ -6,7 +6,7 @@ import paddle
 
 from jit_core import hookimpl
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 #: ONNX's Slice clamps this end to "before the first element" of a backward walk
 _BEFORE_START = -(2**63)

@@ -9,7 +9,7 @@ import paddle
 from jit_core import hookimpl
 from jit_core.variables import TensorVariable
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 #: how many instructions this handler simulated (the test reads it)
 calls = 0

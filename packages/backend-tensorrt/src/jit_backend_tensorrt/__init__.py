@@ -7,7 +7,7 @@ from .environment import Environment, probe, unavailable_reason
 from .lowering import TensorRTError
 from .runtime import NotOnGpuError, TrtGraph
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "Environment",

@@ -30,7 +30,7 @@ from .passes import GraphPass, graph_pass, replace_pattern
 from .plugins import backends, graph_passes, list_plugins
 from .shapes import mark_dynamic, mark_static
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "optimize",

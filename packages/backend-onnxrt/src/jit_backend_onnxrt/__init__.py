@@ -4,6 +4,6 @@ from __future__ import annotations
 
 from .backend import OnnxRuntimeError, OrtGraph, compile_graph, stats
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = ["OnnxRuntimeError", "OrtGraph", "compile_graph", "stats", "__version__"]

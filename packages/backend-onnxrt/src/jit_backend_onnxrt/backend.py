@@ -32,7 +32,7 @@ from jit_core.kit.onnx import (
     run_on_paddle,
     runtime_checks,
 )
-from jit_core.kit.shape_dispatch import check_other_sizes, dynamic_dims
+from jit_core.kit.shape_dispatch import check_other_sizes, dynamic_dims, other_sizes
 
 from . import first_load
 
@@ -141,14 +141,19 @@ def compile_graph(
             warm = _session_options(ort, *threads, "disable")
             compiled = OrtGraph(_session(ort, model, warm, providers), gm, live)
         else:
-            scratch = first_load.scratch_dir(len(model))
+            # what this process runs while it builds, the worker runs first
+            placeholders = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+            runs = [list(zip(placeholders, example_inputs))]
+            if dynamic_dims(gm):
+                runs += [list(zip(placeholders, x)) for x in other_sizes(example_inputs, gm)]
+            size = len(model) + sum(first_load.feed_bytes(runs, live))
+            scratch = first_load.scratch_dir(size)
             with tempfile.TemporaryDirectory(prefix="jit_onnxrt_", dir=scratch) as folder:
-                placeholders = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
-                feeds = first_load.trial_feeds(folder, placeholders, example_inputs, live)
-                source, loading, optimized = _first_load(
+                feeds = first_load.trial_feeds(folder, runs, live, _trial_limit(scratch))
+                session, optimized = _first_load(
                     ort, model, key, folder, threads, graph_optimization_level, providers, feeds
                 )
-                compiled = OrtGraph(_session(ort, source, loading, providers), gm, live)
+                compiled = OrtGraph(session, gm, live)
                 validate(compiled, gm, example_inputs)
                 if dynamic_dims(gm):
                     check_other_sizes(
@@ -206,11 +211,16 @@ def _load_error(ort, message: str) -> JitError:
     )
 
 
+def _trial_limit(scratch: Optional[str]) -> int:
+    return first_load.TRIAL_RUN_MAX_BYTES if scratch else first_load.DISK_TRIAL_RUN_MAX_BYTES
+
+
 def _first_load(ort, model: bytes, key, folder: str, threads, level: str, providers, feeds):
-    """Load ``model`` in the first-load worker (``first_load``) and run it there once on
-    ``feeds``; what this process then loads: (the model's bytes or file, its session
-    options, where ONNX Runtime wrote the optimized model). A worker that dies becomes an
-    ``OnnxRuntimeError``, kept under ``key`` so that later processes do not try again."""
+    """Load ``model`` in the first-load worker (``first_load``) and run it there on
+    ``feeds`` (``first_load.trial_feeds``); this process's session of it, loaded while the
+    worker runs it, and where ONNX Runtime wrote the optimized model. A worker that dies
+    becomes an ``OnnxRuntimeError``, kept under ``key`` so that later processes do not
+    try again."""
     path = os.path.join(folder, "model.onnx")
     with open(path, "wb") as f:
         f.write(model)
@@ -225,22 +235,52 @@ def _first_load(ort, model: bytes, key, folder: str, threads, level: str, provid
         "optimized": optimized,
         **(feeds or {}),
     }
+    sessions = []
+
+    def load_here() -> None:
+        # the worker loaded what this process loads: the optimized model with
+        # optimizations off, or (an execution provider that compiles its nodes, which
+        # writes no optimized model) the model itself
+        if os.path.exists(optimized):
+            options = _session_options(ort, *threads, "disable")
+            sessions.append(_session(ort, optimized, options, providers))
+        else:
+            sessions.append(_session(ort, model, _session_options(ort, *threads, level), providers))
+
     try:
-        reply = first_load.WORKER.load(request)
+        reply = first_load.WORKER.load(request, on_run=load_here)
     except first_load.OrtAborted as e:
-        message = (
-            f"onnxruntime {ort.__version__} died {e.step} the exported graph in a worker "
-            f"process, where it is first loaded ({e.how})"
-        )
+        message = _aborted(ort, e, feeds)
         if key is not None:
             _VERDICTS.put(key, message.encode())
         raise OnnxRuntimeError(message) from None
     if not reply["ok"]:
         raise _load_error(ort, reply["error"])
-    if os.path.exists(optimized):
-        return optimized, _session_options(ort, *threads, "disable"), optimized
-    # ORT wrote no optimized model (an execution provider that compiles its nodes)
-    return model, _session_options(ort, *threads, level), optimized
+    if reply.get("not_run"):
+        log.info("the first-load worker did not run the model: %s", reply["not_run"])
+    if not sessions:
+        load_here()
+    return sessions[0], optimized
+
+
+def _aborted(ort, e: first_load.OrtAborted, feeds: Optional[Dict]) -> str:
+    """What ONNX Runtime's death in the first-load worker means to the caller."""
+    if e.step == "loading":
+        what = "loading the exported graph"
+    elif not e.run:
+        what = "running the exported graph on the capture's inputs"
+    else:
+        what = "running the exported graph at another input size"
+        runs = (feeds or {}).get("runs") or []
+        if e.run < len(runs):
+            shapes = [list(np.load(p, mmap_mode="r").shape) for _, p in runs[e.run]]
+            what += f" (input shapes {shapes})"
+    node = e.node
+    named = f"; the last node it named: {node}" if node else ""
+    return (
+        f"onnxruntime {ort.__version__} died {what} in a worker process, where each new "
+        f"model is first loaded and run ({e.how}{named})"
+    )
 
 
 def _model_bytes(gm, example_inputs, opset: int, ort, use_cache: bool, setup: tuple):
@@ -664,9 +704,14 @@ class _Specializer:
             shapes = {name: shape for (name, _), shape in zip(inputs, key)}
             try:
                 model = _with_fixed_dims(self._model, shapes)
-                scratch = first_load.scratch_dir(len(model))
+                # its first run, on this call's inputs, is the worker's
+                live = {f.name: f.tensor for f in owner._live}
+                scratch = first_load.scratch_dir(
+                    len(model) + sum(first_load.feed_bytes([inputs], live))
+                )
                 with tempfile.TemporaryDirectory(prefix="jit_onnxrt_", dir=scratch) as folder:
-                    source, options, _ = _first_load(
+                    feeds = first_load.trial_feeds(folder, [inputs], live, _trial_limit(scratch))
+                    session, _ = _first_load(
                         self._ort,
                         model,
                         None,
@@ -674,9 +719,8 @@ class _Specializer:
                         self._threads,
                         self._level,
                         self._providers,
-                        None,
+                        feeds,
                     )
-                    session = _session(self._ort, source, options, self._providers)
                 fixed = owner.with_fixed_shapes(session)
                 problem = _disagreement(expected, fixed._run(inputs, ()))
             except Exception as e:  # noqa: BLE001 - the dynamic session serves this shape

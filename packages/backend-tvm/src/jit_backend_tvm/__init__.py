@@ -6,7 +6,7 @@ import ``jit_backend_tvm._ms_build``); the names below load on first use.
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 _LAZY = {
     "TvmCompileError": "backend",

@@ -98,13 +98,20 @@ class Worker:
         log.debug("%s worker started (pid %d)", self.name, self._proc.pid)
         return self._proc
 
-    def request(self, req: Dict[str, Any]) -> Dict[str, Any]:
-        """Send one request; its reply. Raises ``WorkerDied`` where the child ended."""
+    def request(
+        self, req: Dict[str, Any], on_step: Optional[Callable[[str], None]] = None
+    ) -> Dict[str, Any]:
+        """Send one request; its reply. Raises ``WorkerDied`` where the child ended.
+        ``on_step(name)`` is called at each step the child announces, while the child
+        goes on: this process can do its own share of the work meanwhile. What it raises
+        is raised once the reply has been read (the next request must not read it)."""
         with self._lock:
             proc = self._start_locked()
             # started with stdin=PIPE, stdout=PIPE and text=True: both are text pipes
             stdin, stdout = cast(IO[str], proc.stdin), cast(IO[str], proc.stdout)
             step = "its start"
+            failed: Optional[BaseException] = None
+            answer: Optional[Dict[str, Any]] = None
             try:
                 if not self._ready:
                     hello = stdout.readline()
@@ -119,12 +126,18 @@ class Worker:
                         reply = json.loads(line)
                         if "step" in reply:
                             step = reply["step"]
+                            if on_step is not None and failed is None:
+                                try:
+                                    on_step(step)
+                                except Exception as e:  # noqa: BLE001 - raised after the reply
+                                    failed = e
                         elif "log" in reply:
                             name, level, message = reply["log"]
                             logging.getLogger(name).log(level, "%s", message)
                         else:
                             self.take_stderr()  # forget what a good request printed
-                            return reply
+                            answer = reply
+                            break
             except (BrokenPipeError, OSError, ValueError):
                 if proc.poll() is None:  # a line that is not the protocol's: start afresh
                     proc.kill()
@@ -135,6 +148,10 @@ class Worker:
                 proc.wait()
                 self._proc = None
                 raise
+            if answer is not None:
+                if failed is not None:
+                    raise failed
+                return answer
             proc.wait()
             self._proc = None
             tail = self.take_stderr(2000)

@@ -359,6 +359,11 @@ def _out_of_place_updates(graph: Graph) -> int:
     for node in graph.nodes:
         twin = out_of_place_twin(node)
         if twin is not None:
+            if getattr(node.target, "__name__", "") in _FILLS and node.op == "call_function":
+                # full_(out, shape, value, ...) is full(shape, value, ...) of out's place
+                if not node.args or "output" in node.kwargs:
+                    continue
+                node.args = node.args[1:]
             node.target = twin
             n += 1
     return n
@@ -387,6 +392,12 @@ def out_of_place_twin(node) -> Any:
         if home is not None and getattr(home, name, None) is node.target:
             return getattr(home, name[:-1], None)
     return None
+
+
+#: _C_ops updates whose first argument is the tensor they fill, which the out-of-place
+#: op of the same name does not take: called with it, Paddle's static program builder
+#: dies of an uncaught std::length_error (SIGABRT) where eager raises a TypeError
+_FILLS = frozenset(("assign_value_", "full_"))
 
 
 def _is_update_name(name: str) -> bool:

@@ -441,9 +441,20 @@ class OutputGraph(SymbolicSizes, InplaceUpdates, TrainingEffects):
         )
 
     # ------------------------------------------------------------ results
-    def set_outputs(self, tensors: List[TensorVariable]) -> None:
-        """The graph returns ``tensors``, then what its effects take (``effect_tensors``)."""
-        self.graph.output(tuple(t.node for t in list(tensors) + self.effect_tensors))
+    def set_outputs(self, tensors: List[TensorVariable]) -> List[TensorVariable]:
+        """The graph returns ``tensors``, then what its effects take (``effect_tensors``)
+        that is not among them; ``effect_outputs`` says where each of those is. Returns
+        every output."""
+        outputs = list(tensors)
+        self.effect_outputs = []
+        for t in self.effect_tensors:
+            found = next((i for i, o in enumerate(outputs) if o.node is t.node), None)
+            if found is None:
+                outputs.append(t)
+                found = len(outputs) - 1
+            self.effect_outputs.append(found)
+        self.graph.output(tuple(t.node for t in outputs))
+        return outputs
 
 
 def _operation_name(node) -> str:

@@ -29,8 +29,8 @@ from ..variables.training import EffectValueVariable
 
 
 class EffectInput(NamedTuple):
-    """An argument of an effect that is a tensor of the graph: the index of its output
-    among the graph's effect outputs (``TrainingEffects.effect_tensors``)."""
+    """An argument of an effect that is a tensor of the graph: its position among the
+    effects' tensors (``TrainingEffects.effect_tensors``)."""
 
     position: int
 
@@ -62,6 +62,8 @@ class TrainingEffects:
         self.effects: List[Effect] = []
         #: the tensors the effects take, in order: outputs of the graph after the frame's
         self.effect_tensors: List[TensorVariable] = []
+        #: where each of ``effect_tensors`` is among the graph's outputs (``set_outputs``)
+        self.effect_outputs: List[int] = []
         #: ids of the objects an effect changes (their attributes are not read after it)
         self._changed: Set[int] = set()
 

@@ -74,6 +74,8 @@ class Traced:
     #: the objects made in the frame that the replacement code rebuilds in more than one
     #: place (``PyCodegen.shared_objects``)
     shared: list = field(default_factory=list)
+    #: what the graph returns: ``tensors``, then what its training calls take besides
+    outputs: list = field(default_factory=list)
 
 
 def _needs_training_backend(gm, traced: Traced, grad_on: bool) -> Optional[str]:
@@ -373,7 +375,7 @@ class FrameCompiler(BreakCompiler):
             shared=rebuilt.shared_objects(),
         )
         if tensors or output.effects:
-            output.set_outputs(tensors)
+            traced.outputs = output.set_outputs(tensors)
             gm = GraphModule(output.root, output.graph, class_name=f"Graph_{code.co_name}_{n}")
             placeholders = [nd for nd in output.graph.nodes if nd.op == "placeholder"]
             by_node = {nd: (s, ex) for s, nd, ex in output.inputs}
@@ -529,7 +531,9 @@ class FrameCompiler(BreakCompiler):
         if backend.name not in ("paddle", auto_backend.AUTO):
             compiled = CheckedFirstRun(compiled, gm, traced, code.co_name, backend.name)
         if traced.output.effects:
-            compiled = TrainingStep(compiled, traced.output.effects, len(traced.tensors))
+            compiled = TrainingStep(
+                compiled, traced.output.effects, len(traced.tensors), traced.output.effect_outputs
+            )
         if graphs_log.isEnabledFor(logging.INFO):  # (the readable code is made on demand)
             graphs_log.info("graph of %s:\n%s", code.co_name, gm.code)
         return _Built(compiled, backend, backend_note, artifact, op_count)
@@ -591,7 +595,7 @@ class FrameCompiler(BreakCompiler):
         ``gm.meta["example_run"]`` holds the example inputs and eager Paddle's outputs
         for them, as the capture computed them: a backend that checks its build against
         Paddle need not run the graph again (``jit_core.kit.onnx.check``)."""
-        outputs = [t.example for t in traced.tensors + traced.output.effect_tensors]
+        outputs = [t.example for t in traced.outputs]
         if all(isinstance(t, paddle.Tensor) for t in outputs):
             gm.meta[EXAMPLE_RUN] = (list(traced.examples), outputs)
         try:

@@ -25,15 +25,19 @@ _RESOLVED = (EffectInput, EffectResult, list, tuple)
 
 class TrainingStep:
     """Calls ``graph`` (what the backend built), then each effect on the graph's outputs;
-    returns the outputs the frame reads (the first ``n_outputs``: the effects' own
-    tensors follow them)."""
+    returns the outputs the frame reads (the first ``n_outputs``: the tensors only the
+    effects take follow them). ``positions``: where each effect tensor
+    (``EffectInput``) is among the outputs."""
 
-    __slots__ = ("graph", "effects", "n_outputs", "_plain")
+    __slots__ = ("graph", "effects", "n_outputs", "positions", "_plain")
 
-    def __init__(self, graph: Callable, effects: List[Effect], n_outputs: int):
+    def __init__(
+        self, graph: Callable, effects: List[Effect], n_outputs: int, positions: List[int]
+    ):
         self.graph = graph
         self.effects = list(effects)
         self.n_outputs = n_outputs
+        self.positions = list(positions)
         #: effects whose arguments need no resolving, with them as they are
         self._plain = [
             not e.kwargs and all(type(a) not in _RESOLVED for a in e.args) for e in self.effects
@@ -41,7 +45,7 @@ class TrainingStep:
 
     def __call__(self, *args):
         outs = self.graph(*args)
-        extra = outs[self.n_outputs :]
+        tensors = [outs[i] for i in self.positions]
         results: List[Any] = []
         for effect, plain in zip(self.effects, self._plain):
             if plain:
@@ -49,11 +53,11 @@ class TrainingStep:
             else:
                 results.append(
                     effect.fn(
-                        *[_resolve(a, extra, results) for a in effect.args],
-                        **{k: _resolve(v, extra, results) for k, v in effect.kwargs.items()},
+                        *[_resolve(a, tensors, results) for a in effect.args],
+                        **{k: _resolve(v, tensors, results) for k, v in effect.kwargs.items()},
                     )
                 )
-        return outs[: self.n_outputs] if extra else outs
+        return outs if len(outs) == self.n_outputs else outs[: self.n_outputs]
 
     @property
     def built(self) -> Callable:

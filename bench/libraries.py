@@ -15,7 +15,10 @@ build, with an empty compile cache unless JIT_CORE_CACHE_DIR names one) and ever
 after it. The second runs a decode loop of N tokens (one token per
 step, the KV cache growing) and counts the captures: a loop that captures per token
 makes more captures for more tokens. The third runs PaddleNLP's `generate()` itself under
-`optimize`, for N new tokens. Every output is compared with eager Paddle first.
+`optimize`, for N new tokens. Every output is compared with eager Paddle first. The last
+table times training steps (`bench/training.py`'s comparison): BERT and ERNIE fine-tuning
+with a classification head, and a PaddleClas classifier, with SGD and AdamW
+(`--tables training` prints it alone).
 """
 
 from __future__ import annotations
@@ -290,11 +293,68 @@ def generate_calls(backends, token_counts) -> None:
         print(f"| {name} | {tokens} | {eager_ms:.1f} ms | {jit} | {', '.join(captures)} |")
 
 
+def _fine_tuning():
+    """(name, make the model, a batch of inputs and labels, the loss): a sequence
+    classification head on BERT and ERNIE (fine-tuning), and a PaddleClas classifier."""
+    import paddle.nn.functional as F
+    import paddleclas.ppcls.arch.backbone as clas
+    import paddlenlp.transformers as t
+
+    def classifier(config, model):
+        def make():
+            cfg = getattr(t, config)(
+                hidden_size=64, intermediate_size=128, max_position_embeddings=256, **SMALL
+            )
+            cfg.num_labels = 3
+            return getattr(t, model)(cfg)
+
+        return make
+
+    def text():
+        return _ids(), paddle.to_tensor([[0], [2]])
+
+    def logits(out, y):
+        out = out[0] if isinstance(out, (tuple, list)) else out
+        out = getattr(out, "logits", out)
+        return F.cross_entropy(out, y)
+
+    return [
+        ("BERT", classifier("BertConfig", "BertForSequenceClassification"), text, logits),
+        ("ERNIE", classifier("ErnieConfig", "ErnieForSequenceClassification"), text, logits),
+        (
+            "MobileNetV3 small 0.35",
+            lambda: clas.MobileNetV3_small_x0_35(class_num=10),
+            lambda: (paddle.rand([4, 3, 96, 96]), paddle.randint(0, 10, [4, 1])),
+            logits,
+        ),
+    ]
+
+
+def training_steps(rounds: int, steps: int) -> None:
+    """A training step of each (``bench/training.py``'s: eager, ``optimize(step)`` on the
+    paddle and auto backends, SOT), with SGD and AdamW."""
+    import training
+
+    print(
+        "\nTraining steps (train(), dropout 0.1 as configured): time per step as a ratio "
+        f"to eager's, first step, loss after {steps} steps (= bit for bit, ~ rtol 1e-5)"
+    )
+    print(training.header(22))
+    for name, make, data, loss_fn in _fine_tuning():
+        for optimizer in ("sgd", "adamw"):
+            r = training.compare(make, data, loss_fn, optimizer, rounds, steps)
+            print(training.line(name, optimizer, r, 22), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--backends", default="paddle,onnxrt")
     parser.add_argument("--tokens", default="12,48")
+    parser.add_argument("--steps", type=int, default=20, help="training steps compared")
+    parser.add_argument(
+        "--tables", default="forwards,decode,generate,training", help="which tables to print"
+    )
     args = parser.parse_args()
     try:
         import paddleclas  # noqa: F401
@@ -320,10 +380,17 @@ def main() -> None:
         "eval(), no_grad; per call after the first (speedups against eager)"
     )
     print()
+    tables = args.tables.split(",")
+    tokens = [int(n) for n in args.tokens.split(",")]
     with paddle.no_grad():
-        forwards(backends, args.repeat)
-        decode_loops(backends, [int(n) for n in args.tokens.split(",")])
-        generate_calls(backends, [int(n) for n in args.tokens.split(",")])
+        if "forwards" in tables:
+            forwards(backends, args.repeat)
+        if "decode" in tables:
+            decode_loops(backends, tokens)
+        if "generate" in tables:
+            generate_calls(backends, tokens)
+    if "training" in tables:
+        training_steps(7, args.steps)
 
 
 if __name__ == "__main__":

@@ -122,6 +122,13 @@ def losses(fn, batches, seed: int):
 
 def row(name: str, optimizer: str, rounds: int, steps: int) -> dict:
     make, data, loss_fn = MODELS[name]
+    return compare(make, data, loss_fn, optimizer, rounds, steps)
+
+
+def compare(make, data, loss_fn, optimizer: str, rounds: int, steps: int) -> dict:
+    """Each variant's time per step (``us``), first step (``first_ms``) and loss after
+    ``steps`` steps (``final``), for the model ``make()`` makes, on batches ``data()``
+    makes (inputs and labels), with the loss ``loss_fn(output, labels)``."""
     paddle.seed(0)
     model = make()
     batches = [data() for _ in range(steps)]
@@ -150,6 +157,21 @@ def same(a: float, b: float) -> str:
     return "~" if np.isclose(a, b, rtol=1e-5, atol=0.0) else "x"
 
 
+def header(width: int = 10) -> str:
+    head = f"{'model':{width}s} {'opt':6s} {'eager ms':>9s}"
+    head += "".join(f" {k:>7s}" for k in VARIANTS[1:])
+    return head + "   first step ms (" + "/".join(VARIANTS) + ")   loss after steps"
+
+
+def line(name: str, optimizer: str, r: dict, width: int = 10) -> str:
+    eager = r["us"]["eager"]
+    text = f"{name:{width}s} {optimizer:6s} {eager / 1e3:9.2f}"
+    text += "".join(f" {r['us'][k] / eager:6.2f}x" for k in VARIANTS[1:])
+    text += "   " + "/".join(f"{r['first_ms'][k]:.0f}" for k in VARIANTS)
+    marks = " ".join(f"{k}{same(r['final'][k], r['final']['eager'])}" for k in VARIANTS[1:])
+    return text + f"   {r['final']['eager']:.6f} ({marks})"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", default="encoder,mlp,resnet18")
@@ -161,20 +183,10 @@ def main() -> None:
         f"paddle {paddle.__version__}, Python {sys.version.split()[0]}, "
         f"{os.cpu_count()} cores; ratio = time per step / eager's (lower is better)"
     )
-    head = f"{'model':10s} {'opt':6s} {'eager ms':>9s}"
-    head += "".join(f" {k:>7s}" for k in VARIANTS[1:])
-    head += "   first step ms (" + "/".join(VARIANTS) + ")   loss after steps"
-    print(head)
+    print(header())
     for name in args.models.split(","):
         for optimizer in args.optimizers.split(","):
-            r = row(name, optimizer, args.rounds, args.steps)
-            eager = r["us"]["eager"]
-            line = f"{name:10s} {optimizer:6s} {eager / 1e3:9.2f}"
-            line += "".join(f" {r['us'][k] / eager:6.2f}x" for k in VARIANTS[1:])
-            line += "   " + "/".join(f"{r['first_ms'][k]:.0f}" for k in VARIANTS)
-            marks = " ".join(f"{k}{same(r['final'][k], r['final']['eager'])}" for k in VARIANTS[1:])
-            line += f"   {r['final']['eager']:.6f} ({marks})"
-            print(line, flush=True)
+            print(line(name, optimizer, row(name, optimizer, args.rounds, args.steps)), flush=True)
 
 
 if __name__ == "__main__":

@@ -362,3 +362,55 @@ def test_an_operation_after_the_update_breaks_the_graph(backend):
     # training calls, net's forward as a frame of its own, and the rest of `twice`
     assert seen == (3, 1, 0), str(report)
     assert "after SGD.clear_grad()" in report.breaks[0].reason, str(report)
+
+
+# ------------------------------------------------------------------ autograd's flags
+
+
+class Gated(paddle.nn.Layer):
+    """Reads what eager autograd says of its tensors to choose a path, as PaddleNLP's
+    encoders do before each layer (``has_gradient = not output.stop_gradient``)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = paddle.nn.Linear(4, 4)
+        self.emb = paddle.nn.Embedding(10, 4)
+
+    def forward(self, x, ids):
+        h = self.fc(x)
+        flags = [
+            h.stop_gradient,  # a parameter needs a gradient: False
+            h.argmax(-1).stop_gradient,  # not differentiable: True
+            h.detach().stop_gradient,
+            (x * 2).stop_gradient,  # the input alone decides
+            h.is_leaf,
+        ]
+        with paddle.no_grad():
+            flags.append((h * 2).stop_gradient)
+        y = h * 2 if not h.stop_gradient else h - 1
+        return y + self.emb(ids).sum(), flags
+
+
+def test_stop_gradient_of_a_tensor_the_graph_made_is_eagers(backend):
+    net = Gated()
+    fast = jit_core.optimize(net, backend=backend)
+    x, ids = paddle.rand([2, 4]), paddle.to_tensor([1, 2])
+    for needs in (False, True):
+        x.stop_gradient = not needs
+        assert_same(fast(x, ids), net(x, ids))
+    report, seen = counts(jit_core.optimize(Gated()), x, ids)
+    assert seen == (1, 0, 0), str(report)
+
+
+def test_a_frozen_parameter_is_seen(backend):
+    """The flags answered for a parameter that needs a gradient are guarded: frozen, the
+    code is captured again and reads True."""
+    net = Gated()
+    fast = jit_core.optimize(net, backend=backend)
+    x, ids = paddle.rand([2, 4]), paddle.to_tensor([1, 2])
+    assert fast(x, ids)[1][0] is False
+    net.fc.weight.stop_gradient = True
+    net.fc.bias.stop_gradient = True
+    assert_same(fast(x, ids), net(x, ids))
+    assert fast(x, ids)[1][0] is True
+    assert fast.jit_stats.captures == 2, fast.jit_stats

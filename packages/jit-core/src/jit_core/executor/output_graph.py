@@ -45,6 +45,7 @@ from ..variables.containers import (
 )
 from ..variables.symbolic import SymIntVariable
 from ..variables.tensor import TensorListVariable, TensorVariable
+from .autograd_flags import AutogradFlags
 from .inplace_updates import InplaceUpdates, buffer_key
 from .side_effects import SideEffects
 from .symbolic_sizes import SymbolicSizes
@@ -92,12 +93,12 @@ def _identifier(hint: str) -> str:
     return name
 
 
-class OutputGraph(SymbolicSizes, InplaceUpdates, TrainingEffects):
+class OutputGraph(SymbolicSizes, InplaceUpdates, TrainingEffects, AutogradFlags):
     """The graph a capture records: its inputs (placeholders, with their sources), the
     objects it reads (layers, parameters), every Paddle operation run once on example
     values, and the guards the capture relied on. Sizes of dynamic dimensions are
     ``SymbolicSizes``'s, in-place updates ``InplaceUpdates``'s, training calls
-    ``TrainingEffects``'s."""
+    ``TrainingEffects``'s, what eager autograd says of a tensor ``AutogradFlags``'s."""
 
     def __init__(self, shape_policy: Optional[ShapePolicy] = None):
         self.graph = Graph()
@@ -130,6 +131,8 @@ class OutputGraph(SymbolicSizes, InplaceUpdates, TrainingEffects):
         #: name -> object registered on the GraphModule (layers, parameters, buffers)
         self.root: Dict[str, Any] = {}
         self._root_ids: Dict[int, str] = {}
+        #: name -> where the object registered under it comes from
+        self._root_sources: Dict[str, Optional[Source]] = {}
         #: (source, placeholder node, example tensor) in input order
         self.inputs: List[Tuple[Source, Any, Any]] = []
         #: source name -> the tracker of that input: a tensor, a list of tensors taken
@@ -149,6 +152,7 @@ class OutputGraph(SymbolicSizes, InplaceUpdates, TrainingEffects):
         #: how many captured ``auto_cast`` blocks the code is inside
         self.amp_blocks = 0
         self._init_effects()
+        self._init_autograd_flags()
 
     def _refuse_one_instance(self, guard: guards.Guard) -> None:
         """In a capture shared between layer instances, an identity guard through a shared
@@ -331,6 +335,7 @@ class OutputGraph(SymbolicSizes, InplaceUpdates, TrainingEffects):
             i += 1
         self.root[name] = obj
         self._root_ids[id(obj)] = name
+        self._root_sources[name] = source
         return name
 
     def get_attr(self, tx, tensor, source: Optional[Source]) -> TensorVariable:

@@ -131,13 +131,10 @@ class TensorVariable(VariableTracker):
             return ConstantVariable(self.stop_gradient_set)
         if name in ("stop_gradient", "is_leaf") and self.source is None:
             # example values are computed without gradients: their flags say what eager
-            # gives only when nothing in the graph could be tracked by autograd
+            # gives only when nothing in the graph could be tracked by autograd; else
+            # the graph so far answers, run with gradients
             if tx.output.may_track_gradients():
-                raise Unsupported(
-                    f".{name} of a tensor made in the frame, while gradients are on and a "
-                    "graph input or parameter requires them (autograd decides it)",
-                    category=DYNAMIC_VALUE,
-                )
+                return ConstantVariable(tx.output.autograd_flag(self.node, name))
         if name == "size":
             total: VariableTracker = ConstantVariable(1)
             for d in range(len(ex.shape)):

@@ -384,6 +384,10 @@ LIBRARIES = [
     # which clash with PaddleNLP's); opencv and faiss releases that take numpy 1.x
     "opencv-python-headless<4.11",
     "faiss-cpu==1.8.0.post1",
+    # built against the numpy 1.x those take (scipy 1.14+ wants numpy 2's C API)
+    "scipy<1.14",
+    # PaddleNLP imports pip at import time, and a venv made by uv has none
+    "pip",
 ]
 #: installed with --no-deps: their own pins (numpy==1.24.4, opencv-python<=4.6) clash
 #: with PaddleNLP's, and what they import is in LIBRARIES

@@ -336,8 +336,8 @@ def training_steps(rounds: int, steps: int) -> None:
     import training
 
     print(
-        "\nTraining steps (train(), dropout 0.1 as configured): time per step as a ratio "
-        f"to eager's, first step, loss after {steps} steps (= bit for bit, ~ rtol 1e-5)"
+        "\nTraining steps (train(), dropout 0.1 as configured): speedup per step against "
+        f"eager, first step, loss after {steps} steps (= bit for bit, ~ rtol 1e-5)"
     )
     print(training.header(22))
     for name, make, data, loss_fn in _fine_tuning():

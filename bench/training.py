@@ -13,10 +13,11 @@ Per model and optimizer, in one process, from the same initial weights:
 - auto: ``jit_core.optimize(step, backend="auto")``;
 - sot: the step over ``paddle.jit.to_static(net)``, the way Paddle documents it.
 
-Printed per row: eager's milliseconds per step and each variant's time as a ratio to it
-(medians of interleaved rounds; lower is better), each variant's first step (capture and
-compile included), and whether the loss after ``--steps`` steps (each from
-``paddle.seed``) equals eager's: ``=`` bit for bit, ``~`` within rtol 1e-5, ``x`` not.
+Printed per row: eager's milliseconds per step and each variant's speedup (eager's time
+per step over the variant's, medians of interleaved rounds: above 1 is faster), each
+variant's first step (capture and compile included), and whether the loss after
+``--steps`` steps (each from ``paddle.seed``) equals eager's: ``=`` bit for bit, ``~``
+within rtol 1e-5, ``x`` not.
 """
 
 from __future__ import annotations
@@ -166,7 +167,7 @@ def header(width: int = 10) -> str:
 def line(name: str, optimizer: str, r: dict, width: int = 10) -> str:
     eager = r["us"]["eager"]
     text = f"{name:{width}s} {optimizer:6s} {eager / 1e3:9.2f}"
-    text += "".join(f" {r['us'][k] / eager:6.2f}x" for k in VARIANTS[1:])
+    text += "".join(f" {eager / r['us'][k]:6.2f}x" for k in VARIANTS[1:])
     text += "   " + "/".join(f"{r['first_ms'][k]:.0f}" for k in VARIANTS)
     marks = " ".join(f"{k}{same(r['final'][k], r['final']['eager'])}" for k in VARIANTS[1:])
     return text + f"   {r['final']['eager']:.6f} ({marks})"
@@ -181,7 +182,7 @@ def main() -> None:
     args = parser.parse_args()
     print(
         f"paddle {paddle.__version__}, Python {sys.version.split()[0]}, "
-        f"{os.cpu_count()} cores; ratio = time per step / eager's (lower is better)"
+        f"{os.cpu_count()} cores; speedup = eager's time per step / the variant's"
     )
     print(header())
     for name in args.models.split(","):

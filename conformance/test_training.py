@@ -414,3 +414,13 @@ def test_a_frozen_parameter_is_seen(backend):
     assert_same(fast(x, ids), net(x, ids))
     assert fast(x, ids)[1][0] is True
     assert fast.jit_stats.captures == 2, fast.jit_stats
+
+
+def test_capture_refuses_a_step_it_would_hold_only_half_of():
+    """``jit_core.capture()`` returns a graph of tensor work: a step's training calls are
+    not in it, so it is refused rather than returned without them."""
+    net, opt, step = make(sgd, dropout=0.0)
+    x, y = batches(1)[0]
+    with pytest.raises(jit_core.CaptureError, match=r"what SGD.step\(\) changes"):
+        jit_core.capture(step, x, y)
+    assert all(p.grad is None for p in net.parameters())  # nothing ran for real

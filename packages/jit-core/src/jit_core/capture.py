@@ -61,6 +61,8 @@ def capture(
         raise CaptureError(f"cannot capture {name}: {type(e).__name__}: {e}") from e
     changed = [f"the cell {c[0]!r}" for c in traced.cells]
     changed += [f"{c.source.name()} ({c.describe()})" for c in traced.containers]
+    # loss.backward(), opt.step(): what they change is not tensor work of the graph
+    changed += [f"what {e.text} changes" for e in traced.output.effects]
     if changed:
         # a graph holds tensor work only: the frame's replacement code would write these
         # back, a graph on its own would lose them

@@ -453,8 +453,8 @@ def optimize(
     """Compile ``fn_or_layer`` with the JIT; use directly or as a decorator.
 
     ``backend`` names an installed backend plugin (an unknown name raises an error listing
-    the installed ones). ``full_graph=True`` raises ``GraphBreakError`` instead of running a
-    frame eagerly. ``recompile_limit`` (default 8) caps the cache entries per code object
+    the installed ones). ``full_graph=True`` (or ``error_on_graph_break=True``) raises
+    ``GraphBreakError`` instead of breaking the graph or running a frame eagerly. ``recompile_limit`` (default 8) caps the cache entries per code object
     and ``self`` (or layer held by a local), ``accumulated_recompile_limit`` (default 64)
     those per code object in all: past either, a call that matches no entry runs eagerly
     (the entries keep serving the calls they match).

@@ -41,7 +41,7 @@ def check_backend_options(backend, options: Dict[str, Any]) -> None:
             f"backend {backend.name!r} takes no option {', '.join(map(repr, unknown))}; its "
             f"options: {', '.join(accepted) or 'none'} (jit_core's own: recompile_limit, "
             "accumulated_recompile_limit, passes, disable_passes, freeze, debug, dynamic, "
-            "share_layers)"
+            "share_layers, error_on_graph_break)"
         )
 
 
@@ -81,6 +81,11 @@ class Options:
             raise TypeError(f"backend must be the name of a backend (a str), got {backend!r}")
         if not isinstance(full_graph, bool):
             raise TypeError(f"full_graph must be True or False, got {full_graph!r}")
+        # error_on_graph_break=True: full_graph=True's strictness under a name that says it
+        strict = opts.pop("error_on_graph_break", False)
+        if not isinstance(strict, bool):
+            raise TypeError(f"error_on_graph_break must be True or False, got {strict!r}")
+        full_graph = full_graph or strict
         limit = _positive_int(
             "recompile_limit", opts.pop("recompile_limit", DEFAULT_RECOMPILE_LIMIT)
         )

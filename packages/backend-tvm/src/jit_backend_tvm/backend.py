@@ -3,7 +3,9 @@
 host CPU -> Relax VM, wrapped as a callable on Paddle tensors.
 
 Compiled libraries are kept in the compile cache, so a later process with the same graph
-loads a shared library instead of exporting, tuning and compiling again.
+loads a shared library instead of exporting, tuning and compiling again. A library is
+built and first run in a worker process (``build_worker``); one that the worker died on
+is refused, and the verdict is kept in the compile cache too.
 """
 
 from __future__ import annotations
@@ -54,6 +56,9 @@ from .target import TargetSpec, make_target
 log = logging.getLogger("jit_core.tvm")
 
 _CACHE = DiskCache("tvm", executable=True)
+#: graphs whose build or first run killed the build worker (a refusal only costs speed:
+#: the graph runs on paddle; ``python -m jit_core.cache clear`` forgets them)
+_VERDICTS = DiskCache("tvm-refused", kind="hint")
 _INSTALL = "jit-backend-tvm (it brings apache-tvm 0.27 on Python 3.10+)"
 TUNE_MODES = ("auto", "always", "off")
 #: the default of ``tune``; ``JIT_TVM_TUNE`` changes it for a whole process (CI runs the
@@ -183,9 +188,15 @@ def compile_graph(
                 stats["cache_hits"] += 1
                 log.info("%s: library from the cache (%s)", type(gm).__name__, hit[0][:12])
                 return _indices_checked(TvmGraph.from_blob(hit[1], gm, live, state_names), gm)
-        compiled, library, complete = _build(
-            gm, example_inputs, live, opset, spec, progress, isolate
-        )
+        if key is not None:
+            _refused_before(key)
+        try:
+            compiled, library, complete = _build(
+                gm, example_inputs, live, opset, spec, progress, isolate
+            )
+        except build_worker.WorkerDeath as e:
+            _remember(key, gm, e)
+            raise
         _check(compiled, gm, example_inputs)
         # a build that tuning left incomplete (time budget) is not kept: the next process
         # goes on tuning from the records instead of reusing it
@@ -226,9 +237,15 @@ def _compile_dynamic(
             log.info("%s: symbolic library from the cache (%s)", type(gm).__name__, hit[0][:12])
             compiled = TvmGraph.from_blob(hit[1], gm, live, state_names)
         else:
-            compiled, library, _ = _build(
-                gm, example_inputs, live, opset, spec, progress, isolate, step=step
-            )
+            if key is not None:
+                _refused_before(key)
+            try:
+                compiled, library, _ = _build(
+                    gm, example_inputs, live, opset, spec, progress, isolate, step=step
+                )
+            except build_worker.WorkerDeath as e:
+                _remember(key, gm, e)
+                raise
             step[0] = "check against Paddle at the example size"
             _check(compiled, gm, example_inputs)
             step[0] = "check against Paddle at another size"
@@ -250,6 +267,24 @@ def _compile_dynamic(
             f"its symbolic TVM build failed ({step[0]}): {type(e).__name__}: {first_line(e)[:300]}"
         ) from e
     return _indices_checked(compiled, gm)
+
+
+def _refused_before(key: ExportKeys) -> None:
+    """Raise the verdict an earlier process kept for this graph (``_remember``)."""
+    refused = key.get(_VERDICTS)
+    if refused is not None:
+        raise TvmCompileError(
+            f"{refused[1].decode(errors='replace')} (the verdict of an earlier process, kept "
+            "in the compile cache: python -m jit_core.cache clear forgets it)"
+        )
+
+
+def _remember(key: Optional[ExportKeys], gm, death: build_worker.WorkerDeath) -> None:
+    """Keep the verdict on a graph the build worker died on, so that the next process
+    does not build it (minutes with tuning) only to die again; not where the death says
+    nothing of the graph (a signal from outside: the OOM killer, a user)."""
+    if key is not None and death.lasting:
+        key.put(_VERDICTS, gm, str(death).encode())
 
 
 def _check(compiled: TvmGraph, gm, inputs) -> None:
@@ -294,7 +329,9 @@ def _build(
     """The compiled graph, its shared library, and whether every kernel worth tuning has
     its record (False when the tuning's time budget ran out first). ``step[0]`` names the
     step under way (for the reason of a failure). With ``isolate`` the native half runs
-    in the build worker (``build_worker``)."""
+    in the build worker (``build_worker``), which also runs the library first, on the
+    capture's inputs and the live parameters: a kernel that dies there costs the graph
+    (``build_worker.WorkerDeath``), not this process."""
     step = step if step is not None else [""]
     name = type(gm).__name__
     started = time.perf_counter()
@@ -310,9 +347,12 @@ def _build(
     def at(name: str) -> None:
         step[0] = name
 
-    build = build_worker.build if isolate else build_library
     with _progress(progress and spec.mode != "off"):
-        built, complete, counts = build(model, shapes, dtypes, spec, at)
+        if isolate:
+            feeds = [example_inputs[ref] if kind == "input" else live[ref] for kind, ref in inputs]
+            built, complete, counts = build_worker.build(model, shapes, dtypes, spec, at, feeds)
+        else:
+            built, complete, counts = build_library(model, shapes, dtypes, spec, at)
     for counter, n in counts.items():
         stats[counter] += n
     stats["builds"] += 1

@@ -952,3 +952,52 @@ def test_a_build_in_this_process_gives_the_same_library(monkeypatch):
     assert stats["builds"] == builds + 1
     with pytest.raises(BackendCompileError, match="isolate must be True or False"):
         jit_core.optimize(_matmul, backend="tvm", isolate="yes")(x, w)
+
+
+@needs_backend
+def test_a_library_that_computes_wrongly_is_built_again_with_loop_nests(monkeypatch, caplog):
+    # TVM 0.27 vectorizes a flip read through a reshape wrongly (half the values wrong,
+    # the rest read out of bounds); its loop nest computes it right
+    from jit_backend_tvm import backend, schedules
+
+    def flip_through_reshape(x):
+        return x.reshape([-1]).flip(0).reshape(x.shape) * 2
+
+    x = paddle.rand([4, 4, 4])
+    plans = []
+    real = backend._build
+
+    def build(gm, inputs, live, opset, spec, *args):
+        plans.append(spec.plain)
+        return real(gm, inputs, live, opset, spec, *args)
+
+    monkeypatch.setattr(backend, "_build", build)
+    before = dict(backend.stats)
+    with paddle.no_grad():
+        fast = jit_core.optimize(flip_through_reshape, backend="tvm", tune="off", dynamic=False)
+        np.testing.assert_array_equal(fast(x).numpy(), flip_through_reshape(x).numpy())
+    assert plans[0] == ""
+    if len(plans) > 1:  # the sampled schedule computed wrongly: the rebuild computes right
+        assert plans == ["", "backward"]
+        assert backend.stats["plain_rebuilds"] == before["plain_rebuilds"] + 1
+        assert "built again with the backward-reading kernels as loop nests" in caplog.text
+
+    # whatever TVM's version, a rebuild that still computes wrongly tries every kernel as
+    # its loop nest, then raises the first build's error
+    checks = []
+
+    def wrong(compiled, gm, inputs):
+        checks.append(1)
+        raise backend.WrongResults(f"output 0 differs (build {len(checks)})")
+
+    monkeypatch.setattr(backend, "_check", wrong)
+    plans.clear()
+    with paddle.no_grad(), pytest.raises(BackendCompileError, match=r"differs \(build 1\)"):
+        jit_core.optimize(lambda a: a.flip(0) + 1, backend="tvm", tune="off")(x)
+    assert plans == ["", "backward", "all"]
+    # the kernel that reads backwards is the one the first rebuild keeps as its loop nest
+    kernel = "\n".join(
+        f"T.reads(src[T.int64({n}) - v_ax0])" if n else "T.reads(src[v_ax0])" for n in (0, 7)
+    )
+    assert schedules._BACKWARD_READ.search(kernel)
+    assert not schedules._BACKWARD_READ.search("T.reads(src[v_ax0 - T.int64(1)])")

@@ -11,6 +11,7 @@ is refused, and the verdict is kept in the compile cache too.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -88,6 +89,9 @@ stats: Dict[str, int] = {
     "symbolic_builds": 0,
     #: graphs with dynamic dimensions whose symbolic build failed (built per shape)
     "symbolic_failures": 0,
+    #: libraries that computed wrongly and were built again with kernels as loop nests
+    #: (``PLAIN_REBUILDS``) until they computed right
+    "plain_rebuilds": 0,
 }
 
 
@@ -191,13 +195,12 @@ def compile_graph(
         if key is not None:
             _refused_before(key)
         try:
-            compiled, library, complete = _build(
+            compiled, library, complete = _build_checked(
                 gm, example_inputs, live, opset, spec, progress, isolate
             )
         except build_worker.WorkerDeath as e:
             _remember(key, gm, e)
             raise
-        _check(compiled, gm, example_inputs)
         # a build that tuning left incomplete (time budget) is not kept: the next process
         # goes on tuning from the records instead of reusing it
         if key is not None and complete:
@@ -287,13 +290,51 @@ def _remember(key: Optional[ExportKeys], gm, death: build_worker.WorkerDeath) ->
         key.put(_VERDICTS, gm, str(death).encode())
 
 
+class WrongResults(TvmCompileError):
+    """A library's results on the example inputs differ from Paddle's."""
+
+
+#: the rebuilds of a library whose results were wrong, in turn: the kernels that read a
+#: buffer backwards as loop nests (a TVM vectorizer bug), then every kernel
+PLAIN_REBUILDS = ("backward", "all")
+
+
+def _build_checked(gm, example_inputs, live, opset: int, spec: BuildSpec, progress, isolate):
+    """``_build``, checked against Paddle on the example inputs. A library that computes
+    wrongly is built again with fewer scheduled kernels (``PLAIN_REBUILDS``, no tuning
+    records): TVM's schedules can miscompile what its loop nests compute right. Raises
+    the first ``WrongResults`` when no rebuild passes the check either."""
+    compiled, library, complete = _build(gm, example_inputs, live, opset, spec, progress, isolate)
+    try:
+        _check(compiled, gm, example_inputs)
+        return compiled, library, complete
+    except WrongResults as e:
+        wrong = e
+    for plain in PLAIN_REBUILDS:
+        log.warning(
+            "%s: TVM's library computed wrongly (%s); built again with %s kernels as loop nests",
+            type(gm).__name__,
+            first_line(wrong),
+            "every" if plain == "all" else "the backward-reading",
+        )
+        retry = dataclasses.replace(spec, mode="off", plain=plain)
+        compiled, library, _ = _build(gm, example_inputs, live, opset, retry, progress, isolate)
+        try:
+            _check(compiled, gm, example_inputs)
+        except WrongResults:
+            continue
+        stats["plain_rebuilds"] += 1
+        return compiled, library, True
+    raise wrong
+
+
 def _check(compiled: TvmGraph, gm, inputs) -> None:
     """Refuse a library whose results on ``inputs`` differ from Paddle's."""
     check_against_paddle(
         compiled,
         gm,
         inputs,
-        TvmCompileError,
+        WrongResults,
         f"{exporter_name(gm)} or TVM's ONNX importer",
         rtol=RTOL,
         scaled_atol=SCALED_ATOL,

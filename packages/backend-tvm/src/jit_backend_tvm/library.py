@@ -49,6 +49,9 @@ class BuildSpec:
     #: a kernel without a schedule over symbolic sizes is built as a plain loop nest
     #: (else the build raises ``StaticShapesOnly``)
     loop_nests: bool = True
+    #: kernels kept as their loop nests, unscheduled (after a build that computed wrongly):
+    #: "" none, "backward" those that read a buffer backwards, "all" every one
+    plain: str = ""
 
     def to_json(self) -> Dict[str, Any]:
         return asdict(self)
@@ -93,7 +96,9 @@ def build_library(
         mod = tuning.apply_records(mod, target)
     step("sampled schedules")
     unscheduled: List[str] = []
-    mod, sampled = schedules.sample_unscheduled(mod, target, spec.symbolic, unscheduled)
+    mod, sampled = schedules.sample_unscheduled(
+        mod, target, spec.symbolic, unscheduled, plain=spec.plain
+    )
     counts["sampled_kernels"] += sampled
     if unscheduled and not spec.loop_nests:
         raise StaticShapesOnly(

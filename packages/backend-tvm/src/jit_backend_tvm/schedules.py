@@ -11,6 +11,7 @@ the cost of no measurement. Tuning then picks the best of many such samples.
 from __future__ import annotations
 
 import logging
+import re
 from typing import List, Optional, Tuple
 
 log = logging.getLogger("jit_core.tvm")
@@ -26,13 +27,18 @@ _SCHEDULED = "tirx.is_scheduled"
 
 
 def sample_unscheduled(
-    mod, target, symbolic: bool = False, unscheduled: Optional[List[str]] = None
+    mod,
+    target,
+    symbolic: bool = False,
+    unscheduled: Optional[List[str]] = None,
+    plain: str = "",
 ) -> Tuple[object, int]:
     """``mod`` with each kernel not yet scheduled (by a record) given a sampled schedule;
     returns it and how many kernels were sampled. A kernel the search space cannot
     serve keeps its loop nest. ``symbolic``: the module has symbolic sizes (dynamic
     dimensions), where a kernel whose sampling fails keeps its loop nest too, and its
-    name goes to ``unscheduled``."""
+    name goes to ``unscheduled``. ``plain``: kernels that keep their loop nest whatever
+    the search space offers, "backward" (``reads_backward``) or "all"."""
     import tvm_ffi
     from tvm import tirx
 
@@ -43,6 +49,9 @@ def sample_unscheduled(
     with target, tuning_environment(target):
         for gv, func in mod.functions_items():
             if not isinstance(func, tirx.PrimFunc) or _is_scheduled(func):
+                continue
+            if plain == "all" or (plain == "backward" and reads_backward(func)):
+                log.info("%s: kept as its loop nest (%s)", gv.name_hint, plain)
                 continue
             # a kernel used twice (two blocks of one shape) is sampled once
             same = by_structure.setdefault(tvm_ffi.structural_hash(func), [])
@@ -71,6 +80,20 @@ def _sample_symbolic(func, target, name: str) -> Optional[object]:
     except Exception as e:  # noqa: BLE001 - MetaSchedule's checks fail on symbolic loops
         log.debug("%s: no sampled schedule over symbolic sizes (%s)", name, str(e)[:200])
         return None
+
+
+#: a read whose index walks down as a block iterator walks up (``T.int64(7) - v_ax0``: a
+#: flip, a slice with a negative step), in a kernel's TVMScript
+_BACKWARD_READ = re.compile(r"T\.reads\(.*\[[^\]]*-\s*v_\w+")
+
+
+def reads_backward(func) -> bool:
+    """Whether a block of the unscheduled kernel ``func`` reads a buffer backwards. TVM
+    0.27's vectorizer miscomputes such a read once it is inlined into a reshape's
+    ``floordiv``/``floormod`` indexing (``x.reshape([-1]).flip(0).reshape(x.shape)``:
+    half the values wrong, the rest read out of bounds); the kernel's loop nest is right.
+    Read from the script: TVM's Python API has no visitor over TIR statements."""
+    return bool(_BACKWARD_READ.search(func.script()))
 
 
 def fold_weight_layouts(mod, target):

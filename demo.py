@@ -89,6 +89,14 @@ def graph_break(backend: str, freeze: bool) -> None:
         for brk in report.breaks:
             print(f"  {brk}")
     print(f"captures after both paths: {fast.jit_stats.captures} (each path once, then hits)")
+    # what ran how often and for how long, graph by graph (also: JIT_PROFILE=path)
+    with jit_core.profile() as prof:
+        for i in range(20):
+            fast(paddle.full([4, 16], 1.0 if i % 4 else -1.0))
+    (forward,) = [g for g in prof.to_json()["graphs"] if g["frame"] == "forward"]
+    assert forward["calls"] == 20, forward
+    print("jit_core.profile() of 20 more calls:")
+    print(str(prof).rstrip())
 
 
 def resnet(backend: str, freeze: bool) -> None:

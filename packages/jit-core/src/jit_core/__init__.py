@@ -28,13 +28,20 @@ from .hookspecs import hookimpl
 from .logs import set_logs
 from .passes import GraphPass, graph_pass, replace_pattern
 from .plugins import backends, graph_passes, list_plugins
+from .profiler import Profile, profile
+from .runtime import profiling
 from .shapes import mark_dynamic, mark_static
 
 __version__ = "0.2.0"
 
+# JIT_PROFILE=path: the whole program is profiled, and the profile written at exit
+profiling.profile_from_env()
+
 __all__ = [
     "optimize",
     "explain",
+    "profile",
+    "Profile",
     "capture",
     "extract",
     "ExtractError",

@@ -16,7 +16,7 @@ import paddle
 from . import plugins
 from .config import CONTROLS, Options, check_backend_options
 from .logs import guards_log
-from .runtime import fast_dispatch
+from .runtime import fast_dispatch, profiling
 from .runtime.direct_entry import forward_of, layer_call_is_forward, set_eval_frame
 from .runtime.eval_frame import CompileContext, frame_keys
 from .runtime.eval_frame import frame_key as _code_key
@@ -197,26 +197,59 @@ def _run_original(self, *args, **kwargs):
     return original(*args, **kwargs)
 
 
-def _force_eager(obj: Any, on: bool) -> None:
+def _profiled_call(self, *args, **kwargs):
+    """The ``__call__`` of an optimized object while a profile is active
+    (``jit_core.profile()``): the general path, whose cache entries the profile times
+    one by one, the call timed as a whole around them."""
+    d = self.__dict__
+    target = d.get("_orig_fn") or d["_orig_layer"]
+    ctx = d["_ctx"]
+    active = profiling.ACTIVE
+    if active is None:  # (stopped by another thread meanwhile)
+        return ctx.run(target, args, kwargs)
+    return active.call(_object_name(target), lambda: ctx.run(target, args, kwargs))
+
+
+def _object_name(target: Any) -> str:
+    if isinstance(target, paddle.nn.Layer):
+        return type(target).__name__
+    return getattr(target, "__qualname__", None) or repr(target)
+
+
+#: the ``__call__`` an optimized object's own class gets from a control, in place of
+#: the class's own (or the generated one of ``_install_call``)
+_SET_CALLS = (_run_original, _profiled_call)
+
+
+def _set_call(obj: Any) -> None:
+    """Give ``obj``'s own class the ``__call__`` the controls ask for: the original under
+    ``set_stance("force_eager")``, the profiled general path while a profile is active,
+    else the class's own, which builds the generated call of the next hit again."""
     own = type(obj)
-    if on:
+    if CONTROLS.stance == "force_eager":
         own.__call__ = _run_original
-    elif own.__dict__.get("__call__") is _run_original:
-        # the class's own __call__ serves again, and builds the dispatch of the next hit
+    elif profiling.ACTIVE is not None:
+        own.__call__ = _profiled_call
+    elif own.__dict__.get("__call__") in _SET_CALLS:
         del own.__call__
+        for cache in obj.__dict__["_ctx"].cache.values():
+            cache.dispatch = None
 
 
 def _register(obj: Any) -> None:
     _LIVE.add(obj)
-    if CONTROLS.stance == "force_eager":
-        _force_eager(obj, True)
+    if CONTROLS.stance == "force_eager" or profiling.ACTIVE is not None:
+        _set_call(obj)
 
 
-def apply_stance(stance: str) -> None:
-    """What ``set_stance`` does to the optimized objects alive (the other stances are
-    read where a call would capture)."""
+def apply_controls() -> None:
+    """What ``set_stance`` and ``jit_core.profile()`` do to the optimized objects alive
+    (the other stances are read where a call would capture)."""
     for obj in list(_LIVE):
-        _force_eager(obj, stance == "force_eager")
+        _set_call(obj)
+
+
+profiling._on_change.append(apply_controls)
 
 
 def _own_class(cls: type) -> type:
@@ -243,7 +276,8 @@ def _install_call(ctx: CompileContext, fast: tuple, hot: tuple, owner: Any, laye
     def take_back() -> None:
         cache.on_change = None
         cls = own_ref()
-        if cls is not None and "__call__" in cls.__dict__:
+        # (a control's call stays: it does not depend on the entries)
+        if cls is not None and cls.__dict__.get("__call__", _SET_CALLS[0]) not in _SET_CALLS:
             del cls.__call__
 
     take_back()

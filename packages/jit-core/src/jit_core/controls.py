@@ -71,7 +71,7 @@ class _Setting:
     def _apply(self, value: Any) -> None:
         setattr(CONTROLS, self._name, value)
         if self._name == "stance":
-            api.apply_stance(value)
+            api.apply_controls()
 
     def __enter__(self) -> _Setting:
         self._apply(self._value)

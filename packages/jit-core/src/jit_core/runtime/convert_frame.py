@@ -6,6 +6,7 @@ there."""
 from __future__ import annotations
 
 import logging
+import time
 import types
 import warnings
 import weakref
@@ -443,8 +444,11 @@ class FrameCompiler(BreakCompiler):
                 recompiles_log.info("%s: try blocks run in Python: %s", code.co_name, e.reason)
 
     def _capture(self, frame, code: types.CodeType, policy: ShapePolicy) -> CacheEntry:
+        started = time.perf_counter()
         traced, stop, where = self._trace_or_break(frame, code, policy)
+        traced_at = time.perf_counter()
         built = self._compile_traced(code, traced)
+        built_at = time.perf_counter()
         if stop is None:
             new_code = build_code(
                 code,
@@ -459,7 +463,15 @@ class FrameCompiler(BreakCompiler):
             result, resumes = FrameResult(new_code, True), []
         else:
             result, resumes = self._break_code(frame, code, traced, built.compiled, stop, where)
-        return self._entry(code, policy, traced, built, stop, result, resumes)
+        entry = self._entry(code, policy, traced, built, stop, result, resumes)
+        passes = sum(r.seconds for r in traced.pass_records)
+        entry.compile_times = {
+            "capture": traced_at - started - passes,
+            "passes": passes,
+            "backend": built_at - traced_at,
+            "codegen": time.perf_counter() - built_at,
+        }
+        return entry
 
     def _trace_or_break(self, frame, code: types.CodeType, policy: ShapePolicy):
         """``(traced, stop, where)``: the whole frame traced (``stop`` None), or, where the

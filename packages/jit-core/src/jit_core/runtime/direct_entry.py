@@ -16,6 +16,7 @@ from paddle.framework import core as _core
 from paddle.nn.layer import layers as _layers
 
 from ..bytecode import compat
+from . import profiling
 from .frame_cache import EAGER_PAST_LIMIT_SEEING_CACHES, RUN_ORIGINAL, FrameResult
 
 #: Paddle's PEP 523 hook setter (it returns the previous callback), for the whole runtime
@@ -163,6 +164,8 @@ class DirectEntry:
             fn = self._entry_function(func, result.code)
             prev = set_eval_frame(None)
             try:
+                if profiling.ACTIVE is not None:
+                    return profiling.ACTIVE.run_entry(result.code, fn, args, kwargs, cache)
                 return fn(*args, **kwargs)
             finally:
                 set_eval_frame(prev)
@@ -173,7 +176,10 @@ class DirectEntry:
             if result.code is None:
                 set_eval_frame(self._eager_hook(result))
                 return func(*args, **kwargs)
-            return self._entry_function(func, result.code)(*args, **kwargs)
+            fn = self._entry_function(func, result.code)
+            if profiling.ACTIVE is not None:
+                return profiling.ACTIVE.run_entry(result.code, fn, args, kwargs, cache)
+            return fn(*args, **kwargs)
         finally:
             set_eval_frame(prev)
 

@@ -17,6 +17,7 @@ import inspect
 import os
 import sys
 import threading
+import time
 import types
 import warnings
 import weakref
@@ -40,6 +41,7 @@ from ..errors import (
 )
 from ..logs import breaks_log, recompiles_log
 from ..shapes import ShapePolicy
+from . import profiling
 from .convert_frame import FrameCompiler
 from .direct_entry import DirectEntry
 from .frame_cache import (
@@ -313,6 +315,8 @@ class CompileContext(DirectEntry):
             for guard, result in hot:
                 try:
                     if guard(L, G):
+                        if profiling.ACTIVE is not None:
+                            profiling.ACTIVE.hook_hit(result.code, cache)
                         return result.hooked
                 except Exception:  # noqa: BLE001 - a guard that cannot run has failed
                     pass
@@ -407,38 +411,18 @@ class CompileContext(DirectEntry):
             if result is not None:
                 return result
             if cache.entries:
-                result = self._past_limit(code, cache, L, G)
+                result = self._before_recompile(code, cache, L, G)
                 if result is not None:
                     return result
-                failed = cache.entries[-1].guard.first_failure(L, G)
-                stance = CONTROLS.stance
-                if stance == "eager_on_recompile":
-                    return RUN_ORIGINAL  # this call only; the entries stay
-                if stance == "fail_on_recompile":
-                    raise RecompileError(
-                        f"{code.co_name} ({_location(code)}) would be compiled again (guard "
-                        f"failed: {failed}); jit_core.set_stance('fail_on_recompile') is in "
-                        "force"
-                    )
-                recompiles_log.info(
-                    "recompiling %s (%s:%d): guard failed: %s",
-                    code.co_name,
-                    code.co_filename,
-                    code.co_firstlineno,
-                    failed,
-                )
-                if self.options.dynamic is None:
-                    for note in cache.mark_changed_sizes(L, G):
-                        recompiles_log.info("%s: %s", code.co_name, note)
-                if self.options.share_layers:
-                    for note in cache.mark_other_instances(L, G):
-                        recompiles_log.info("%s: %s", code.co_name, note)
             location = _location(code)
             policy = ShapePolicy.from_earlier_captures(self.options.dynamic, cache)
+            started = time.perf_counter()
             try:
                 entry = self.compiler.capture(frame, code, policy)
             except Unsupported as e:
                 reason = e.describe()
+                if profiling.ACTIVE is not None:
+                    profiling.ACTIVE.ran_eagerly(code, reason)
                 if CONTROLS.full_graph(self.options):
                     raise GraphBreakError(
                         e.reason, e.location, e.instruction, e.category, _asked(self.options)
@@ -462,6 +446,8 @@ class CompileContext(DirectEntry):
                         reason, location, None, INTERNAL, _asked(self.options)
                     ) from e
                 cache.run_eagerly(reason)
+                if profiling.ACTIVE is not None:
+                    profiling.ACTIVE.ran_eagerly(code, reason)
                 self.events.append(CaptureEvent.eager(code, location, reason, INTERNAL))
                 breaks_log.warning("%s runs eagerly: %s", code.co_name, reason, exc_info=True)
                 warnings.warn(
@@ -480,6 +466,8 @@ class CompileContext(DirectEntry):
                     f"captures stay bound to their layer instances: {policy.layer_reason}"
                 )
             cache.add(entry)
+            if profiling.ACTIVE is not None:
+                profiling.ACTIVE.captured(entry, len(cache.entries), time.perf_counter() - started)
             if entry.pinned_numbers:
                 self.cache_for(self.compiler.body_root(code)).pinned_numbers.update(
                     entry.pinned_numbers
@@ -495,6 +483,40 @@ class CompileContext(DirectEntry):
                 self.events.append(CaptureEvent.graph_break_in(code, location, entry))
                 breaks_log.info("graph break in %s: %s", code.co_name, entry.graph_break.describe())
             return entry.result
+
+    def _before_recompile(
+        self, code: types.CodeType, cache: CodeCache, L, G
+    ) -> Optional[FrameResult]:
+        """For a call that matched none of the entries: how it runs instead of a capture
+        (past a limit, under a stance), or None after saying why it recompiles."""
+        result = self._past_limit(code, cache, L, G)
+        if result is not None:
+            return result
+        failed = cache.entries[-1].guard.first_failure(L, G)
+        stance = CONTROLS.stance
+        if stance == "eager_on_recompile":
+            return RUN_ORIGINAL  # this call only; the entries stay
+        if stance == "fail_on_recompile":
+            raise RecompileError(
+                f"{code.co_name} ({_location(code)}) would be compiled again (guard "
+                f"failed: {failed}); jit_core.set_stance('fail_on_recompile') is in force"
+            )
+        recompiles_log.info(
+            "recompiling %s (%s:%d): guard failed: %s",
+            code.co_name,
+            code.co_filename,
+            code.co_firstlineno,
+            failed,
+        )
+        if profiling.ACTIVE is not None:
+            profiling.ACTIVE.recompiled(code, failed)
+        if self.options.dynamic is None:
+            for note in cache.mark_changed_sizes(L, G):
+                recompiles_log.info("%s: %s", code.co_name, note)
+        if self.options.share_layers:
+            for note in cache.mark_other_instances(L, G):
+                recompiles_log.info("%s: %s", code.co_name, note)
+        return None
 
     # ------------------------------------------------------------------ the limits
     def _past_limit(self, code: types.CodeType, cache: CodeCache, L, G) -> Optional[FrameResult]:

@@ -155,6 +155,8 @@ class CacheEntry:
     #: source names of number inputs the capture needed as Python values after all: the
     #: entry serves one value of each (``OutputGraph.pinned_numbers``)
     pinned_numbers: FrozenSet[str] = frozenset()
+    #: seconds each phase of the capture that made it took (``profiling.PHASES``)
+    compile_times: Dict[str, float] = field(default_factory=dict)
 
     @property
     def built(self) -> Optional[Callable]:

@@ -8,7 +8,10 @@ plugin. ``explain(fn, *args)`` reports what was captured and why anything was no
 from __future__ import annotations
 
 # first: a missing or too old Paddle is one clear error, not a traceback from deep inside
-from . import _paddle  # noqa: F401
+from . import (
+    _paddle,  # noqa: F401
+    debug,
+)
 from .api import OptimizedFunction, OptimizedLayer, optimize
 from .cache.remote import set_remote_cache
 from .capture import capture
@@ -40,6 +43,7 @@ profiling.profile_from_env()
 __all__ = [
     "optimize",
     "explain",
+    "debug",
     "profile",
     "Profile",
     "capture",

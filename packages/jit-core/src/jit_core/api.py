@@ -61,6 +61,10 @@ class JitStats:
     #: per frame, the dimensions automatic dynamic shapes made dynamic and why, and why
     #: its shapes stay static where they do (``jit_core.shapes``)
     dynamic_shapes: Dict[str, List[str]] = field(default_factory=dict)
+    #: entries being timed against their frame's original code (``profitability``),
+    #: those the calls so far reached: a benchmark runs calls until none is left before
+    #: it times any
+    on_trial: int = 0
 
 
 def _stats(ctx: CompileContext) -> JitStats:
@@ -87,7 +91,7 @@ def _stats(ctx: CompileContext) -> JitStats:
             entries[key] = len(c.entries)
     compiled = sum(1 for e in ctx.events if e.compiled)
     captures = sum(1 for e in ctx.events if not e.graph_break and not e.recompile_limit)
-    return JitStats(captures, compiled, eager, entries, shapes)
+    return JitStats(captures, compiled, eager, entries, shapes, ctx.trials.in_progress())
 
 
 _MISS = object()
@@ -126,7 +130,8 @@ def _cache_hit(ctx: CompileContext, fast: tuple, args: tuple, front: tuple = (No
             except Exception:  # noqa: BLE001 - a guard that cannot run has failed
                 ok = False
             if ok:
-                fn = ctx._entry_functions.get(result.code)
+                # (entries on trial, and those kept eager, take the general path)
+                fn = ctx._entry_functions.get(result.code) if not ctx.trials.pending else None
                 return _MISS if fn is None else fn(*args)
         # every guard ran on these locals and failed: run_direct need not run them again
         return ctx.run_direct(func, args, {}, f_locals)
@@ -165,7 +170,7 @@ def _dispatcher(ctx: CompileContext, func, code, cache, hot: tuple) -> Optional[
         func,
         code,
         entries,
-        lambda entry_code: ctx._entry_function(func, entry_code),
+        lambda entry_code: ctx.dispatched_function(func, entry_code),
         _miss_of(ctx, func, code),
     )
 
@@ -192,7 +197,8 @@ _LIVE: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
 def _run_original(self, *args, **kwargs):
-    """The ``__call__`` of an optimized object under ``set_stance("force_eager")``."""
+    """The ``__call__`` of an optimized object under ``set_stance("force_eager")``, and
+    of one whose frames all lost to eager (``profitability``)."""
     original = self.__dict__.get("_orig_fn") or self.__dict__["_orig_layer"]
     return original(*args, **kwargs)
 
@@ -226,19 +232,31 @@ def _set_call(obj: Any) -> None:
     ``set_stance("force_eager")``, the profiled general path while a profile is active,
     else the class's own, which builds the generated call of the next hit again."""
     own = type(obj)
+    ctx = obj.__dict__["_ctx"]
     if CONTROLS.stance == "force_eager":
         own.__call__ = _run_original
     elif profiling.ACTIVE is not None:
         own.__call__ = _profiled_call
+    elif ctx.user_targets and ctx.trials.eager_for_good >= ctx.user_targets:
+        # every frame it enters lost to its original by little (profitability)
+        own.__call__ = _run_original
     elif own.__dict__.get("__call__") in _SET_CALLS:
         del own.__call__
-        for cache in obj.__dict__["_ctx"].cache.values():
+        for cache in ctx.cache.values():
             cache.dispatch = None
 
 
 def _register(obj: Any) -> None:
     _LIVE.add(obj)
+    ref = weakref.ref(obj)
+    obj.__dict__["_ctx"].trials.on_eager_for_good.append(lambda: _set_call_of(ref))
     if CONTROLS.stance == "force_eager" or profiling.ACTIVE is not None:
+        _set_call(obj)
+
+
+def _set_call_of(ref: weakref.ref) -> None:
+    obj = ref()
+    if obj is not None:
         _set_call(obj)
 
 
@@ -285,7 +303,7 @@ def _install_call(ctx: CompileContext, fast: tuple, hot: tuple, owner: Any, laye
         func,
         code,
         list(cache.entries),
-        lambda entry_code: ctx._entry_function(func, entry_code),
+        lambda entry_code: ctx.dispatched_function(func, entry_code),
         _miss_of(ctx, func, code),
         base.__call__,
         cache,

@@ -41,7 +41,7 @@ def check_backend_options(backend, options: Dict[str, Any]) -> None:
             f"backend {backend.name!r} takes no option {', '.join(map(repr, unknown))}; its "
             f"options: {', '.join(accepted) or 'none'} (jit_core's own: recompile_limit, "
             "accumulated_recompile_limit, passes, disable_passes, freeze, debug, dynamic, "
-            "share_layers, error_on_graph_break)"
+            "share_layers, error_on_graph_break, profitability)"
         )
 
 
@@ -73,6 +73,10 @@ class Options:
     #: (``ShapePolicy.shares_layer``); False keeps every capture bound to its instances,
     #: as ``freeze=True`` does (frozen parameters are folded into each instance's graph)
     share_layers: bool = True
+    #: time each new entry of a target frame against the frame's original code on the
+    #: calls it serves, and keep the faster (``runtime.profitability``); None: on under
+    #: ``backend="auto"`` only
+    profitability: Optional[bool] = None
 
     @classmethod
     def from_kwargs(cls, backend: str, full_graph: bool, options: Dict[str, Any]) -> Options:
@@ -118,6 +122,9 @@ class Options:
         share_layers = opts.pop("share_layers", True)
         if not isinstance(share_layers, bool):
             raise TypeError(f"share_layers must be True or False, got {share_layers!r}")
+        profitability = opts.pop("profitability", None)
+        if profitability not in (None, True, False):
+            raise TypeError(f"profitability must be None, True or False, got {profitability!r}")
         return cls(
             backend=backend,
             full_graph=full_graph,
@@ -130,6 +137,7 @@ class Options:
             debug=debug,
             dynamic=dynamic,
             share_layers=share_layers and not freeze,
+            profitability=profitability,
         )
 
 

@@ -75,6 +75,7 @@ class DirectEntry:
     _past_limit: Callable[..., Any]
     cache_for: Callable[[types.CodeType], Any]
     run_eagerly: Callable[..., None]
+    trials: Any
 
     def run(self, fn: Callable, args, kwargs) -> Any:
         """Call ``fn`` with the JIT on. The target frame is entered directly when possible
@@ -161,11 +162,21 @@ class DirectEntry:
                     finally:
                         set_eval_frame(prev)
         if result is not None:
-            fn = self._entry_function(func, result.code)
+            entry_code = result.code
+            if entry_code is None:  # an entry kept eager (profitability)
+                prev = set_eval_frame(self.trials.kept_eager_hook(code, self.callback))
+                try:
+                    return func(*args, **kwargs)
+                finally:
+                    set_eval_frame(prev)
+            fn = self._entry_function(func, entry_code)
             prev = set_eval_frame(None)
             try:
+                trials = self.trials.pending
+                if trials and entry_code in trials:
+                    return self.trials.run(entry_code, func, fn, args, kwargs, f_locals, f_globals)
                 if profiling.ACTIVE is not None:
-                    return profiling.ACTIVE.run_entry(result.code, fn, args, kwargs, cache)
+                    return profiling.ACTIVE.run_entry(entry_code, fn, args, kwargs, cache)
                 return fn(*args, **kwargs)
             finally:
                 set_eval_frame(prev)
@@ -228,6 +239,19 @@ class DirectEntry:
                 f_locals[name] = cell.cell_contents
             except ValueError:  # an empty cell is not a local yet
                 pass
+
+    def dispatched_function(
+        self, func: types.FunctionType, code: Optional[types.CodeType]
+    ) -> Optional[Callable]:
+        """The function a generated dispatcher may call for an entry's code: None for an
+        entry on trial (``profitability``), which only ``run_direct`` serves; for an entry
+        kept eager (no code), the original function where it runs with the hook off."""
+        if code is None:
+            hook = self.trials.kept_eager_hook(func.__code__, self.callback)
+            return func if hook is None else None
+        if code in self.trials.pending:
+            return None
+        return self._entry_function(func, code)
 
     def _entry_function(self, func: types.FunctionType, code: types.CodeType) -> Callable:
         fn = self._entry_functions.get(code)

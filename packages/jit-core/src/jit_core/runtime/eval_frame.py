@@ -41,7 +41,7 @@ from ..errors import (
 )
 from ..logs import breaks_log, recompiles_log
 from ..shapes import ShapePolicy
-from . import profiling
+from . import profiling, profitability
 from .convert_frame import FrameCompiler
 from .direct_entry import DirectEntry
 from .frame_cache import (
@@ -270,6 +270,9 @@ class CompileContext(DirectEntry):
         #: targets that ``run`` enters itself (all but generators, which must start
         #: through CPython's own call to become generator objects)
         self.direct_codes = {c for c in self.targets if not c.co_flags & GENERATOR_FLAGS}
+        #: the codes the user's optimized object enters (not the resume functions and
+        #: loop bodies added to ``targets`` later)
+        self.user_targets = frozenset(self.direct_codes)
         #: targets whose arguments bind by position alone: the cheap way to build locals
         self._positional_codes = {c for c in self.direct_codes if binds_by_position(c)}
         _never_skip(self.targets)
@@ -288,6 +291,14 @@ class CompileContext(DirectEntry):
         self._limit_floor = min(options.recompile_limit, options.accumulated_recompile_limit)
         self.limit_callback = _WeakHook(self, CompileContext._limit_callback)
         self.compiler = FrameCompiler(self, options)
+        #: new entries of target frames are timed against the original code
+        #: (``profitability``): auto's default, an option elsewhere
+        self.profitable = (
+            options.profitability
+            if options.profitability is not None
+            else options.backend == "auto"
+        )
+        self.trials = profitability.Trials(self, _WeakHook(self, CompileContext._trial_callback))
 
     def adopt(self, code: types.CodeType, parent: types.CodeType) -> None:
         """A code made for a graph break of ``parent`` (a resume function, a loop's body):
@@ -468,6 +479,8 @@ class CompileContext(DirectEntry):
             cache.add(entry)
             if profiling.ACTIVE is not None:
                 profiling.ACTIVE.captured(entry, len(cache.entries), time.perf_counter() - started)
+            if self.profitable and code not in self._resume_roots:
+                self.trials.start(code, cache, entry)
             if entry.pinned_numbers:
                 self.cache_for(self.compiler.body_root(code)).pinned_numbers.update(
                     entry.pinned_numbers
@@ -482,7 +495,8 @@ class CompileContext(DirectEntry):
             if entry.graph_break is not None:
                 self.events.append(CaptureEvent.graph_break_in(code, location, entry))
                 breaks_log.info("graph break in %s: %s", code.co_name, entry.graph_break.describe())
-            return entry.result
+            # (a verdict from the compile cache may have set the frame to run eagerly)
+            return RUN_ORIGINAL if cache.hot is None else entry.result
 
     def _before_recompile(
         self, code: types.CodeType, cache: CodeCache, L, G
@@ -517,6 +531,14 @@ class CompileContext(DirectEntry):
             for note in cache.mark_other_instances(L, G):
                 recompiles_log.info("%s: %s", code.co_name, note)
         return None
+
+    # ------------------------------------------------------------------ profitability
+    def _trial_callback(self, frame) -> FrameResult:
+        """The hook while a trial runs a frame's original code (``profitability``): that
+        frame runs as it is, the frames it calls as usual."""
+        if frame.f_code in self.trials.originals:
+            return RUN_ORIGINAL
+        return self._callback(frame)
 
     # ------------------------------------------------------------------ the limits
     def _past_limit(self, code: types.CodeType, cache: CodeCache, L, G) -> Optional[FrameResult]:
@@ -619,4 +641,5 @@ class CompileContext(DirectEntry):
             self.cache.update(kept)
             self.events.clear()
             self._entry_functions.clear()
+            self.trials.clear()
             self._mark_generator_targets()

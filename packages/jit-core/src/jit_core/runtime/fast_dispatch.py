@@ -135,7 +135,8 @@ def build(
 ) -> Optional[Callable]:
     """The dispatcher for ``entries`` (each with ``.guard`` and ``.result``), or None when
     a guard cannot be inlined. ``entry_function(code)``: the function to call for an
-    entry's transformed code; ``miss(args)``: what a call no guard passes returns."""
+    entry's transformed code (None for an entry's code of None, or one only the general
+    path serves); ``miss(args)``: what a call no guard passes returns."""
     names = code.co_varnames[: code.co_argcount]
     args = {name: f"___a{i}" for i, name in enumerate(names)}
     scope: Dict[str, Any] = {"___G": func.__globals__, "___miss": miss, "___GENERAL": GENERAL}
@@ -149,7 +150,7 @@ def build(
         lines.append(f"    {', '.join(args.values())}, = ___args")
     for n, (entry, condition) in enumerate(zip(entries, conditions)):
         result_code = entry.result.code
-        fn = entry_function(result_code) if result_code is not None else None
+        fn = entry_function(result_code)
         if fn is None:
             call = "___GENERAL"
         else:
@@ -218,7 +219,7 @@ def build_call(
     lines.append(f"    {', '.join(arg_names)}, = ___p")
     for k, (entry, condition) in enumerate(zip(entries, conditions)):
         result_code = entry.result.code
-        fn = entry_function(result_code) if result_code is not None else None
+        fn = entry_function(result_code)
         if fn is None:
             return None
         lines += _checked(condition, _run(k, result_code, fn, arg_names, scope))
@@ -280,11 +281,15 @@ def _tuple(items: List[str]) -> str:
 
 
 def _run(
-    k: int, result_code: types.CodeType, fn: Callable, arg_names: List[str], scope: Dict[str, Any]
+    k: int,
+    result_code: Optional[types.CodeType],
+    fn: Callable,
+    arg_names: List[str],
+    scope: Dict[str, Any],
 ) -> List[str]:
     """The lines that run entry ``k``: its graph's own lines, a call of its graph, or a
     call of its entry function ``fn``."""
-    call = GRAPH_CALLS.get(result_code)
+    call = GRAPH_CALLS.get(result_code) if result_code is not None else None
     if call is None:
         scope[f"___fn{k}"] = fn
         return [f"return ___fn{k}(*___p)"]

@@ -48,6 +48,10 @@ EAGER_PAST_LIMIT = FrameResult(None, True)
 #: captured); seen by the hook, it is ``RUN_ORIGINAL``
 EAGER_PAST_LIMIT_SEEING_CACHES = FrameResult(None, False)
 
+#: an entry that profitability found slower than the frame's original code
+#: (``runtime.profitability``): calls its guard matches run the original, watched by the hook
+KEPT_EAGER = FrameResult(None, False)
+
 #: what the recompile limit counts by (TorchDynamo's rule): an entry whose guard pins a
 #: local by identity (``L['self'] is ___o1``) counts only against calls where that local is
 #: the same object. Only ``self`` and locals that hold layers (a layer passed in, a loop's

@@ -348,6 +348,12 @@ def test_results_are_classified(tmp_path, test_backends):
     assert ok["correct_at"] == {"-6": True, "-1": True}
     assert ok["graphs"] == 1 and ok["breaks"] == 0 and ok["eager_frames"] == 0
     assert ok["speedup"] > 0 and ok["compile_s"] > 0 and ok["outputs"] == 2
+    # the untimed calls' profile: the first call compiles and runs the graph once, the
+    # warmup calls run it once each
+    (first,) = ok["profile"]["first_call"]["graphs"]
+    assert first["calls"] == 1 and "first run" in first["compile_ms"]
+    (warm,) = ok["profile"]["warmup"]["graphs"]
+    assert warm["calls"] == ok["limits"]["warmup"] + ok.get("settle_calls", 0)
     assert by["test-wrong"]["error"]["kind"] == "wrong_result"
     assert by["test-wrong"]["correct_at"] == {"-6": False, "-1": False}
     broken = by["test-broken"]

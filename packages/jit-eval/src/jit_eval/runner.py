@@ -359,13 +359,18 @@ def _run_backend(
         compiled = paddle.jit.to_static(model, full_graph=False)
     else:
         compiled = jit_core.optimize(model, backend=backend, dynamic=False)
+    # the untimed calls (the first; the warmup and the settling) are profiled: what the
+    # JIT did, graph by graph (jit_core.profile); the timed calls are not, as profiling
+    # takes the general path
+    first_profile, warm_profile = _Profiled(backend != SOT), _Profiled(backend != SOT)
     # the first call draws what the reference drew: jit-core keeps its own draws at
     # capture and compile time out of the user's stream
     paddle.seed(cfg.seed)
     start = time.perf_counter()
     try:
-        out = compiled(**kwargs)
-        _sync()
+        with first_profile:
+            out = compiled(**kwargs)
+            _sync()
     except BackendCompileError as e:
         return _fail(result, scores.COMPILE_FAIL, BACKEND_COMPILE_ERROR, _describe(e))
     except JitError as e:
@@ -383,11 +388,14 @@ def _run_backend(
     if result["status"] != scores.CORRECT:
         return result
     try:
-        for _ in range(limits["warmup"]):
-            eager(**kwargs)
-            compiled(**kwargs)
-        if backend != SOT:
-            result["settle_calls"] = _settle(compiled, kwargs)
+        with warm_profile:
+            for _ in range(limits["warmup"]):
+                eager(**kwargs)
+                compiled(**kwargs)
+            if backend != SOT:
+                result["settle_calls"] = _settle(compiled, kwargs)
+        if first_profile.data is not None and warm_profile.data is not None:
+            result["profile"] = {"first_call": first_profile.data, "warmup": warm_profile.data}
         eager_ms: List[float] = []
         compiled_ms: List[float] = []
         for i in range(limits["trials"]):
@@ -412,6 +420,35 @@ def _run_backend(
 
 #: the most calls made to settle trials (``JitStats.on_trial``): a trial takes at most 68
 SETTLE_CALLS = 200
+
+
+class _Profiled:
+    """Profiles the block it is entered for; ``data`` is the profile's JSON (without a
+    trace). Off for SOT, and where a profile is active already (the user's
+    ``JIT_PROFILE``)."""
+
+    def __init__(self, on: bool):
+        self.on = on
+        self.data: Optional[Dict[str, Any]] = None
+        self._profile: Any = None
+        self._context: Any = None
+
+    def __enter__(self) -> None:
+        if not self.on:
+            return
+        import jit_core
+
+        self._context = jit_core.profile()
+        try:
+            self._profile = self._context.__enter__()
+        except RuntimeError:  # one is active: the user's own
+            self.on, self._context = False, None
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._context is not None:
+            self._context.__exit__(*exc)
+            self._context = None
+            self.data = self._profile.to_json()
 
 
 def _settle(compiled, kwargs: Dict[str, Any]) -> int:

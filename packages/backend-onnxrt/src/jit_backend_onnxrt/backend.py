@@ -33,6 +33,7 @@ from jit_core.kit.onnx import (
     runtime_checks,
 )
 from jit_core.kit.shape_dispatch import check_other_sizes, dynamic_dims, other_sizes
+from jit_core.workers import scratch_dir
 
 from . import first_load
 
@@ -147,7 +148,7 @@ def compile_graph(
             if dynamic_dims(gm):
                 runs += [list(zip(placeholders, x)) for x in other_sizes(example_inputs, gm)]
             size = len(model) + sum(first_load.feed_bytes(runs, live))
-            scratch = first_load.scratch_dir(size)
+            scratch = scratch_dir(size)
             with tempfile.TemporaryDirectory(prefix="jit_onnxrt_", dir=scratch) as folder:
                 feeds = first_load.trial_feeds(folder, runs, live, _trial_limit(scratch))
                 session, optimized = _first_load(
@@ -706,9 +707,7 @@ class _Specializer:
                 model = _with_fixed_dims(self._model, shapes)
                 # its first run, on this call's inputs, is the worker's
                 live = {f.name: f.tensor for f in owner._live}
-                scratch = first_load.scratch_dir(
-                    len(model) + sum(first_load.feed_bytes([inputs], live))
-                )
+                scratch = scratch_dir(len(model) + sum(first_load.feed_bytes([inputs], live)))
                 with tempfile.TemporaryDirectory(prefix="jit_onnxrt_", dir=scratch) as folder:
                     feeds = first_load.trial_feeds(folder, [inputs], live, _trial_limit(scratch))
                     session, _ = _first_load(

@@ -116,22 +116,6 @@ class FirstLoads(Worker):
             raise OrtAborted("loading", e.how, e.stderr) from None
 
 
-def scratch_dir(size: int) -> Optional[str]:
-    """Where the files the worker reads and writes go: a memory file system where there is
-    one with room for them (writing ResNet18's 45 MB model to a disk took up to 0.1 s of
-    its 0.6 s first call), else the usual temporary directory (None). ``size``: the
-    model's bytes and the feeds'."""
-    shm = "/dev/shm"
-    try:
-        room = os.statvfs(shm)
-    except (AttributeError, OSError):  # no such directory, or not a POSIX system
-        return None
-    # the model, the one ONNX Runtime writes, and the feeds, with room to spare
-    if room.f_bavail * room.f_frsize < 4 * size + (64 << 20) or not os.access(shm, os.W_OK):
-        return None
-    return shm
-
-
 def feed_bytes(runs: Sequence[Sequence[Tuple[str, Any]]], live: Dict) -> List[int]:
     """The bytes of the parameters, then of each run's inputs (Paddle tensors or arrays)."""
 

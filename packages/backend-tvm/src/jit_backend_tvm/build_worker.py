@@ -34,7 +34,7 @@ import tempfile
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from jit_core.errors import StaticShapesOnly
-from jit_core.workers import Worker, WorkerDied, child_argv, serve
+from jit_core.workers import Worker, WorkerDied, child_argv, scratch_dir, serve
 
 from .library import (
     COUNTS,
@@ -101,7 +101,7 @@ def build(
     builds only."""
     data = model.SerializeToString()
     sizes = [_nbytes(t) for t in feeds or ()]
-    scratch = _scratch_dir(len(data) + sum(sizes))
+    scratch = scratch_dir(len(data) + sum(sizes))
     limit = FIRST_RUN_MAX_BYTES if scratch else DISK_FIRST_RUN_MAX_BYTES
     with tempfile.TemporaryDirectory(prefix="jit_tvm_", dir=scratch) as folder:
         path = os.path.join(folder, "model.onnx")
@@ -156,20 +156,6 @@ def _nbytes(t) -> int:
     for d in t.shape:
         n *= d
     return n
-
-
-def _scratch_dir(size: int) -> Optional[str]:
-    """A memory file system with room for ``size`` bytes (the model, the feeds) and the
-    library, if there is one; else None, the usual temporary directory. Writing the
-    feeds there costs about 0.4 ms a MB."""
-    shm = "/dev/shm"
-    try:
-        room = os.statvfs(shm)
-    except (AttributeError, OSError):  # no such directory, or not a POSIX system
-        return None
-    if room.f_bavail * room.f_frsize < 4 * size + (64 << 20) or not os.access(shm, os.W_OK):
-        return None
-    return shm
 
 
 def _write_feeds(folder: str, feeds: Sequence[Any], dtypes: Sequence[str]) -> List[List[str]]:

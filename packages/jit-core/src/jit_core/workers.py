@@ -178,6 +178,22 @@ class Worker:
                 proc.kill()
 
 
+def scratch_dir(size: int) -> Optional[str]:
+    """Where the files a worker reads and writes (a model, its inputs) go: a memory file
+    system with room for ``size`` bytes four times over (what the worker writes back,
+    with room to spare), else None: the usual temporary directory. Writing ResNet18's
+    45 MB model to a disk took up to 0.1 s of its 0.6 s first call; to memory about
+    0.4 ms a MB."""
+    shm = "/dev/shm"
+    try:
+        room = os.statvfs(shm)
+    except (AttributeError, OSError):  # no such directory, or not a POSIX system
+        return None
+    if room.f_bavail * room.f_frsize < 4 * size + (64 << 20) or not os.access(shm, os.W_OK):
+        return None
+    return shm
+
+
 def how_it_ended(returncode: int) -> str:
     if returncode < 0:
         try:

@@ -7,6 +7,31 @@ import warnings
 warnings.filterwarnings("ignore", message="No ccache found", category=UserWarning)
 
 
+# ------------------------------------------------------------- tests run on one Python
+
+#: set by the nox tests session to the one Python that runs the ``one_python`` tests: what
+#: they check (a worker process surviving a native crash, say) does not depend on the
+#: Python, and each takes minutes
+ONE_PYTHON_ENV = "JIT_ONE_PYTHON"
+
+
+def pytest_collection_modifyitems(config, items):
+    import sys
+
+    import pytest
+
+    chosen = os.environ.get(ONE_PYTHON_ENV)
+    here = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    if not chosen or chosen == here:
+        return
+    skip = pytest.mark.skip(
+        reason=f"runs on Python {chosen} only in CI ({ONE_PYTHON_ENV}): the same on every Python"
+    )
+    for item in items:
+        if "one_python" in item.keywords:
+            item.add_marker(skip)
+
+
 # ------------------------------------------------------------- a real Redis for the tests
 
 import os  # noqa: E402

@@ -177,7 +177,13 @@ def tests(session: nox.Session) -> None:
     ensure_redis_server(session)
     ensure_cxx(session)
     workers = os.environ.get("JIT_TEST_WORKERS", "2")
-    env = {"GLOG_minloglevel": "2", **REDIS_REQUIRED, **NATIVE_REQUIRED}
+    env = {
+        "GLOG_minloglevel": "2",
+        **REDIS_REQUIRED,
+        **NATIVE_REQUIRED,
+        # tests marked one_python run in one session (conftest.py)
+        "JIT_ONE_PYTHON": CLUSTER_PYTHON,
+    }
     # the unit tests and the conformance suite on the default paddle backend
     session.run("pytest", "-n", workers, *session.posargs, env=env)
     if session.python == FIRST_TVM_PYTHON:

@@ -24,7 +24,11 @@ from jit_backend_tvm import plugin
 import jit_core
 
 WHY_NOT = plugin.unavailable_reason()
-pytestmark = pytest.mark.skipif(bool(WHY_NOT), reason=f"the tvm backend cannot run here: {WHY_NOT}")
+pytestmark = [
+    pytest.mark.skipif(bool(WHY_NOT), reason=f"the tvm backend cannot run here: {WHY_NOT}"),
+    # each scenario starts Python processes that import Paddle and TVM and build: minutes
+    pytest.mark.one_python,
+]
 
 #: a TVM whose Relax VM's ``main`` aborts where ``TVM_ABORT_MODE`` says, after what a
 #: crashing kernel prints: on every run ("every-run"), on runs fed an input of shape

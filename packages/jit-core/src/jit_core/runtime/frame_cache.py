@@ -330,10 +330,8 @@ class CodeCache:
         if not any(e is entry for e in self.entries):
             return False
         self.entries = [e for e in self.entries if e is not entry]
-        if self.hot is not None:
-            self.hot = tuple((e.guard.fn, e.result) for e in self.entries)
         # the dispatcher holds what the dropped guard held
-        self._changed()
+        self.refresh()
         per_owner = dict(self._per_owner)
         left = per_owner.get(entry.owner_key, 0) - 1
         if left > 0:
@@ -342,6 +340,13 @@ class CodeCache:
             per_owner.pop(entry.owner_key, None)
         self._per_owner = per_owner
         return True
+
+    def refresh(self) -> None:
+        """The entries, or what one runs (``result``), changed: ``hot`` again from them
+        (unless the frame runs eagerly), and what was generated for the old ones dropped."""
+        if self.hot is not None:
+            self.hot = tuple((e.guard.fn, e.result) for e in self.entries)
+        self._changed()
 
     def _changed(self) -> None:
         """The entries changed: drop what was generated for the old ones."""

@@ -255,7 +255,7 @@ class Trials:
             return
         self.pending[entry.code] = (Trial(), entry, cache, key)
         self.originals.add(code)
-        cache.dispatch = None  # the fast paths leave an entry on trial to run_direct
+        cache.refresh()  # the fast paths leave an entry on trial to run_direct
 
     def run(self, entry_code: types.CodeType, func, fn: Callable, args: tuple, kwargs: dict, L, G):
         """A call of an entry on trial: the entry's code ``fn`` or the original ``func``
@@ -317,10 +317,7 @@ class Trials:
                     changed()
                 return
             entry.result = KEPT_EAGER
-            cache.hot = tuple((e.guard.fn, e.result) for e in cache.entries)
-        cache.dispatch = None
-        if cache.on_change is not None:
-            cache.on_change()
+        cache.refresh()
 
 
 __all__ = ["MARGIN", "Trial", "Trials", "Verdict", "cache_key"]

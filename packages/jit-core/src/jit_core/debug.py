@@ -618,20 +618,7 @@ class _GraphTriage:
 def _prefix(graph: Graph, last: Node) -> Graph:
     """The graph up to ``last`` (every placeholder kept, so it takes the same inputs),
     returning ``last``'s value."""
-    new = Graph()
-    env: Dict[Node, Node] = {}
-    for node in graph.nodes:
-        if node.op == "output":
-            break
-        if node.op == "placeholder":
-            copied = new.placeholder(node.target)
-            copied.meta = dict(node.meta)
-        else:
-            copied = new.node_copy(node, env.__getitem__)
-        env[node] = copied
-        if node is last:
-            break
-    new.output((env[last],))
+    new = graph.copy(until=last)
     new.eliminate_dead_code()
     return new
 

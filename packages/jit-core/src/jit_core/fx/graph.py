@@ -123,8 +123,10 @@ class Graph:
         new.meta = dict(node.meta)
         return new
 
-    def copy(self) -> Graph:
-        """A new graph with copies of these nodes (same placeholder names, meta copied)."""
+    def copy(self, until: Optional[Node] = None) -> Graph:
+        """A new graph with copies of these nodes (same placeholder names, meta copied).
+        ``until``: only the nodes up to that one, the new graph returning its value (as a
+        one-item tuple)."""
         new = Graph()
         env: Dict[Node, Node] = {}
         for node in self.nodes:
@@ -137,6 +139,9 @@ class Graph:
             else:
                 copy = new.node_copy(node, env.__getitem__)
             env[node] = copy
+            if node is until:
+                new.output((copy,))
+                break
         return new
 
     def erase_node(self, node: Node) -> None:

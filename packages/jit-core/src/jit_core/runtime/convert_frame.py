@@ -377,8 +377,11 @@ class FrameCompiler(BreakCompiler):
         )
         # a graph none of whose values are live still runs where it draws random numbers:
         # eager's draws advance the generator, and what runs after the frame reads it
-        draws = any(nd.op.startswith("call_") and is_random(nd) for nd in output.graph.nodes)
-        if tensors or output.effects or draws:
+        if (
+            tensors
+            or output.effects
+            or any(nd.op.startswith("call_") and is_random(nd) for nd in output.graph.nodes)
+        ):
             traced.outputs = output.set_outputs(tensors)
             gm = GraphModule(output.root, output.graph, class_name=f"Graph_{code.co_name}_{n}")
             placeholders = [nd for nd in output.graph.nodes if nd.op == "placeholder"]

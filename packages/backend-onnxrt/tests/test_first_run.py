@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import textwrap
 
 import pytest
 from jit_backend_onnxrt import plugin
+
+from jit_core.workers import how_it_ended
 
 WHY_NOT = plugin.unavailable_reason()
 pytestmark = pytest.mark.skipif(
@@ -142,11 +143,7 @@ def run_scenario(tmp_path, mode: str, body: str) -> dict:
         [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300
     )
     if proc.returncode:
-        how = (
-            f"signal {signal.Signals(-proc.returncode).name}"
-            if proc.returncode < 0
-            else f"exit code {proc.returncode}"
-        )
+        how = how_it_ended(proc.returncode)
         pytest.fail(f"the user's process ended ({how}):\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import textwrap
@@ -22,6 +21,7 @@ import pytest
 from jit_backend_tvm import plugin
 
 import jit_core
+from jit_core.workers import how_it_ended
 
 WHY_NOT = plugin.unavailable_reason()
 pytestmark = [
@@ -145,11 +145,7 @@ def run_scenario(tmp_path, mode: str, body: str) -> dict:
         [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600
     )
     if proc.returncode:
-        how = (
-            f"signal {signal.Signals(-proc.returncode).name}"
-            if proc.returncode < 0
-            else f"exit code {proc.returncode}"
-        )
+        how = how_it_ended(proc.returncode)
         pytest.fail(f"the user's process ended ({how}):\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 

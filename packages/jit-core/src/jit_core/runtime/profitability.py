@@ -32,6 +32,7 @@ from typing import Any, Callable, Dict, List, Optional, Set
 
 from ..cache import disk as compile_cache
 from ..logs import breaks_log
+from . import fast_dispatch
 from .direct_entry import set_eval_frame
 from .frame_cache import EAGER_PAST_LIMIT, KEPT_EAGER
 
@@ -56,7 +57,7 @@ MARGIN = 0.03
 CACHE_NAMESPACE = "profitability"
 #: part of a verdict's key: a change of the rules above makes the verdicts kept under the
 #: old ones stale
-RULES = "2026-12-07"
+RULES = "2026-12-07b"
 
 
 @dataclass
@@ -145,9 +146,7 @@ class Trial:
             return
         compiled_us = statistics.median(self.compiled) * 1e6
         eager_us = statistics.median(self.eager) * 1e6
-        # a small frame is decided strictly: there the margin is the JIT's own cost
-        margin = MARGIN if eager_us >= FOR_GOOD_US else 0.0
-        kept = "eager" if compiled_us > eager_us * (1 + margin) else "compiled"
+        kept = "eager" if compiled_us > eager_us * (1 + MARGIN) else "compiled"
         self.verdict = Verdict(kept, compiled_us, eager_us, rounds)
 
 
@@ -211,6 +210,19 @@ def cache_key(entry: Any, backend: str) -> Optional[str]:
     return compile_cache.graph_key(gm, [], extra, values=False, tensor_names=False)
 
 
+def _dispatcher(func, entry: Any, fn: Callable) -> Optional[Callable]:
+    """The entry's guards and call as a cache hit runs them (``fast_dispatch``), or None
+    where its guards cannot be inlined: what a compiled call costs is timed with its
+    guards as they run there, not as the slower general path runs them."""
+    return fast_dispatch.build(func, entry.original, [entry], lambda code: fn, _guard_failed(fn))
+
+
+def _guard_failed(fn: Callable) -> Callable:
+    # the guard held on this very call (run_direct matched it): it fails again only if
+    # evaluating it is not pure, and the entry's code is still what runs
+    return lambda args: fn(*args)
+
+
 class Trials:
     """The entries of one compile context on trial, and what it does with a verdict.
     ``hook``: the frame hook under which a trial runs a frame's original code (that
@@ -264,11 +276,18 @@ class Trials:
         costs on each call is what the original saves."""
         trial, entry, cache, key = self.pending[entry_code]
         hook = self.kept_eager_hook(entry.original, self.hook)
-        guard = entry.guard
+        dispatch = _dispatcher(func, entry, fn) if not kwargs else None
+        if dispatch is not None and len(args) == entry.original.co_argcount:
 
-        def compiled() -> Any:
-            guard(L, G)
-            return fn(*args, **kwargs)
+            def compiled() -> Any:
+                return dispatch(args)
+
+        else:
+            guard = entry.guard
+
+            def compiled() -> Any:
+                guard(L, G)
+                return fn(*args, **kwargs)
 
         def eager() -> Any:
             if hook is None:  # (run_direct turned the hook off already)

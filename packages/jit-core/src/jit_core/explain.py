@@ -77,6 +77,8 @@ class GraphInfo:
     #: the training calls the graph runs after its operations, in order
     #: (``loss.backward()``, ``SGD.step()``: ``runtime.train_step``)
     training_calls: List[str] = field(default_factory=list)
+    #: the training calls as they run (an optimizer's step as its update kernels)
+    training_notes: List[str] = field(default_factory=list)
 
 
 @dataclass
@@ -170,7 +172,7 @@ class ExplainOutput:
                 out.extend("    " + line for line in g.shapes)
             if g.training_calls:
                 out.append("  Training calls after the graph, in order:")
-                out.extend("    " + call for call in g.training_calls)
+                out.extend("    " + call for call in g.training_notes or g.training_calls)
             if g.written_back:
                 out.append("  Written back after the graph:")
                 out.extend("    " + line for line in g.written_back)
@@ -249,6 +251,7 @@ def explain(fn: Callable, *args, backend: Optional[str] = None, **kwargs) -> Exp
                     artifact=_ARTIFACT.get(entry.artifact or ""),
                     kernel_code=getattr(entry.compiled, "kernel_code", None),
                     training_calls=[e.text for e in getattr(entry.compiled, "effects", ())],
+                    training_notes=_training_notes(entry.compiled),
                 )
             )
         else:
@@ -273,6 +276,11 @@ _ARTIFACT = {
     "built": "built here (and cached)",
     "miss": "built here (not cached)",
 }
+
+
+def _training_notes(compiled) -> List[str]:
+    describe = getattr(compiled, "describe_effects", None)
+    return describe() if callable(describe) else []
 
 
 def _backend_line(entry) -> Optional[str]:

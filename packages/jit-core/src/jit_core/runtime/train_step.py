@@ -1,12 +1,14 @@
 """A compiled graph with training calls: its operations, then its effects (``loss.backward()``,
 ``opt.step()``, ``opt.clear_grad()`` ...: ``executor.train_effects``), in the order the code
-made them, as Paddle's own calls."""
+made them, as Paddle's own calls (an optimizer's ``step()`` as the update kernels Paddle's
+code calls, once recorded: ``update_kernels``)."""
 
 from __future__ import annotations
 
 from typing import Any, Callable, List, Optional, Sequence
 
 from ..executor.train_effects import Effect, EffectInput, EffectResult
+from .update_kernels import ReplayedStep, replayed
 
 
 def _resolve(arg: Any, outs: Sequence[Any], results: List[Any]) -> Any:
@@ -35,7 +37,7 @@ class TrainingStep:
         self, graph: Callable, effects: List[Effect], n_outputs: int, positions: List[int]
     ):
         self.graph = graph
-        self.effects = list(effects)
+        self.effects = [e._replace(fn=replayed(e.fn, e.args, e.kwargs)) for e in effects]
         self.n_outputs = n_outputs
         self.positions = list(positions)
         #: effects whose arguments need no resolving, with them as they are
@@ -58,6 +60,13 @@ class TrainingStep:
                     )
                 )
         return outs if len(outs) == self.n_outputs else outs[: self.n_outputs]
+
+    def describe_effects(self) -> List[str]:
+        """Each effect as the code wrote it, with how an optimizer's step runs."""
+        return [
+            f"{e.text}: {e.fn.replay.describe()}" if type(e.fn) is ReplayedStep else e.text
+            for e in self.effects
+        ]
 
     @property
     def built(self) -> Callable:

@@ -1,0 +1,170 @@
+"""An optimizer's ``step()`` inside a compiled training step runs as the update kernels
+Paddle's code calls (``jit_core.runtime.update_kernels``), once they are recorded: the
+parameters and the optimizer's state must stay eager Paddle's bit for bit, step after
+step, including where what decided the recorded path changes in the middle of training.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import paddle
+import paddle.nn.functional as F
+import pytest
+
+import jit_core
+from jit_core.runtime.update_kernels import replay_of
+
+from .test_training import Net, assert_same_state, batches, run_both, state_of
+
+pytestmark = pytest.mark.autograd
+
+
+def sgd(params):
+    return paddle.optimizer.SGD(0.1, parameters=params)
+
+
+def momentum(params):
+    return paddle.optimizer.Momentum(0.1, parameters=params, weight_decay=0.01)
+
+
+def adam(params):
+    sched = paddle.optimizer.lr.StepDecay(0.01, step_size=2, gamma=0.5)
+    return paddle.optimizer.Adam(sched, parameters=params)
+
+
+def adamw(params):
+    return paddle.optimizer.AdamW(
+        0.01, parameters=params, weight_decay=0.1, apply_decay_param_fun=lambda n: "b_" not in n
+    )
+
+
+#: optimizer, the kernel each parameter's update is, whether a scheduler sets the rate
+REPLAYED = {
+    "sgd": (sgd, "sgd_"),
+    "momentum": (momentum, "momentum_"),
+    "adam": (adam, "adam_"),
+    "adamw": (adamw, "adamw_"),
+}
+
+
+def build(setup, seed=0):
+    paddle.seed(seed)
+    net = Net(dropout=0.0)
+    opt = setup(net.parameters())
+    sched = (
+        opt._learning_rate
+        if isinstance(opt._learning_rate, paddle.optimizer.lr.LRScheduler)
+        else None
+    )
+
+    def step(x, y):
+        loss = F.cross_entropy(net(x), y)
+        loss.backward()
+        opt.step()
+        opt.clear_grad()
+        if sched is not None:
+            sched.step()
+        return loss
+
+    return net, opt, step
+
+
+@pytest.mark.parametrize("name", sorted(REPLAYED))
+def test_a_step_after_the_second_runs_its_update_kernels(name, backend):
+    setup, kernel = REPLAYED[name]
+    net_e, opt_e, step_e = build(setup)
+    net_j, opt_j, step_j = build(setup)
+    fast = jit_core.optimize(step_j, backend=backend)
+    run_both(step_e, fast, batches(6))
+    assert_same_state(state_of(net_j, opt_j), state_of(net_e, opt_e))
+    replay = replay_of(opt_j)
+    # the first step makes the accumulators, the second is recorded
+    assert replay is not None and replay.replayed == 4, replay and replay.describe()
+    n = len([p for p in net_j.parameters() if not p.stop_gradient])
+    assert f"({kernel} x{n})" in replay.describe()
+    assert ("scheduler's rate" in replay.describe()) == (name == "adam")
+    x, y = batches(1)[0]
+    report = str(jit_core.explain(fast, x, y))
+    assert f"{type(opt_j).__name__}.step(): its update kernels alone ({kernel} x{n})" in report
+
+
+def changes_mid_training(net, opt, i):
+    """What changes the path Paddle's ``step()`` takes, between steps."""
+    if i == 3:
+        opt.set_lr(0.02)
+    if i == 4:
+        net.fc1.bias.stop_gradient = True
+    if i == 6:
+        net.fc1.bias.stop_gradient = False
+
+
+def test_what_decides_the_update_changes_between_steps(backend):
+    """A new learning rate, a parameter frozen and thawed: each step that would take
+    another path runs Paddle's own ``step()``, and the next is recorded again."""
+    net_e, opt_e, step_e = build(sgd)
+    net_j, opt_j, step_j = build(sgd)
+    fast = jit_core.optimize(step_j, backend=backend)
+    for i, (x, y) in enumerate(batches(9)):
+        changes_mid_training(net_e, opt_e, i)
+        changes_mid_training(net_j, opt_j, i)
+        np.testing.assert_array_equal(fast(x, y).numpy(), step_e(x, y).numpy(), err_msg=str(i))
+        assert_same_state(state_of(net_j, opt_j), state_of(net_e, opt_e))
+    replay = replay_of(opt_j)
+    # step 0 makes the accumulators, 1 is recorded, 2 replayed; 3 (a new rate), 4 (frozen)
+    # and 6 (thawed) recorded again, 5, 7 and 8 replayed
+    assert (replay.replayed, replay.recordings) == (4, 4), replay.describe()
+    assert replay.describe().startswith("its update kernels alone")
+
+
+def test_a_parameter_without_a_gradient_is_not_updated(backend):
+    """A step whose loss does not reach ``fc2`` leaves it as Paddle does."""
+    paddle.seed(1)
+    nets = [Net(dropout=0.0) for _ in range(2)]
+    nets[1].set_state_dict(nets[0].state_dict())
+    opts = [paddle.optimizer.AdamW(0.01, parameters=n.parameters()) for n in nets]
+
+    def make_step(net, opt):
+        def step(x):
+            loss = F.relu(net.bn(net.fc1(x))).mean()
+            loss.backward()
+            opt.step()
+            opt.clear_grad(set_to_zero=False)
+            return loss
+
+        return step
+
+    eager = make_step(nets[0], opts[0])
+    fast = jit_core.optimize(make_step(nets[1], opts[1]), backend=backend)
+    for x, _ in batches(5):
+        np.testing.assert_array_equal(fast(x).numpy(), eager(x).numpy())
+    assert_same_state(state_of(nets[1], opts[1]), state_of(nets[0], opts[0]))
+    assert replay_of(opts[1]).replayed == 3
+
+
+def test_gradient_clipping_runs_paddles_step_and_says_why(backend):
+    net_e, opt_e, step_e = build(
+        lambda p: paddle.optimizer.SGD(0.1, parameters=p, grad_clip=paddle.nn.ClipGradByNorm(0.1))
+    )
+    net_j, opt_j, step_j = build(
+        lambda p: paddle.optimizer.SGD(0.1, parameters=p, grad_clip=paddle.nn.ClipGradByNorm(0.1))
+    )
+    fast = jit_core.optimize(step_j, backend=backend)
+    run_both(step_e, fast, batches(4))
+    assert_same_state(state_of(net_j, opt_j), state_of(net_e, opt_e))
+    replay = replay_of(opt_j)
+    assert replay.replayed == 0
+    assert replay.describe() == "Paddle's own step(): it clips gradients"
+
+
+def test_a_subclass_runs_its_own_step():
+    """A subclass of SGD may change the update: nothing is replayed."""
+
+    class MySGD(paddle.optimizer.SGD):
+        pass
+
+    net_e, opt_e, step_e = build(lambda p: MySGD(0.1, parameters=p))
+    net_j, opt_j, step_j = build(lambda p: MySGD(0.1, parameters=p))
+    fast = jit_core.optimize(step_j)
+    run_both(step_e, fast, batches(4))
+    assert_same_state(state_of(net_j, opt_j), state_of(net_e, opt_e))
+    assert replay_of(opt_j) is None

@@ -16,14 +16,14 @@ the update kernels, the scheduler's set of the learning rate (``full_``) and a s
 of reads; each kernel's tensors are its parameter, that parameter's gradient, and tensors
 the optimizer holds. Later steps call the same kernels with the same arguments, the
 gradient taken anew and a scheduler's rate read anew, so the update is Paddle's bit for
-bit. Gradient clipping, regularization, multi-tensor updates, master weights with no
-accumulator entry, anything calling other kernels is not replayable and runs Paddle's
-``step()`` every time (``describe()`` says why).
+bit. Gradient clipping, regularizers, parameter groups, multi-tensor updates, anything
+calling other kernels is not replayable and runs Paddle's ``step()`` every time
+(``describe()`` says why).
 
 Each replay first checks what decided the recorded path: the same learning-rate object
-(``set_lr()`` and ``set_lr_scheduler()`` replace it), the same parameter list, no
-``found_inf`` from a loss scaler (which skips the update), and the same parameters
-trainable with gradients. Where any differs, that step is recorded again as it runs
+(``set_lr()`` and ``set_lr_scheduler()`` replace it), the same parameter list and dict of
+master weights (``set_state_dict()`` replaces that), no ``found_inf`` from a loss scaler
+(which skips the update), and the same parameters trainable with gradients. Where any differs, that step is recorded again as it runs
 Paddle's ``step()`` (at most ``MAX_RECORDINGS`` times per optimizer).
 """
 
@@ -148,11 +148,13 @@ class _Recording:
 class _Plan:
     """The recorded kernel calls, with what decided that path of ``step()``."""
 
-    __slots__ = ("lr", "params", "pattern", "calls", "counts")
+    __slots__ = ("lr", "params", "masters", "pattern", "calls", "counts")
 
     def __init__(self, opt: Any, taking_part: List[bool], recording: _Recording, grads: list):
         self.lr = opt._learning_rate
         self.params = opt._parameter_list
+        #: (``set_state_dict()`` replaces the dict of master weights)
+        self.masters = getattr(opt, "_master_weights", None)
         #: per parameter, whether the step updated it (trainable, with a gradient)
         self.pattern = list(zip(self.params, taking_part))
         #: (kernel, arguments, keywords, index of the gradient among the updated
@@ -188,7 +190,7 @@ class _Plan:
         nothing done) where it would not."""
         if opt._learning_rate is not self.lr or opt._parameter_list is not self.params:
             return False
-        if len(self.params) != len(self.pattern):
+        if len(self.params) != len(self.pattern) or opt._master_weights is not self.masters:
             return False
         aux = opt._auxiliary_vars
         if aux:

@@ -141,19 +141,40 @@ def test_a_parameter_without_a_gradient_is_not_updated(backend):
     assert replay_of(opts[1]).replayed == 3
 
 
-def test_gradient_clipping_runs_paddles_step_and_says_why(backend):
-    net_e, opt_e, step_e = build(
-        lambda p: paddle.optimizer.SGD(0.1, parameters=p, grad_clip=paddle.nn.ClipGradByNorm(0.1))
-    )
-    net_j, opt_j, step_j = build(
-        lambda p: paddle.optimizer.SGD(0.1, parameters=p, grad_clip=paddle.nn.ClipGradByNorm(0.1))
-    )
+@pytest.mark.parametrize(
+    "clip", [paddle.nn.ClipGradByGlobalNorm, paddle.nn.ClipGradByNorm, paddle.nn.ClipGradByValue]
+)
+def test_a_gradient_clip_runs_as_paddles_step_calls_it(clip, backend):
+    """The clip is Paddle's own, called on the (parameter, gradient) pairs as Paddle's
+    step calls it; the kernels take what it returns."""
+
+    def setup(p):
+        return paddle.optimizer.AdamW(0.05, parameters=p, grad_clip=clip(0.05))
+
+    net_e, opt_e, step_e = build(setup)
+    net_j, opt_j, step_j = build(setup)
     fast = jit_core.optimize(step_j, backend=backend)
-    run_both(step_e, fast, batches(4))
+    run_both(step_e, fast, batches(5))
+    assert_same_state(state_of(net_j, opt_j), state_of(net_e, opt_e))
+    replay = replay_of(opt_j)
+    assert replay.replayed == 3, replay.describe()
+    assert replay.describe().endswith(f"after its {clip.__name__}")
+
+
+def test_a_regularizer_runs_paddles_step_and_says_why(backend):
+    """SGD's weight decay is a regularizer: kernels of its own, not replayed."""
+
+    def setup(p):
+        return paddle.optimizer.SGD(0.1, parameters=p, weight_decay=0.01)
+
+    net_e, opt_e, step_e = build(setup)
+    net_j, opt_j, step_j = build(setup)
+    fast = jit_core.optimize(step_j, backend=backend)
+    run_both(step_e, fast, batches(5))
     assert_same_state(state_of(net_j, opt_j), state_of(net_e, opt_e))
     replay = replay_of(opt_j)
     assert replay.replayed == 0
-    assert replay.describe() == "Paddle's own step(): it clips gradients"
+    assert replay.describe().startswith("Paddle's own step(): it calls "), replay.describe()
 
 
 def test_a_subclass_runs_its_own_step():

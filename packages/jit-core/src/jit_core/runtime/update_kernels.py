@@ -14,15 +14,16 @@ Paddle runs it: each update kernel's arguments, and every C function Paddle's co
 on the way (a profile hook). It is replayable only where that code called nothing but
 the update kernels, the scheduler's set of the learning rate (``full_``) and a short list
 of reads; each kernel's tensors are its parameter, that parameter's gradient, and tensors
-the optimizer holds. Later steps call the same kernels with the same arguments, the
+the optimizer holds (or, with a gradient clip, the clipped gradient). Later steps call the same kernels with the same arguments, the
 gradient taken anew and a scheduler's rate read anew, so the update is Paddle's bit for
-bit. Gradient clipping, regularizers, parameter groups, multi-tensor updates, anything
-calling other kernels is not replayable and runs Paddle's ``step()`` every time
-(``describe()`` says why).
+bit. A gradient clip is called as Paddle's step calls it, on the (parameter, gradient)
+pairs, and its result goes to the kernels. Regularizers, parameter groups, multi-tensor
+updates, anything calling other kernels is not replayable and runs Paddle's ``step()``
+every time (``describe()`` says why).
 
 Each replay first checks what decided the recorded path: the same learning-rate object
-(``set_lr()`` and ``set_lr_scheduler()`` replace it), the same parameter list and dict of
-master weights (``set_state_dict()`` replaces that), no ``found_inf`` from a loss scaler
+(``set_lr()`` and ``set_lr_scheduler()`` replace it), the same gradient clip, parameter
+list and dict of master weights (``set_state_dict()`` replaces that), no ``found_inf`` from a loss scaler
 (which skips the update), and the same parameters trainable with gradients. Where any differs, that step is recorded again as it runs
 Paddle's ``step()`` (at most ``MAX_RECORDINGS`` times per optimizer).
 """
@@ -105,16 +106,35 @@ class _Recording:
         self.unexpected: List[str] = []
         self.thread = threading.get_ident()
         self.kernels: Dict[str, Callable] = {}
+        #: what the optimizer's gradient clip was given and returned
+        self.clipped: Optional[Tuple[list, list]] = None
+        self._paused = False
 
     def _wrap(self, real: Callable) -> Callable:
         calls, thread = self.calls, self.thread
 
         def recorded(*args, **kwargs):
-            if threading.get_ident() == thread:
+            if threading.get_ident() == thread and not self._paused:
                 calls.append((real, args, kwargs))
             return real(*args, **kwargs)
 
         return recorded
+
+    def _clip(self, clip: Callable) -> Callable:
+        """The gradient clip, run as it is: it is called again as it is on each replay."""
+
+        def clipping(params_grads):
+            self._paused = True
+            sys.setprofile(None)
+            try:
+                out = clip(params_grads)
+            finally:
+                sys.setprofile(self._profile)
+                self._paused = False
+            self.clipped = (list(params_grads), list(out))
+            return out
+
+        return clipping
 
     def _profile(self, frame, event: str, fn: Any) -> None:
         if event != "c_call":
@@ -132,15 +152,19 @@ class _Recording:
             real = getattr(_C_ops, name, None)
             if real is not None:
                 self.kernels[name] = real
+        clip = opt._grad_clip
         try:
             for name, real in self.kernels.items():
                 setattr(_C_ops, name, self._wrap(real))
+            if clip is not None:
+                opt._grad_clip = self._clip(clip)
             sys.setprofile(self._profile)
             try:
                 return step(opt)
             finally:
                 sys.setprofile(None)
         finally:
+            opt._grad_clip = clip
             for name, real in self.kernels.items():
                 setattr(_C_ops, name, real)
 
@@ -148,20 +172,23 @@ class _Recording:
 class _Plan:
     """The recorded kernel calls, with what decided that path of ``step()``."""
 
-    __slots__ = ("lr", "params", "masters", "pattern", "calls", "counts")
+    __slots__ = ("lr", "params", "masters", "clip", "pattern", "updated", "calls", "counts")
 
     def __init__(self, opt: Any, taking_part: List[bool], recording: _Recording, grads: list):
         self.lr = opt._learning_rate
         self.params = opt._parameter_list
         #: (``set_state_dict()`` replaces the dict of master weights)
         self.masters = getattr(opt, "_master_weights", None)
+        self.clip = opt._grad_clip
         #: per parameter, whether the step updated it (trainable, with a gradient)
         self.pattern = list(zip(self.params, taking_part))
         #: (kernel, arguments, keywords, index of the gradient among the updated
         #: parameters' or -1 for the learning rate's set, where it goes in the arguments)
         self.calls: List[Tuple[Callable, list, dict, int, int]] = []
         self.counts: Dict[str, int] = {}
-        updated = [p for p, takes in self.pattern if takes]
+        updated = self.updated = [p for p, takes in self.pattern if takes]
+        if self.clip is not None:
+            grads = _clipped(recording, updated, grads)
         state = _state_tensors(opt)
         done = set()
         for fn, args, kwargs in recording.calls:
@@ -197,6 +224,8 @@ class _Plan:
             found_inf = aux.get("found_inf")
             if found_inf is not None and found_inf is not False:
                 return False
+        if opt._grad_clip is not self.clip:
+            return False
         grads = []
         for p, takes in self.pattern:
             g = None if p.stop_gradient else p._grad_ivar()
@@ -207,6 +236,14 @@ class _Plan:
         had_grad = core._has_grad()
         core._set_has_grad(False)  # as Paddle's step runs: under no_grad
         try:
+            if self.clip is not None:
+                # (as Paddle's step calls it, once, on the (parameter, gradient) pairs)
+                out = self.clip(list(zip(self.updated, grads)))
+                if len(out) != len(grads) or any(
+                    q is not p for (q, _), p in zip(out, self.updated)
+                ):
+                    return False
+                grads = [g for _, g in out]
             for fn, args, kwargs, index, at in self.calls:
                 if index < 0:
                     args[at] = float(opt._learning_rate())
@@ -219,6 +256,20 @@ class _Plan:
             core._set_has_grad(had_grad)
         core._set_warmup(False)
         return True
+
+
+def _clipped(recording: _Recording, updated: list, grads: list) -> list:
+    """The gradients the update kernels take: what the clip returned for each updated
+    parameter, where it was given each one's gradient, in order."""
+    if recording.clipped is None:
+        raise _NotReplayable("its gradient clip was not called")
+    given, out = recording.clipped
+    if len(given) != len(updated) or len(out) != len(updated):
+        raise _NotReplayable("its gradient clip took or returned other parameters")
+    for (p, g), (q, _), want, grad in zip(given, out, updated, grads):
+        if p is not want or q is not want or not g._is_shared_buffer_with(grad):
+            raise _NotReplayable("its gradient clip took or returned other parameters")
+    return [g for _, g in out]
 
 
 def _state_tensors(opt: Any) -> Dict[int, Any]:
@@ -285,9 +336,6 @@ class UpdateReplay:
         if params is None or opt._param_groups is not params:
             self.refused = "its parameters are in groups"
             return fn(opt)
-        if opt._grad_clip is not None:
-            self.refused = "it clips gradients"
-            return fn(opt)
         taking_part, grads = [], []
         for p in params:
             g = None if p.stop_gradient else p._grad_ivar()
@@ -318,7 +366,8 @@ class UpdateReplay:
             counts = dict(self.plan.counts)
             rate = " and the scheduler's rate" if counts.pop(LR_SET, 0) else ""
             kernels = ", ".join(f"{n} x{c}" for n, c in sorted(counts.items()))
-            return f"its update kernels alone ({kernels}){rate}"
+            clip = f", after its {type(self.plan.clip).__name__}" if self.plan.clip else ""
+            return f"its update kernels alone ({kernels}){rate}{clip}"
         if self.refused is not None:
             return f"Paddle's own step(): {self.refused}"
         if self.last_reason is not None:

@@ -425,6 +425,8 @@ def _relax_matmul_relu():
     return bb.get()
 
 
+# (TVM's schedule search, in C++: the same on every Python)
+@pytest.mark.one_python
 @needs_tvm
 def test_kernels_without_records_get_a_sampled_schedule():
     import tvm
@@ -506,6 +508,8 @@ def test_a_failing_layout_conversion_keeps_nchw(monkeypatch, caplog):
     assert "convolutions stay in NCHW" in caplog.text and "bad_alloc" in caplog.text
 
 
+# (TVM's schedule search, in C++: the same on every Python)
+@pytest.mark.one_python
 @needs_tvm
 def test_sampled_schedules_unroll_little():
     import tvm
@@ -904,6 +908,7 @@ runpy.run_module("jit_core.workers", run_name="__main__")
 """
 
 
+@pytest.mark.one_python
 @needs_backend
 def test_tvm_dying_on_a_graph_costs_the_graph_not_the_program(monkeypatch):
     from jit_backend_tvm import build_worker, stats

@@ -331,8 +331,10 @@ def test_backends():
     plugins.unregister_plugin("test-eval-backends")
 
 
-def _run_in_process(path, backends, tolerances=(-6, -1)):
-    cfg = EvalConfig(backends=backends, tolerances=list(tolerances), warmup=1, trials=2)
+def _run_in_process(path, backends, tolerances=(-6, -1), triage=False):
+    cfg = EvalConfig(
+        backends=backends, tolerances=list(tolerances), warmup=1, trials=2, triage=triage
+    )
     results = []
     run_sample_in_process(
         path, "s", cfg, lambda m: results.append(m[1]) if m[0] == "result" else None
@@ -373,6 +375,24 @@ def test_results_are_classified(tmp_path, test_backends):
     malformed = write(tmp_path / "malformed", inputs=INPUTS.replace("[0, 3, 1]", "[0]"))
     r = _run_in_process(malformed, ["paddle"])["paddle"]
     assert r["error"]["kind"] == "bad_sample" and "input_meta.py" in r["error"]["message"]
+
+
+def test_triage_names_the_node_a_wrong_backend_gets_wrong(tmp_path, test_backends):
+    """``--triage``: a sample with wrong values is run through ``debug.compare``; the
+    backend that adds 1 to every float result is wrong from the graph's first node on, a
+    correct sample is not triaged."""
+    by = _run_in_process(write(tmp_path / "good"), ["paddle", "test-wrong"], triage=True)
+    assert "triage" not in by["paddle"]
+    wrong = by["test-wrong"]
+    assert wrong["error"]["kind"] == "wrong_result"
+    report = wrong["triage"]
+    assert report["backend"] == "test-wrong" and report["ok"] is False
+    (graph,) = report["graphs"]
+    assert graph["verdict"] == "over tolerance: node matmul"
+    culprit = graph["culprit"]
+    assert culprit["kind"] == "node" and "matmul" in culprit["op"], culprit
+    assert "; triage: graph 1: node " in wrong["error"]["message"]
+    json.dumps(wrong)  # (the result stays JSON)
 
 
 def test_a_forward_of_args_and_kwargs_is_fed_by_name(tmp_path):

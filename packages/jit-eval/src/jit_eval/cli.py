@@ -122,6 +122,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--task-gpus", type=float, default=0.0, help="with --cluster: GPUs per task (default 0)"
     )
+    p.add_argument(
+        "--triage",
+        action="store_true",
+        help="on each sample whose compiled values are not close at the loosest tolerance, "
+        "run jit_core.debug.compare and name the pass or node to blame (the result's "
+        "'triage' in --json; the culprit joins the error message)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     return p
 
@@ -272,6 +279,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         seed=args.seed,
         timeout=args.timeout,
         jobs=args.jobs,
+        triage=args.triage,
     )
     if not args.quiet:
         print(
@@ -324,6 +332,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         "timeout": args.timeout,
         "samples": list(args.samples),
         "cluster": args.cluster,
+        "triage": args.triage,
         "device": _device(),
         "seconds": round(time.monotonic() - start, 2),
     }

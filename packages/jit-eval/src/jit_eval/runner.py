@@ -74,6 +74,9 @@ class EvalConfig:
     jobs: int = 1
     #: the folder the sample paths were found under, for readable names
     roots: Sequence[str] = field(default_factory=tuple)
+    #: run ``jit_core.debug.compare`` on a sample whose compiled values are not close
+    #: (``--triage``): the result's ``triage``, and the culprit in its error message
+    triage: bool = False
 
 
 def _new_result(sample: str, name: str, backend: str) -> Dict[str, Any]:
@@ -385,6 +388,9 @@ def _run_backend(
     _compare(result, expected, out, cfg)
     if backend != SOT:
         _jit_facts(result, compiled, backend)
+        error = result["error"]
+        if cfg.triage and error is not None and error["kind"] == WRONG_RESULT:
+            _triage(result, copies.copy(), backend, kwargs)
     if result["status"] != scores.CORRECT:
         return result
     try:
@@ -416,6 +422,39 @@ def _run_backend(
         if result["compiled_ms"] > 0:
             result["speedup"] = result["eager_ms"] / result["compiled_ms"]
     return result
+
+
+def _triage(result: Dict[str, Any], model, backend: str, kwargs: Dict[str, Any]) -> None:
+    """``--triage``: each graph of the sample against eager float32 and float64
+    (``jit_core.debug.compare``), and the pass or node to blame where one is over
+    tolerance; its report is the result's ``triage``, its verdict joins the error."""
+    import jit_core.debug
+
+    names = list(kwargs)
+
+    def call(*values):
+        # (the sample's inputs by position: each is then one input of the graph)
+        return model(**dict(zip(names, values)))
+
+    try:
+        report = jit_core.debug.compare(call, *kwargs.values(), backend=backend, dynamic=False)
+    except Exception as e:  # noqa: BLE001 - a failed triage is reported, the result stands
+        result["triage"] = {"error": _describe(e)}
+        result["error"]["message"] += f"; triage failed: {_describe(e)}"
+        return
+    result["triage"] = report.to_json()
+    culprits = [f"graph {i}: {g.culprit}" for i, g in enumerate(report.graphs, 1) if g.culprit]
+    bad = [g for g in report.graphs if not g.ok]
+    if culprits:
+        verdict = culprits[0]
+    elif bad:
+        verdict = f"{len(bad)} graph(s) {bad[0].verdict}, no single pass or node to blame"
+    else:
+        verdict = (
+            "every graph within tolerance of a float64 reference (max(rtol, "
+            f"{report.eager_factor:g} x eager float32's own error)): the difference is rounding"
+        )
+    result["error"]["message"] += f"; triage: {verdict}"
 
 
 #: the most calls made to settle trials (``JitStats.on_trial``): a trial takes at most 68

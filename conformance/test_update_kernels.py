@@ -38,12 +38,22 @@ def adamw(params):
     )
 
 
-#: optimizer, the kernel each parameter's update is, whether a scheduler sets the rate
+def adam_multi_tensor(params):
+    return paddle.optimizer.Adam(0.01, parameters=params, use_multi_tensor=True)
+
+
+def momentum_multi_tensor(params):
+    return paddle.optimizer.Momentum(0.1, parameters=params, use_multi_tensor=True)
+
+
+#: optimizer, its update kernel, whether that is one call for all parameters
 REPLAYED = {
-    "sgd": (sgd, "sgd_"),
-    "momentum": (momentum, "momentum_"),
-    "adam": (adam, "adam_"),
-    "adamw": (adamw, "adamw_"),
+    "sgd": (sgd, "sgd_", False),
+    "momentum": (momentum, "momentum_", False),
+    "adam": (adam, "adam_", False),
+    "adamw": (adamw, "adamw_", False),
+    "adam-multi-tensor": (adam_multi_tensor, "merged_adam_", True),
+    "momentum-multi-tensor": (momentum_multi_tensor, "merged_momentum_", True),
 }
 
 
@@ -71,7 +81,7 @@ def build(setup, seed=0):
 
 @pytest.mark.parametrize("name", sorted(REPLAYED))
 def test_a_step_after_the_second_runs_its_update_kernels(name, backend):
-    setup, kernel = REPLAYED[name]
+    setup, kernel, merged = REPLAYED[name]
     net_e, opt_e, step_e = build(setup)
     net_j, opt_j, step_j = build(setup)
     fast = jit_core.optimize(step_j, backend=backend)
@@ -80,7 +90,7 @@ def test_a_step_after_the_second_runs_its_update_kernels(name, backend):
     replay = replay_of(opt_j)
     # the first step makes the accumulators, the second is recorded
     assert replay is not None and replay.replayed == 4, replay and replay.describe()
-    n = len([p for p in net_j.parameters() if not p.stop_gradient])
+    n = 1 if merged else len([p for p in net_j.parameters() if not p.stop_gradient])
     assert f"({kernel} x{n})" in replay.describe()
     assert ("scheduler's rate" in replay.describe()) == (name == "adam")
     x, y = batches(1)[0]

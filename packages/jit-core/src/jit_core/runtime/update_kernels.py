@@ -16,9 +16,10 @@ the update kernels, the scheduler's set of the learning rate (``full_``) and a s
 of reads; each kernel's tensors are its parameter, that parameter's gradient, and tensors
 the optimizer holds (or, with a gradient clip, the clipped gradient). Later steps call the same kernels with the same arguments, the
 gradient taken anew and a scheduler's rate read anew, so the update is Paddle's bit for
-bit. A gradient clip is called as Paddle's step calls it, on the (parameter, gradient)
-pairs, and its result goes to the kernels. Regularizers, parameter groups, multi-tensor
-updates, anything calling other kernels is not replayable and runs Paddle's ``step()``
+bit. The multi-tensor forms (``merged_adam_``, ``merged_momentum_``) take lists, each
+parameter and gradient in them treated so. A gradient clip is called as Paddle's step
+calls it, on the (parameter, gradient) pairs, and its result goes to the kernels.
+Regularizers, parameter groups, anything calling other kernels is not replayable and runs Paddle's ``step()``
 every time (``describe()`` says why).
 
 Each replay first checks what decided the recorded path: the same learning-rate object
@@ -47,6 +48,21 @@ UPDATE_KERNELS: Dict[str, Tuple[int, int]] = {
     "adam_": (0, 1),
     "adamw_": (0, 1),
 }
+#: the multi-tensor forms (``use_multi_tensor=True``): lists of parameters and gradients
+MERGED_KERNELS = frozenset({"merged_adam_", "merged_momentum_"})
+UPDATE_KERNELS.update({name: (0, 1) for name in MERGED_KERNELS})
+#: where the multi-tensor forms keep their state, beside ``_accumulators``
+_MULTI_TENSOR_STATE = (
+    "_param_dict",
+    "_moment1_dict",
+    "_moment2_dict",
+    "_moment2_max_dict",
+    "_beta1_pow_acc_dict",
+    "_beta2_pow_acc_dict",
+    "_master_weight_dict",
+    "_velocity_dict",
+)
+
 #: a scheduler's rate written into the optimizer's learning-rate tensor:
 #: ``full_(lr, shape, value, dtype, place)``
 LR_SET = "full_"
@@ -73,6 +89,7 @@ _ALLOWED_C = frozenset(
         "_grad_ivar",
         "_is_initialized",
         "is_selected_rows",
+        "get_grads_types",
         "setprofile",
         "get_ident",  # (the recording's own check of its thread)
         "setattr",  # (as an assignment: the decorators some versions wrap calls in)
@@ -182,9 +199,10 @@ class _Plan:
         self.clip = opt._grad_clip
         #: per parameter, whether the step updated it (trainable, with a gradient)
         self.pattern = list(zip(self.params, taking_part))
-        #: (kernel, arguments, keywords, index of the gradient among the updated
-        #: parameters' or -1 for the learning rate's set, where it goes in the arguments)
-        self.calls: List[Tuple[Callable, list, dict, int, int]] = []
+        #: (kernel, arguments, keywords, the index of the gradient among the updated
+        #: parameters', a list of them for a multi-tensor kernel, or None for the learning
+        #: rate's set; where it goes in the arguments)
+        self.calls: List[Tuple[Callable, list, dict, Any, int]] = []
         self.counts: Dict[str, int] = {}
         updated = self.updated = [p for p, takes in self.pattern if takes]
         if self.clip is not None:
@@ -198,17 +216,33 @@ class _Plan:
                 self.calls.append(_lr_set(opt, fn, args, kwargs, state))
                 continue
             at_param, at_grad = UPDATE_KERNELS[name]
-            index = next((i for i, p in enumerate(updated) if p is args[at_param]), None)
-            if index is None or index in done:
-                raise _NotReplayable(f"{name} updated a tensor that is not one of its parameters")
-            if not args[at_grad]._is_shared_buffer_with(grads[index]):
-                raise _NotReplayable(f"{name} took a gradient other than its parameter's")
+            merged = name in MERGED_KERNELS
+            params_in = args[at_param] if merged else [args[at_param]]
+            grads_in = args[at_grad] if merged else [args[at_grad]]
+            if not isinstance(params_in, list) or not isinstance(grads_in, list):
+                raise _NotReplayable(f"{name} took something other than lists of tensors")
+            if len(params_in) != len(grads_in):
+                raise _NotReplayable(f"{name} took as many gradients as parameters")
+            indices = []
+            for param, grad in zip(params_in, grads_in):
+                index = next((i for i, p in enumerate(updated) if p is param), None)
+                if index is None or index in done:
+                    raise _NotReplayable(
+                        f"{name} updated a tensor that is not one of its parameters"
+                    )
+                if not grad._is_shared_buffer_with(grads[index]):
+                    raise _NotReplayable(f"{name} took a gradient other than its parameter's")
+                done.add(index)
+                indices.append(index)
             for i, a in enumerate(list(args) + list(kwargs.values())):
-                if i not in (at_param, at_grad) and isinstance(a, paddle.Tensor):
-                    if id(a) not in state:
+                if i in (at_param, at_grad):
+                    continue
+                for t in a if isinstance(a, list) else [a]:
+                    if isinstance(t, paddle.Tensor) and id(t) not in state:
                         raise _NotReplayable(f"{name} took a tensor the optimizer does not hold")
-            done.add(index)
-            self.calls.append((fn, list(args), dict(kwargs), index, at_grad))
+            self.calls.append(
+                (fn, list(args), dict(kwargs), indices if merged else indices[0], at_grad)
+            )
         if len(done) != len(updated):
             raise _NotReplayable("some parameters were updated by other means")
 
@@ -245,13 +279,16 @@ class _Plan:
                     return False
                 grads = [g for _, g in out]
             for fn, args, kwargs, index, at in self.calls:
-                if index < 0:
+                if index is None:
                     args[at] = float(opt._learning_rate())
                     fn(*args, **kwargs)
-                else:
+                    continue
+                if type(index) is int:
                     args[at] = grads[index]
-                    fn(*args, **kwargs)
-                    args[at] = None  # (the gradient is not kept past the step)
+                else:
+                    args[at] = [grads[i] for i in index]
+                fn(*args, **kwargs)
+                args[at] = None  # (the gradient is not kept past the step)
         finally:
             core._set_has_grad(had_grad)
         core._set_warmup(False)
@@ -282,7 +319,20 @@ def _state_tensors(opt: Any) -> Dict[int, Any]:
         found[id(t)] = t
     for t in getattr(opt, "_master_weights", {}).values():
         found[id(t)] = t
+    for attr in _MULTI_TENSOR_STATE:
+        _collect(getattr(opt, attr, None), found, depth=3)
     return found
+
+
+def _collect(value: Any, found: Dict[int, Any], depth: int) -> None:
+    if isinstance(value, paddle.Tensor):
+        found[id(value)] = value
+    elif depth and isinstance(value, dict):
+        for v in value.values():
+            _collect(v, found, depth - 1)
+    elif depth and isinstance(value, (list, tuple)):
+        for v in value:
+            _collect(v, found, depth - 1)
 
 
 def _lr_set(opt: Any, fn: Callable, args: tuple, kwargs: dict, state: Dict[int, Any]):
@@ -296,7 +346,7 @@ def _lr_set(opt: Any, fn: Callable, args: tuple, kwargs: dict, state: Dict[int, 
         or args[_LR_VALUE] != float(scheduler())
     ):
         raise _NotReplayable(f"{LR_SET} set a tensor other than the scheduler's learning rate")
-    return (fn, list(args), {}, -1, _LR_VALUE)
+    return (fn, list(args), {}, None, _LR_VALUE)
 
 
 class UpdateReplay:

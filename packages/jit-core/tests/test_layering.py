@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 import os
-from typing import Dict, Iterator, Set
+from typing import Dict, Iterator, List, Set
 
 import pytest
 
@@ -118,8 +118,8 @@ def test_jit_opcodes_reaches_jit_core_through_the_contract_only():
 
 
 #: what jit-eval may import of jit-core: its public API (the package itself), the errors
-#: it names, and the sample format
-EVAL_MAY_IMPORT = ("jit_core.errors", "jit_core.graphnet")
+#: it names, the sample format, and the numerics triage (``jit_core.debug.compare``)
+EVAL_MAY_IMPORT = ("jit_core.errors", "jit_core.graphnet", "jit_core.debug")
 
 
 def test_jit_eval_uses_only_the_public_api_of_jit_core():
@@ -208,3 +208,64 @@ def test_no_unit_of_jit_core_is_too_large_to_own():
             elif isinstance(node, ast.ClassDef) and lines > MAX_CLASS_LINES:
                 too_large.append(f"class {module}.{node.name}: {lines} lines")
     assert not too_large, "\n".join(too_large)
+
+
+def _target(module: str, path: str, node: ast.ImportFrom) -> str:
+    """The absolute name of the module ``node`` imports from."""
+    if not node.level:
+        return node.module or ""
+    parts = module.split(".") if path.endswith("__init__.py") else module.split(".")[:-1]
+    base = parts[: len(parts) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def _modules_of(module: str, path: str, node: ast.AST) -> Set[str]:
+    """The modules an import statement imports: ``import a.b`` gives ``a.b``; ``from a
+    import b`` gives ``a.b`` where that is a module of jit_core, else ``a``."""
+    if isinstance(node, ast.Import):
+        return {a.name for a in node.names}
+    assert isinstance(node, ast.ImportFrom)
+    target = _target(module, path, node)
+    return {
+        f"{target}.{a.name}" if f"{target}.{a.name}" in CORE_MODULES else target for a in node.names
+    }
+
+
+def _module_level_imports(body: List[ast.stmt]) -> Iterator[ast.AST]:
+    """The import statements that run when the module is imported (in its body and the
+    blocks of its ``if`` and ``try`` statements, not under ``if TYPE_CHECKING:``)."""
+    for node in body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        elif isinstance(node, ast.If):
+            is_type_checking = isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+            if not is_type_checking:
+                yield from _module_level_imports(node.body)
+            yield from _module_level_imports(node.orelse)
+        elif isinstance(node, ast.Try):
+            for block in [node.body, node.orelse, node.finalbody] + [h.body for h in node.handlers]:
+                yield from _module_level_imports(block)
+
+
+def test_no_function_imports_again_what_its_module_imports():
+    """A function does not import, in its body, a module that its file already imports
+    at module level: the module is loaded by then, and the name at module level is the
+    one to use (an import in a function costs an import-machinery call per call, and
+    stays there only where it breaks an import cycle or defers a heavy dependency)."""
+    again = []
+    for module, path in sorted(CORE_MODULES.items()):
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read(), path)
+        at_import: Set[str] = set()
+        for node in _module_level_imports(tree.body):
+            at_import |= _modules_of(module, path, node)
+        seen: Set[int] = set()
+        for fn in ast.walk(tree):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(fn):
+                if isinstance(node, (ast.Import, ast.ImportFrom)) and id(node) not in seen:
+                    seen.add(id(node))
+                    for name in sorted(_modules_of(module, path, node) & at_import):
+                        again.append(f"{path}:{node.lineno}: imports {name} again")
+    assert not again, "\n".join(again)

@@ -24,14 +24,20 @@ as inference-only when another backend could be chosen).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import statistics
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, cast
 
+import paddle
+
+from .errors import BackendNotFoundError
+from .fx import Node
 from .hookspecs import hookimpl
 
 AUTO = "auto"
@@ -92,7 +98,6 @@ def repeatable(gm) -> str:
     timed), or "": it updates an input, a parameter or a buffer in place, draws random
     numbers, or calls a layer in training mode. (An update of a value the graph made
     itself changes nothing a second run would see.)"""
-    from .fx import Node
     from .passes.effects import is_mutated, is_random, target_name
 
     outside = ("placeholder", "get_attr")
@@ -122,8 +127,6 @@ def _disagreement(got: Any, expected: Any) -> str:
 
 def _takes(backend, gm, example_inputs: Sequence[Any]) -> str:
     """Why ``backend`` cannot take ``gm`` as ``auto`` hands it over, or ""."""
-    import paddle
-
     from .kit.shape_dispatch import dynamic_dims
 
     if backend.unavailable:
@@ -140,7 +143,6 @@ def _candidates(names: Optional[Sequence[str]]) -> Dict[str, Any]:
     registered ``auto_candidate=False``), else every installed backend that can run here
     and is a default candidate; ``paddle`` is always one."""
     from . import plugins
-    from .errors import BackendNotFoundError
 
     found = plugins.backends()
     if names is not None:
@@ -165,9 +167,6 @@ _fingerprints: Dict[str, str] = {}
 def _source_fingerprint(fn: Callable) -> str:
     """A hash of the Python sources of the top-level package that defines ``fn`` (with
     jit_core's own, which runs every graph's guards and the paddle backend's code)."""
-    import hashlib
-    import sys
-
     module = getattr(fn, "__module__", None) or ""
     digest = hashlib.sha256()
     for top in sorted({module.split(".")[0], __name__.split(".")[0]}):
@@ -186,8 +185,6 @@ def _source_fingerprint(fn: Callable) -> str:
 
 
 def _cache_key(gm, example_inputs: Sequence[Any], names: Sequence[str]) -> str:
-    import paddle
-
     from . import plugins
     from .cache import disk as compile_cache
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import inspect
 import weakref
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional, Sequence
@@ -25,8 +26,6 @@ def check_backend_options(backend, options: Dict[str, Any]) -> None:
     """Refuse, at ``optimize()`` time, options the backend's compile function does not
     take: the error names them and lists those it does (a backend whose function takes
     ``**options`` checks its own when it compiles)."""
-    import inspect
-
     try:
         params = inspect.signature(backend.compile).parameters.values()
     except (TypeError, ValueError):  # a builtin without a signature: nothing to check

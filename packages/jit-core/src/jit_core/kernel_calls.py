@@ -34,7 +34,7 @@ import numpy as np
 import paddle
 import paddle.nn.functional as F
 
-from .fx import Graph, GraphModule, Node
+from .fx import Graph, GraphModule, Node, map_arg
 
 #: the Paddle versions whose API wrappers the rules were written from and tested against
 TESTED = ("3.0.", "3.1.", "3.2.", "3.3.")
@@ -631,8 +631,6 @@ def _synthetic(node: Node, shape: Optional[List[int]] = None) -> Any:
 
 
 def _run(gm, node: Node, env: Dict[Node, Any]) -> Any:
-    from .fx import map_arg
-
     if node.op == "get_attr":
         return _resolve(gm, node.target)
     args = map_arg(node.args, env.__getitem__)

@@ -34,6 +34,8 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 import paddle
 
 from . import rng
+from .cache import disk as compile_cache
+from .cache.disk import DiskCache
 
 #: most timed rounds (one forward and backward of each mode per round), and seconds
 MAX_ROUNDS = 10
@@ -103,8 +105,6 @@ def choose(
     """What runs ``gm``: ``eager()``'s build or ``static()``'s, as the module docstring says."""
     store, key = None, ""
     if cache:
-        from .cache.disk import DiskCache
-
         store = DiskCache(CACHE_NAMESPACE, kind="hint")
         key = _cache_key(gm, example_inputs)
         kept = _read(store, key)
@@ -183,6 +183,7 @@ def _forward_backward(run: Callable, example_inputs, wrt) -> Tuple[Any, Optional
 
 
 def _disagreement(got, expected) -> str:
+    # (the ONNX kit is not loaded by the paddle backend unless a mode is chosen)
     from .kit.onnx.check import output_difference
 
     found = output_difference(_flat(got[0]), _flat(expected[0]), rtol=RTOL, scaled_atol=SCALED_ATOL)
@@ -256,8 +257,6 @@ class _state_kept:
 
 
 def _cache_key(gm, example_inputs) -> str:
-    from .cache import disk as compile_cache
-
     tensors = [x for x in example_inputs if isinstance(x, paddle.Tensor)]
     grads = [not t.stop_gradient for t in tensors]
     extra = (CACHE_NAMESPACE, grads, compile_cache.machine_fingerprint())

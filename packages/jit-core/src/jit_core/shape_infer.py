@@ -17,6 +17,11 @@ import logging
 import warnings
 from typing import Any, Dict, List, Optional
 
+import paddle
+
+from .fx import Graph, GraphModule
+from .kit.static_build import building
+
 log = logging.getLogger("jit_core.recompiles")
 
 
@@ -38,11 +43,6 @@ def _flat(values) -> list:
 
 
 def _infer(output, last) -> Dict[Any, Optional[List[int]]]:
-    import paddle
-
-    from .fx import Graph, GraphModule
-    from .kit.static_build import building
-
     graph = Graph()
     env: Dict[Any, Any] = {}
     tensors = []

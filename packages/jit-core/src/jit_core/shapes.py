@@ -36,6 +36,8 @@ from __future__ import annotations
 import operator
 from typing import Any, Callable, Dict, FrozenSet, Iterable, Optional, Set, Tuple
 
+import paddle
+
 from .fx.codegen import _INFIX
 from .sources import names_through
 
@@ -64,8 +66,6 @@ class SpecializeLayers(Exception):
 
 
 def _dims(t: Any, dim, what: str) -> Tuple[int, ...]:
-    import paddle
-
     if not isinstance(t, paddle.Tensor):
         raise TypeError(f"{what}() takes a paddle.Tensor, got {type(t).__name__}")
     ndim = len(t.shape)
@@ -316,8 +316,6 @@ def _size(t: Any, dim: int) -> Any:
     """The size of dimension ``dim`` of ``t`` when the graph runs (a graph node). In a
     static program (an export) the size of a dynamic dimension is not known: there it is
     a 0-D tensor that the program computes, which Paddle's shape arguments accept."""
-    import paddle
-
     if paddle.in_dynamic_mode():
         return t.shape[dim]
     n = t.shape[dim]
@@ -328,8 +326,6 @@ def _size(t: Any, dim: int) -> Any:
 
 def _plain(fn: Callable) -> Callable:
     # run as it is inside an export: to_static would turn its ``if`` into a cond op
-    import paddle
-
     not_to_static = getattr(paddle.jit, "not_to_static", None)
     return not_to_static(fn) if not_to_static is not None else fn
 

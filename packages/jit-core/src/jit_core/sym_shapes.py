@@ -22,7 +22,12 @@ import logging
 import operator
 from typing import Any, Callable, Dict, List, Optional
 
-from . import shapes
+import paddle
+import paddle.nn as nn
+import paddle.nn.functional as F
+
+from . import shape_infer, shapes
+from .fx import Node
 
 log = logging.getLogger("jit_core.recompiles")
 
@@ -152,8 +157,6 @@ class SymbolicShapes:
 
     def scalar(self, value: Any) -> Expr:
         """The expression of an int argument: a constant, or a node computing a size."""
-        from .fx import Node
-
         if isinstance(value, bool):
             return None
         if isinstance(value, int):
@@ -184,8 +187,6 @@ class SymbolicShapes:
         return evaluate(expr, leaf)
 
     def _scalar(self, node) -> Expr:
-        from .fx import Node
-
         if node.op == "placeholder" and node.meta.get("number_input"):
             source = self._source_of(node)
             return None if source is None else ("value", source)
@@ -267,8 +268,6 @@ class SymbolicShapes:
     def _static(self, node) -> Optional[List[int]]:
         """Paddle's own inference (``shape_infer``), asked once for the whole graph so
         far rather than once per node (each answer is a static build)."""
-        from . import shape_infer
-
         cache = self.output.static_shapes
         if node not in cache:
             last = node
@@ -305,8 +304,6 @@ def _arg(args: list, kwargs: dict, index: int, name: str, default: Any = _Unknow
 
 def _tensor_dims(ctx: SymbolicShapes, value: Any) -> List[Expr]:
     """The dims of a tensor argument (a rank-0 list for a Python number)."""
-    from .fx import Node
-
     if isinstance(value, Node):
         if "shape" not in value.meta:
             raise _Unknown(value.name)
@@ -332,8 +329,6 @@ def _same(ctx, node, args, kwargs) -> Dims:
 
 
 def _broadcast(ctx, node, args, kwargs) -> Dims:
-    from .fx import Node
-
     # (a node without a shape is a Python number: a number input, a size)
     operands = [
         a for a in list(args) + list(kwargs.values()) if isinstance(a, Node) and "shape" in a.meta
@@ -603,8 +598,6 @@ def _tile(ctx, node, args, kwargs) -> Dims:
 
 
 def _getitem(ctx, node, args, kwargs) -> Dims:
-    from .fx import Node
-
     base, index = args[0], args[1]
     if isinstance(base, Node) and "shape" not in base.meta:
         return _item_of_results(ctx, base, index)
@@ -815,9 +808,6 @@ def _public_names() -> Dict[int, str]:
     """id -> public name of Paddle's functions (``paddle.matmul`` is a generated
     ``_matmul`` in Paddle 3.x)."""
     if not _NAMES:
-        import paddle
-        import paddle.nn.functional as F
-
         for namespace in (F, paddle):  # paddle's own name wins
             for name, obj in vars(namespace).items():
                 if callable(obj) and not name.startswith("_"):
@@ -826,8 +816,6 @@ def _public_names() -> Dict[int, str]:
 
 
 def _module_rule(node, output) -> Optional[Callable]:
-    import paddle.nn as nn
-
     layer = output.root.get(node.target)
     if layer is None:
         return None

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dis
 import functools
 import gc
+import linecache
 import sys
 import types
 import weakref
@@ -506,8 +507,6 @@ def exec_source(
     The ``linecache`` entry lives as long as that object: every capture, recompile and
     ``reset()`` generates new guards and graphs, and entries that outlived them would grow
     the process without bound."""
-    import linecache
-
     text = shown or source
     linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
     exec(compile(source, filename, "exec"), namespace)

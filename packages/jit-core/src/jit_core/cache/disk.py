@@ -28,6 +28,7 @@ import hashlib
 import json
 import logging
 import os
+import platform
 import struct
 import sys
 import tempfile
@@ -36,6 +37,9 @@ import types
 import warnings
 from collections import Counter
 from typing import Any, Dict, Iterable, Optional
+
+import numpy as np
+import paddle
 
 log = logging.getLogger("jit_core.cache")
 
@@ -338,8 +342,6 @@ def graph_key(
     process (``conv2d_3.w_0``), so such a key holds only where the layers were made in the
     same order. A backend that feeds them by position (or by state-dict name) passes
     ``tensor_names=False`` and its entries hold in every process."""
-    import paddle
-
     h = hashlib.sha256()
 
     def add(*parts: Any) -> None:
@@ -407,8 +409,6 @@ def _configuration(layer) -> list:
 
 
 def _tensor_bytes(t):
-    import numpy as np
-
     return np.ascontiguousarray(host_array(t))  # hashed through the buffer protocol
 
 
@@ -416,8 +416,6 @@ def host_array(t):
     """A numpy array of a Paddle tensor's values: a view of a CPU tensor's memory where
     DLPack gives one (45 MB of ResNet18's weights: 3 ms instead of 27), else a copy
     (``t.numpy()``: a GPU tensor, bfloat16, an older numpy). Read it, never write it."""
-    import numpy as np
-
     try:
         return np.from_dlpack(t.detach())
     except Exception:  # noqa: BLE001 - whatever DLPack refuses, numpy() copies
@@ -427,8 +425,6 @@ def host_array(t):
 def machine_fingerprint() -> str:
     """The CPU an artifact was built for (model and feature flags), for backends whose
     artifacts are specific to it (tuned kernels, runtime-optimized models)."""
-    import platform
-
     parts = [platform.machine(), platform.system()]
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:

@@ -10,6 +10,7 @@ computes exactly what the rest of the original frame would have.
 from __future__ import annotations
 
 import dis
+import io
 import types
 from typing import List, Sequence, Tuple
 
@@ -132,8 +133,6 @@ def _stack_arg_names(code: types.CodeType, nstack: int) -> List[str]:
 
 def describe_resume(code: types.CodeType) -> Tuple[str, str]:
     """(name, disassembly) of a resume function, for dumps."""
-    import io
-
     buf = io.StringIO()
     dis.dis(code, file=buf)
     return code.co_name, buf.getvalue()

@@ -16,14 +16,17 @@ from ..errors import (
     TENSOR_BRANCH,
     Unsupported,
 )
+from ..inplace import setitem_
 from ..variables import (
     BuiltinVariable,
     ConstantVariable,
     DictVariable,
     LayerVariable,
     ListVariable,
+    ModuleVariable,
     NullVariable,
     TensorVariable,
+    UserFunctionVariable,
     symbolic,
 )
 from ..variables.base import VariableTracker
@@ -31,6 +34,7 @@ from ..variables.constant import FOLDABLE
 from ..variables.containers import BaseListVariable, ListIteratorVariable, SetVariable
 from ..variables.functions import _wrap_folded
 from ..variables.generators import LazyIteratorVariable
+from ..variables.new_objects import NewObjectVariable
 from ..variables.symbolic import SymIntVariable
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -61,8 +65,6 @@ class Operations:
         if isinstance(obj, (ListVariable, DictVariable)):
             obj.setitem(self, key, value)
             return
-        from ..variables.new_objects import NewObjectVariable
-
         if isinstance(obj, NewObjectVariable):
             obj.call_method(cast("Translator", self), "__setitem__", [key, value], {})
             return
@@ -71,8 +73,6 @@ class Operations:
     def _tensor_setitem(
         self, obj: TensorVariable, key: VariableTracker, value: VariableTracker
     ) -> None:
-        from ..inplace import setitem_
-
         what = "tensor item assignment"
         if not _plain_index(key):
             raise Unsupported(
@@ -230,8 +230,6 @@ def _constant_or_none(v: VariableTracker) -> Any:
 
 def _default_eq(v: VariableTracker) -> bool:
     """True for objects whose == is identity (layers, modules, plain functions)."""
-    from ..variables import ModuleVariable, UserFunctionVariable
-
     return isinstance(v, (LayerVariable, ModuleVariable, UserFunctionVariable))
 
 

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, NamedTuple, Set
 
+import paddle
+
 from ..errors import DYNAMIC_VALUE, SIDE_EFFECT, Unsupported
 from ..runtime import guards
 from ..variables.base import VariableTracker
@@ -134,8 +136,6 @@ class TrainingEffects:
 
     def runs_backward(self) -> bool:
         """Whether an effect computes gradients through the graph's outputs."""
-        import paddle
-
         backwards = (paddle.Tensor.backward, getattr(paddle.autograd, "backward", None))
         return any(e.fn in backwards for e in self.effects)
 

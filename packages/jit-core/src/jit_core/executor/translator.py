@@ -32,7 +32,15 @@ from ..errors import (
     Unsupported,
     describe_instruction,
 )
-from ..sources import DefaultSource, GlobalSource, ItemSource, LocalSource, ObjectSource, Source
+from ..sources import (
+    ClosureSource,
+    DefaultSource,
+    GlobalSource,
+    ItemSource,
+    LocalSource,
+    ObjectSource,
+    Source,
+)
 from ..variables import (
     CellVariable,
     ConstantVariable,
@@ -45,6 +53,8 @@ from ..variables import (
     wrap,
 )
 from ..variables.base import LazyVariable
+from ..variables.containers import _BIRTHS
+from ..variables.exceptions import ExceptionVariable
 from .operations import Operations
 from .output_graph import OutputGraph
 
@@ -210,8 +220,6 @@ class Translator(Operations):
         as CPython would: the stack cut to the block's depth, the exception pushed, the
         handler next. False where no block of this code covers the instruction (the
         exception leaves the function: the caller's translator looks for its own)."""
-        from ..variables.exceptions import ExceptionVariable
-
         if self.output.shape_policy.raise_reason is not None:
             return False
         if self.root().producers:
@@ -355,8 +363,6 @@ class Translator(Operations):
         """Run the code of a lazy iterator (``variables.generators``) for all its items.
         ``stepwise``: its consumer runs between two items in CPython, so the code may
         have no side effect the consumer could see."""
-        from ..variables.containers import _BIRTHS
-
         root = self.root()
         floor = next(_BIRTHS)
         root.producers.append((floor, what, stepwise, self.output.grad_mode()))
@@ -448,8 +454,6 @@ class Translator(Operations):
         closure: List[CellVariable] = []
         shared = self.root().root_cells
         for i, cell in enumerate(fn.__closure__ or ()):
-            from ..sources import ClosureSource
-
             if id(cell) in shared:
                 # a cell of the captured frame's closure: what the capture wrote into it
                 # (still to be stored after the graph) is what this function reads

@@ -10,6 +10,8 @@ import operator
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, cast
 
+import paddle
+
 from .node import Node
 
 _INFIX = {
@@ -169,8 +171,6 @@ class _Namespace:
             return f"slice({self.arg(value.start)}, {self.arg(value.stop)}, {self.arg(value.step)})"
         dtype_name = _paddle_dtype_name(value)
         if dtype_name is not None:
-            import paddle
-
             self.globals["paddle"] = paddle
             return f"paddle.{dtype_name}"
         return self.alias(value, "const")
@@ -207,8 +207,6 @@ def _paddle_dtype_name(value: Any):
         "DataType",
     ):
         return None
-    import paddle
-
     name = str(value).replace("paddle.", "").split(".")[-1].lower()
     candidate = getattr(paddle, name, None)
     try:

@@ -8,6 +8,7 @@ import keyword
 import operator
 from typing import Any, Callable, Dict, Iterator, List, Optional, cast
 
+from .codegen import generate
 from .node import Node, map_arg
 
 _ANCHOR_NAME = "__root__"
@@ -218,8 +219,6 @@ class Graph:
         return "graph():\n" + "\n".join("    " + n.format_node() for n in self.nodes)
 
     def python_code(self, root_name: str = "self", reuse_locals: bool = True):
-        from .codegen import generate
-
         return generate(self, root_name, reuse_locals)
 
 

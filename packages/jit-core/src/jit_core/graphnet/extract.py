@@ -12,8 +12,11 @@ from __future__ import annotations
 import json
 import os
 import threading
+import types
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import paddle
 
 from .. import plugins
 from ..errors import JitError
@@ -101,8 +104,6 @@ class _Recorder:
 
 
 def _copy(value):
-    import paddle
-
     if isinstance(value, paddle.Tensor):
         return value.detach().clone()
     if isinstance(value, (list, tuple)):
@@ -169,8 +170,6 @@ def extract(
 
 
 def _flat(value) -> List[Any]:
-    import paddle
-
     if isinstance(value, paddle.Tensor):
         return [value]
     if isinstance(value, (list, tuple)):
@@ -185,8 +184,6 @@ _F = "paddle.nn.functional"
 
 def _layer_call(layer, x: str, w: Callable[[Any, str], str]) -> str:
     """The functional call that ``layer(x)`` makes; ``w(tensor, attr)`` names a weight."""
-    import paddle
-
     nn = paddle.nn
     kind = type(layer)
 
@@ -286,8 +283,6 @@ class _Names(codegen._Namespace):
         return self.constant(value)
 
     def constant(self, value: Any) -> str:
-        import paddle
-
         if isinstance(value, paddle.Tensor):
             return self.weight(value, "")
         return super().constant(value)
@@ -299,8 +294,6 @@ def graphnet_module(
     """``model.py`` for graph module ``gm`` run on ``args``; the weights and the inputs as
     ``(name, tensor, original name)``, and every tensor by its name. ``state`` maps the
     ``id`` of a live parameter or buffer to its value to write instead."""
-    import paddle
-
     weights: List[Tuple[str, Any, Optional[str]]] = []
     weight_ids: Dict[int, str] = {}
     inputs: List[Tuple[str, Any, Optional[str]]] = []
@@ -396,8 +389,6 @@ def graphnet_module(
 
 
 def _imports(globals_: Dict[str, Any]) -> List[str]:
-    import types
-
     imports = {"import paddle"}
     assigns = []
     for name, obj in sorted(globals_.items()):

@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import inspect
 import itertools
 import json
 import os
 import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence
+
+import numpy as np
+import paddle
 
 MODEL_FILE = "model.py"
 WEIGHT_META_FILE = "weight_meta.py"
@@ -83,8 +87,6 @@ class Sample:
         """The keyword arguments of ``forward``: every weight and input tensor, drawn
         deterministically from ``seed`` (the same seed gives the same tensors), or taken
         from ``overrides`` (name -> tensor) where given."""
-        import numpy as np
-
         rng = np.random.RandomState(seed)
         out: Dict[str, Any] = {}
         for meta in self.weights + self.inputs:
@@ -232,9 +234,6 @@ def make_tensor(meta: TensorMeta, rng):
     draws it: integers uniformly in ``[min_val, max_val]``, booleans 0 or 1, floats from a
     normal of the meta's mean and a fifth of its std clipped to the range (or uniformly in
     the range when the meta gives no moments)."""
-    import numpy as np
-    import paddle
-
     shape = list(meta.shape)
     if meta.data is not None:
         np_dtype = "float32" if meta.dtype == "bfloat16" else meta.dtype
@@ -265,8 +264,6 @@ def make_tensor(meta: TensorMeta, rng):
 
 def load_graph_module(model_path: str):
     """Import ``model.py`` under a name of its own and instantiate its ``GraphModule``."""
-    import paddle
-
     name = f"jit_core_sample_{next(_module_ids)}"
     try:
         spec = importlib.util.spec_from_file_location(name, model_path)
@@ -289,8 +286,6 @@ def check_signature(sample: Sample, module) -> None:
     """Every parameter of ``forward`` has a tensor meta, and every meta a parameter (or a
     ``**kwargs`` that takes it: GraphNet calls ``model(**inputs)``, and
     ``forward(self, *args, **kwargs)`` runs that way)."""
-    import inspect
-
     signature = inspect.signature(module.forward).parameters.values()
     params = [p.name for p in signature if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
     if any(p.kind == p.VAR_KEYWORD for p in signature):

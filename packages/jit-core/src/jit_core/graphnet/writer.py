@@ -7,6 +7,8 @@ import json
 import os
 from typing import Any, Dict, List, Optional
 
+import numpy as np
+
 from .samples import INFO_FILE, INPUT_META_FILE, MODEL_FILE, WEIGHT_META_FILE, TensorMeta
 
 #: integer and boolean tensors up to this many elements keep their values (``data``), as
@@ -19,8 +21,6 @@ FLOAT_DATA_LIMIT = 64
 def meta_from_tensor(name: str, tensor, original_name: Optional[str] = None) -> TensorMeta:
     """A meta describing ``tensor``: its values when it is a small integer or boolean
     tensor (or a tiny floating one), else its range, mean and standard deviation."""
-    import numpy as np
-
     dtype = str(tensor.dtype).replace("paddle.", "")
     array = (tensor.astype("float32") if dtype == "bfloat16" else tensor).numpy()
     meta = TensorMeta(name=name, shape=list(tensor.shape), dtype=dtype, original_name=original_name)

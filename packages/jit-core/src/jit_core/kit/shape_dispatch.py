@@ -6,10 +6,13 @@ import logging
 import warnings
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
+import paddle
+
 from .. import rng
 from ..errors import StaticShapesOnly
 from ..fx import GraphModule
 from ..passes.shape_prop import propagate_shapes
+from ..shapes import size
 
 log = logging.getLogger("jit_core.recompiles")
 
@@ -115,8 +118,6 @@ class PerShape:
 
 def reads_sizes(gm: GraphModule) -> bool:
     """Whether the graph's code reads a tensor size (``shapes.size``) when it runs."""
-    from ..shapes import size
-
     return any(n.op == "call_function" and n.target is size for n in gm.graph.nodes)
 
 
@@ -130,8 +131,6 @@ def dynamic_dims(gm: GraphModule) -> Dict[str, List[int]]:
 
 
 def _grown(examples: Sequence[Any], names: List[str], which) -> List[Any]:
-    import paddle
-
     out = []
     for name, x in zip(names, examples):
         for d in which.get(name, ()):
@@ -168,8 +167,6 @@ def check_other_sizes(
     such size) and ``skip`` does not exclude. A failing check, or no size to check at
     where ``required``, raises ``StaticShapesOnly`` naming ``what`` (jit-core then builds
     the graph per shape)."""
-    import paddle
-
     checked = 0
     for inputs in other_sizes(examples, gm):
         if skip is not None and skip(inputs):

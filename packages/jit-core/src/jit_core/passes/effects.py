@@ -20,6 +20,8 @@ from __future__ import annotations
 import inspect
 from typing import Any, Callable, Set, cast
 
+import paddle
+
 from ..fx import Node
 from ..fx.graph import _is_impure
 
@@ -66,8 +68,6 @@ def _inference_dropout(node: Node) -> bool:
     """A dropout that draws no random numbers: ``F.dropout(x, p, training=False)`` (GPT's
     ``training=self.training`` in eval), ``p=0``, or ``_C_ops.dropout(x, seed, p,
     is_test=True, ...)`` as Paddle's program dumps and GraphNet samples write one."""
-    import paddle
-
     if node.target is getattr(paddle._C_ops, "dropout", None):
         is_test = node.kwargs.get("is_test", node.args[3] if len(node.args) > 3 else None)
         return is_test is True

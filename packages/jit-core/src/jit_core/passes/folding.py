@@ -15,7 +15,7 @@ from typing import Any, Dict, Optional
 import paddle
 import paddle.nn.functional as F
 
-from ..fx import Node
+from ..fx import Node, map_arg
 from .effects import is_pure, leaving
 from .manager import graph_pass
 
@@ -88,8 +88,6 @@ def fold_constants(gm, ctx) -> int:
 
 
 def _evaluate(node: Node, values: Dict[Node, Any]) -> Optional[paddle.Tensor]:
-    from ..fx import map_arg
-
     args = map_arg(node.args, values.__getitem__)
     kwargs = map_arg(node.kwargs, values.__getitem__)
     try:

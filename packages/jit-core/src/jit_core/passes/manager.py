@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import List, Optional, Sequence, Union
 
 from .base import FACTS, PROPERTIES, GraphPass, PassContext, PassError, graph_pass
+from .shape_prop import propagate_shapes
 
 
 @dataclass
@@ -110,8 +111,6 @@ class PassManager:
 
     def run(self, gm, ctx: PassContext) -> List[PassRecord]:
         """Run the passes over ``gm`` in place; regenerate its code once at the end."""
-        from .shape_prop import propagate_shapes
-
         ctx.debug = ctx.debug or self.debug
         records: List[PassRecord] = []
         for p in self.passes:

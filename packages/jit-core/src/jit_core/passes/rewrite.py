@@ -18,6 +18,8 @@ import inspect
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
+import paddle
+
 from ..errors import JitError
 from ..fx import Graph, GraphModule, Node
 
@@ -58,8 +60,6 @@ def pattern_graph(fn: PatternLike, example_inputs: Optional[Sequence[Any]] = Non
         return fn
     if isinstance(fn, GraphModule):
         return fn.graph
-    import paddle
-
     from ..capture import capture
 
     defaulted = example_inputs is None

@@ -11,6 +11,7 @@ be captured, or its recompile limits are reached).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import inspect
@@ -128,8 +129,6 @@ def _library_bridges() -> FrozenSet[types.CodeType]:
     they hold, and the wrappers Paddle's and contextlib's decorators put around a user's
     function. They are never quieted, however often they first run Paddle's own layers
     and functions."""
-    import contextlib
-
     from paddle.base.dygraph import base as dygraph_base
     from paddle.nn.layer import rnn
 

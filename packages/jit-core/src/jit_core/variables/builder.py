@@ -28,10 +28,15 @@ from .containers import (
     is_namedtuple_class,
 )
 from .functions import (
+    _SPECIAL,
+    PURE_BUILTINS,
+    REBUILT_FUNCTIONS,
+    BoundMethodVariable,
     BuiltinVariable,
     PaddleFunctionVariable,
     UserFunctionVariable,
     UserMethodVariable,
+    _wrap_folded,
 )
 from .layers import LayerVariable
 from .objects import ClassVariable, ModuleVariable, UserObjectVariable
@@ -161,15 +166,11 @@ def _wrap_named(tx, value: Any, source: Optional[Source]) -> VariableTracker:
         _guard(tx, source, guards.ID_MATCH, value)
         return ModuleVariable(value, source)
     if inspect.isclass(value):
-        from .functions import _SPECIAL, PURE_BUILTINS
-
         if value in _SPECIAL or value in PURE_BUILTINS:
             return BuiltinVariable(value, source)
         _guard(tx, source, guards.ID_MATCH, value)
         return ClassVariable(value, source)
     if isinstance(value, types.FunctionType):
-        from .functions import REBUILT_FUNCTIONS
-
         rebuilt = value in REBUILT_FUNCTIONS
         _guard(tx, source, guards.FUNCTION_MATCH if rebuilt else guards.ID_MATCH, value)
         if _is_paddle_callable(value):
@@ -217,8 +218,6 @@ def _tensor_method(tx, value: Any, source: Source) -> VariableTracker:
     break): the tensor is read through it, a graph input like any other, and the method is
     called on it. Wrapped as a function, it would be a constant of the graph that holds
     the tensor of the first call."""
-    from .functions import BoundMethodVariable
-
     name, tensor = value.__name__, value.__self__
     if isinstance(value, types.MethodType):
         same = getattr(type(tensor), name, None) is value.__func__
@@ -321,8 +320,6 @@ class _LibraryFunctionVariable(KnownValueVariable):
 
 def numpy_call(fn, args, kwargs) -> Optional[VariableTracker]:
     """A NumPy function on constants, folded to a constant (None: not all constants)."""
-    from .functions import _wrap_folded
-
     consts = constant_arguments(args, kwargs)
     if consts is None:
         return None

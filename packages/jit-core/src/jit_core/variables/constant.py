@@ -12,6 +12,15 @@ import numpy as np
 from ..bytecode import compat
 from ..errors import DYNAMIC_VALUE, RAISES, Unsupported
 from .base import KnownValueVariable, VariableTracker
+from .values import (
+    TYPE_INFO_ATTRIBUTES,
+    check_numpy_result,
+    is_numpy_value,
+    is_place,
+    is_type_info_value,
+    numpy_attribute_allowed,
+    place_method,
+)
 
 #: methods of constants that are pure, so capture can call them on the real value
 _PURE_METHODS = {
@@ -108,15 +117,6 @@ class ConstantVariable(KnownValueVariable):
         raise Unsupported(f"iterating over {self.describe()}", category=DYNAMIC_VALUE)
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        from .values import (
-            TYPE_INFO_ATTRIBUTES,
-            is_numpy_value,
-            is_place,
-            is_type_info_value,
-            numpy_attribute_allowed,
-            place_method,
-        )
-
         if isinstance(self.value, dataclasses.Field) and name in _FIELD_ATTRIBUTES:
             return ConstantVariable(getattr(self.value, name))
         if is_numpy_value(self.value) and numpy_attribute_allowed(name):
@@ -152,7 +152,6 @@ class ConstantVariable(KnownValueVariable):
         """``.shape``, ``.astype(...)``, ``.sum()`` of a NumPy value: none of them changes
         it (mutating methods are refused), so they run now, on the constant."""
         from .functions import _wrap_folded
-        from .values import check_numpy_result
 
         attr = self._read_attribute(name)
         if callable(attr):

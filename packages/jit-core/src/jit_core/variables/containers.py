@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import collections
+import inspect
 import itertools
 import types
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Type, cast
@@ -223,8 +225,6 @@ class TupleVariable(BaseListVariable):
 
 
 def _probe_tuplegetter() -> type:
-    import collections
-
     # (mypy does not see the field getters of a namedtuple made in an expression)
     return type(cast(Any, collections.namedtuple("_Probe", "a")).a)
 
@@ -267,8 +267,6 @@ class NamedTupleVariable(TupleVariable):
     @classmethod
     def create(cls, tx, klass: Type[Any], args, kwargs) -> NamedTupleVariable:
         """``klass(*args, **kwargs)``, bound as its ``__new__`` binds them."""
-        import inspect
-
         signature = inspect.signature(klass.__new__)
         try:
             bound = signature.bind(klass, *args, **kwargs)

@@ -16,6 +16,8 @@ on is refused, and the frame runs eagerly with that reason.
 
 from __future__ import annotations
 
+import contextlib
+import inspect
 from typing import Any, Optional, Tuple
 
 import paddle
@@ -161,8 +163,6 @@ class NullContextVariable(VariableTracker):
 
     def reconstruct(self, cg) -> None:
         # a break with it alive (before or inside its block): a new one is the same
-        import contextlib
-
         cg.extend(compat.load_callable_const(contextlib.nullcontext))
         self.enter_result.reconstruct(cg)
         cg.extend(compat.call(1))
@@ -218,8 +218,6 @@ def make_auto_cast(fn: Any, args, kwargs) -> AmpContextVariable:
 
 def enter_context(tx, mgr: VariableTracker) -> Tuple[VariableTracker, VariableTracker]:
     """``(the __exit__ to call at the end, what __enter__ returned)`` for ``with mgr:``."""
-    import inspect
-
     from .functions import UserMethodVariable
     from .objects import UserObjectVariable
 

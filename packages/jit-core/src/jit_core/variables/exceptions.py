@@ -12,6 +12,7 @@ from typing import Any, Tuple
 
 from ..errors import RAISES, ExceptionsNotSimulated, Unsupported
 from .base import VariableTracker
+from .containers import BaseListVariable
 
 
 class ExceptionVariable(VariableTracker):
@@ -52,8 +53,6 @@ def except_matches(exc: VariableTracker, wanted: VariableTracker) -> bool:
 
 
 def _classes(v: VariableTracker) -> Tuple[type, ...]:
-    from .containers import BaseListVariable
-
     if isinstance(v, BaseListVariable):
         return tuple(c for item in v.items for c in _classes(item))
     value: Any = getattr(v, "value", None)

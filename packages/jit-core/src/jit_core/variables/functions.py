@@ -11,6 +11,8 @@ import types
 import weakref
 from typing import Any, Callable, Dict, List, Optional
 
+import paddle
+
 from ..bytecode import compat
 from ..errors import (
     CONTEXT_MANAGER,
@@ -22,8 +24,12 @@ from ..errors import (
     RECONSTRUCT,
     TENSOR_BRANCH,
     UNTRACED_CALL,
+    Raised,
     Unsupported,
+    raised_at_capture,
 )
+from ..runtime import guards
+from ..sources import AttrSource, CallSource
 from . import symbolic
 from .base import CellVariable, KnownValueVariable, VariableTracker
 from .constant import FOLDABLE, ConstantVariable
@@ -41,6 +47,7 @@ from .generators import LazyIteratorVariable, filter_iterator, map_iterator
 from .symbolic import SymIntVariable
 from .tensor import TensorVariable, is_inplace_name
 from .training import RETURN_VALUES, is_autograd_backward, training_call
+from .values import constant_arguments, is_build_query, is_state_query, is_type_info
 
 
 def _consts(args) -> Optional[list]:
@@ -369,10 +376,7 @@ def _hasattr_value(tx, obj, name) -> Optional[bool]:
         if obj.source is not None:
             # the answer holds for the calls the entry serves: an attribute set later
             # (``obj.total = getattr(obj, "total", 0) + x``) is another entry
-            from ..runtime.guards import HASATTR
-            from ..sources import AttrSource
-
-            tx.output.guards.add(AttrSource(obj.source, name), HASATTR, found)
+            tx.output.guards.add(AttrSource(obj.source, name), guards.HASATTR, found)
         return found
     if isinstance(obj, TensorVariable):
         return hasattr(obj.example, name)
@@ -567,8 +571,6 @@ def _argument(args, kwargs, index: int, name: str, default: Any = None) -> Any:
 def _updated_arguments(fn: Any, args, kwargs) -> List[TensorVariable]:
     """The tensor arguments that ``fn`` writes into though its name has no trailing ``_``:
     a batch norm in training mode updates its running mean and variance in place."""
-    import paddle
-
     if fn is getattr(paddle._C_ops, "batch_norm", None):
         # (x, mean, variance, scale, bias, is_test, momentum, epsilon, data_format,
         # use_global_stats, trainable_statistics), as program dumps write it
@@ -679,7 +681,6 @@ class PaddleFunctionVariable(KnownValueVariable):
             # the process-wide tracker of model-parallel RNG states (PaddleNLP asks it
             # whether a state is registered before each dropout): an object read through
             # the call, which the guards make again
-            from ..sources import CallSource
             from .builder import wrap
 
             return wrap(tx, self.fn(), CallSource(self.fn, ()))
@@ -722,8 +723,6 @@ class PaddleFunctionVariable(KnownValueVariable):
         """The result of a call that answers a Python value (the gradient mode, a dtype's
         info, a build or state query, a tensor's metadata) as a constant, guarded where
         it may change between calls; None for any other call."""
-        from .values import constant_arguments, is_build_query, is_state_query, is_type_info
-
         if name == "is_grad_enabled" and not args and not kwargs:
             # the mode at this point of the captured code (a no_grad block changes it)
             tx.output.guards.grad_enabled = tx.output.entry_grad_mode
@@ -748,10 +747,6 @@ class PaddleFunctionVariable(KnownValueVariable):
             try:
                 self.fn(*consts)
             except Exception as e:  # what it raises is what eager raises
-                from ..errors import Raised, raised_at_capture
-                from ..runtime import guards
-                from ..sources import CallSource
-
                 tx.output.guards.add(CallSource(self.fn, consts), guards.RAISES, type(e))
                 raise Raised(e, raised_at_capture(name, e)) from e
         if is_build_query(self.fn) or is_state_query(self.fn):
@@ -770,9 +765,6 @@ class PaddleFunctionVariable(KnownValueVariable):
             value = self.fn(*consts[0])
             if is_state_query(self.fn):
                 # set_flags, set_device... may change the answer: a guard asks again
-                from ..runtime import guards
-                from ..sources import CallSource
-
                 tx.output.guards.add(
                     CallSource(self.fn, tuple(consts[0])), guards.CONSTANT_MATCH, value
                 )

@@ -22,6 +22,8 @@ import types
 from collections import OrderedDict
 from typing import Any, Dict, List, Optional, Type, cast
 
+import paddle
+
 from ..bytecode import compat
 from ..errors import DYNAMIC_VALUE, RAISES, UNTRACED_CALL, Unsupported
 from .base import VariableTracker
@@ -37,8 +39,6 @@ _SIMPLE = (int, float, str, bool, type(None))
 
 def can_make(cls: type) -> bool:
     """Whether an instance of ``cls`` can be made on a tracker (see the module's doc)."""
-    import paddle
-
     if type(cls) is not type or not isinstance(cls, type):
         return False
     if issubclass(cls, (paddle.nn.Layer, paddle.Tensor, BaseException)):

@@ -14,6 +14,7 @@ from ..sources import AttrSource
 from .base import KnownValueVariable, VariableTracker
 from .constant import ConstantVariable
 from .training import training_call
+from .values import check_numpy_result, constant_arguments, is_numpy_scalar_type, is_place_class
 
 
 class ModuleVariable(KnownValueVariable):
@@ -188,12 +189,6 @@ class ClassVariable(KnownValueVariable):
 
     def call_function(self, tx, args, kwargs):
         from .contexts import GradModeVariable, is_grad_mode_class
-        from .values import (
-            check_numpy_result,
-            constant_arguments,
-            is_numpy_scalar_type,
-            is_place_class,
-        )
 
         cls = self.value
         if is_grad_mode_class(cls):

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import operator
 import weakref
-from typing import TYPE_CHECKING, List, Optional
+from typing import List, Optional
+
+import paddle
 
 from ..errors import (
     DATA_LEAVES_GRAPH,
@@ -16,13 +18,13 @@ from ..errors import (
     UNSUPPORTED,
     Unsupported,
 )
+from ..inplace import METHOD_HELPERS
+from ..runtime import guards
+from ..sources import AttrSource, Source
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .containers import ListVariable
 from .training import TENSOR_CALLS
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..sources import Source
 
 #: methods whose result is a Python value computed from the tensor's *data*
 _LEAVES_GRAPH = {
@@ -76,8 +78,6 @@ _TRACKERS: weakref.WeakSet[TensorVariable] = weakref.WeakSet()
 
 
 def _has_static_method(name: str) -> bool:
-    import paddle
-
     value = getattr(getattr(paddle, "pir", None), "Value", None)
     return value is None or hasattr(value, name)
 
@@ -177,9 +177,6 @@ class TensorVariable(VariableTracker):
         return True
 
     def _guarded_attribute(self, tx, name: str) -> VariableTracker:
-        from ..runtime import guards
-        from ..sources import AttrSource
-
         value = getattr(self.example, name)
         if self.source is None:
             if name == "name":
@@ -225,8 +222,6 @@ class TensorVariable(VariableTracker):
     def _training_call(self, tx, name: str, args, kwargs) -> VariableTracker:
         """``t.backward()``, ``p.clear_grad()``: effects of the graph, run after its
         operations (``executor.train_effects``)."""
-        import paddle
-
         if name == "backward" and not (tx.output.grad_mode() and tx.output.may_track_gradients()):
             # no graph input or parameter needs a gradient here: eager raises or does nothing
             raise Unsupported(
@@ -239,8 +234,6 @@ class TensorVariable(VariableTracker):
         return tx.output.record_effect(tx, fn, [self] + list(args), dict(kwargs), text)
 
     def _inplace_method(self, tx, name: str, args, kwargs) -> VariableTracker:
-        from ..inplace import METHOD_HELPERS
-
         what = f"in-place tensor method .{name}()"
         if name.startswith("_") or name in _INPLACE_REFUSED:
             raise Unsupported(

@@ -9,6 +9,9 @@ import warnings
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Type
 
 import numpy as np
+import paddle
+
+from ...fx import Node
 
 
 def check_against_paddle(
@@ -28,8 +31,6 @@ def check_against_paddle(
     value plus an absolute ``scaled_atol`` times the largest magnitude of Paddle's result
     (``numpy.allclose(got, expected, rtol, scaled_atol * max|expected|)``); other outputs
     must be equal."""
-    import paddle
-
     with paddle.no_grad():
         expected = _known_outputs(gm, example_inputs)
         if expected is None:
@@ -76,8 +77,6 @@ def output_difference(
     when they agree. Float outputs agree within ``rtol`` of each value plus ``scaled_atol``
     times the largest magnitude of ``expected`` (``numpy.allclose(got, expected, rtol,
     scaled_atol * max|expected|)``); other outputs must be equal."""
-    import paddle
-
     if not isinstance(got, (tuple, list)) or len(got) != len(expected):
         n = len(got) if isinstance(got, (tuple, list)) else type(got).__name__
         return "the result", f"is {n}, not the graph's {len(expected)} outputs", False
@@ -157,8 +156,6 @@ def input_free_outputs(gm) -> List[bool]:
     and constants alone). A backend may compute such a result once, when it builds, and
     hand out the same memory on every call: it must be copied before the caller can
     update it in place (eager makes a new tensor at each call)."""
-    from ...fx import Node
-
     # one pass in graph order (inputs come before their users): no recursion, which a
     # long chain of nodes would take past Python's limit
     reads: Dict[Node, bool] = {}

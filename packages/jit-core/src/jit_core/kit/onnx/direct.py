@@ -34,6 +34,7 @@ extra output (``runtime_checks``), and a backend runs the call on Paddle where i
 from __future__ import annotations
 
 import functools
+import hashlib
 import inspect
 import logging
 import operator
@@ -52,10 +53,15 @@ from typing import (
 )
 
 import numpy as np
+import paddle
 
 from ... import rng
 from ...cache.disk import host_array
-from .export import OnnxExportError, require
+from ...errors import GraphDeclined
+from ...fx import Node
+from ...fx.interpreter import Interpreter, run_leaf_layer
+from .export import EXPORT_REVISION, OnnxExportError, exporter_choice, require
+from .prepare import out_of_place_twin
 
 log = logging.getLogger("jit_core.kit.onnx")
 
@@ -140,10 +146,6 @@ def exporter_fingerprint() -> str:
     export revision, the exporter chosen (``JIT_CORE_ONNX_EXPORTER``) and, for the direct
     one, its version and which lowering serves which target (a plugin that adds or
     replaces one changes it)."""
-    import hashlib
-
-    from .export import EXPORT_REVISION, exporter_choice
-
     if exporter_choice() != "direct":
         # the static program and paddle2onnx: no lowering takes part
         return f"revision {EXPORT_REVISION}, paddle2onnx"
@@ -547,8 +549,6 @@ def refuse_runtime_checks(model, backend: str = "the backend") -> None:
     """For a backend that cannot act on a model's run-time checks: decline a model that
     has some (``errors.GraphDeclined``: the graph runs on the paddle backend, the reason
     in ``explain()``). ``export.export_onnx`` does it for every such backend."""
-    from ...errors import GraphDeclined
-
     checks = runtime_checks([o.name for o in model.graph.output])
     if checks:
         whys = {p.key: p.value for p in model.metadata_props}
@@ -584,14 +584,10 @@ def _perturbers(gm) -> Dict[Any, Callable]:
 
 
 def _is_node(value: Any) -> bool:
-    from ...fx import Node
-
     return isinstance(value, Node)
 
 
 def _is_paddle_tensor(value: Any) -> bool:
-    import paddle
-
     return isinstance(value, paddle.Tensor)
 
 
@@ -621,8 +617,6 @@ _ALIASES = (
 def _lowering_for(node, table: Dict[Any, Callable], gm) -> Tuple[Optional[Callable], Any]:
     """(the lowering, the arguments by name) of a call node; (None, name) when none. An
     update in place is lowered as its out-of-place twin (the graph reads its result)."""
-    from .prepare import out_of_place_twin
-
     target = node.target
     twin = out_of_place_twin(node)
     if twin is not None and _key(node.op, target) not in table:
@@ -642,8 +636,6 @@ def _lowering_for(node, table: Dict[Any, Callable], gm) -> Tuple[Optional[Callab
         fn = table.get(f"Tensor.{target}")
         if fn is None:
             return None, None
-        import paddle
-
         method = getattr(paddle.Tensor, target, None)
         bound = _bind(method, node.args, node.kwargs) if method is not None else None
         if bound is None and not node.kwargs and len(node.args) <= 2:
@@ -795,10 +787,6 @@ def _dynamic_sizes(
 
 
 def _sizes_changed(gm, what: str, inputs, perturb) -> Dict[Any, FrozenSet[int]]:
-    import paddle
-
-    from ...fx.interpreter import Interpreter, run_leaf_layer
-
     grown: Dict[Any, List[int]] = {}
 
     class Sizes(Interpreter):

@@ -26,8 +26,13 @@ import tempfile
 import warnings
 from typing import Any, List, Optional, Sequence, Tuple
 
+import paddle
+
 from ...errors import GraphDeclined, JitError, MissingDependencyError, StaticShapesOnly
+from ...fx import GraphModule
 from ...workers import Worker, WorkerDied
+from ..static_build import building
+from .prepare import prepare_graph
 
 log = logging.getLogger("jit_core.kit.onnx")
 
@@ -256,12 +261,7 @@ def _check_graph(graph) -> None:
 
 def save_static(gm, example_inputs: Sequence[Any], prefix: str) -> None:
     """``paddle.jit.save`` of ``gm`` as a static program with the example inputs' specs."""
-    import paddle
-
-    from ...fx import GraphModule
     from ..shape_dispatch import dynamic_dims
-    from ..static_build import building
-    from .prepare import prepare_graph
 
     example = {n.name: x for n, x in zip(_placeholders(gm.graph), example_inputs)}
     dynamic = dynamic_dims(gm)

@@ -23,6 +23,7 @@ import paddle.nn.functional as F
 
 from ... import hookspecs, shapes
 from .direct import Exporter, _resolve
+from .lowerings_detection import detection_lowerings
 
 hookimpl = hookspecs.hookimpl
 
@@ -1021,7 +1022,6 @@ def builtin_lowerings() -> Dict[Any, Callable]:
     _add_functions(add)
     _add_layers(add)
     from .lowerings_c_ops import c_ops_lowerings
-    from .lowerings_detection import detection_lowerings
     from .lowerings_tensor import tensor_lowerings
 
     table.update(tensor_lowerings())

@@ -7,19 +7,16 @@ feeds them on each run, so ``set_state_dict`` or an optimizer step is seen by th
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Dict
+from typing import Dict
+
+import paddle
 
 from .export import OnnxExportError
-
-if TYPE_CHECKING:
-    import paddle
 
 
 def live_tensors(gm) -> Dict[str, paddle.Tensor]:
     """The parameters and buffers the graph reads, by the name Paddle gave them (the name
     they have in the exported model)."""
-    import paddle
-
     found: Dict[str, paddle.Tensor] = {}
     for node in gm.graph.nodes:
         if node.op == "call_module":

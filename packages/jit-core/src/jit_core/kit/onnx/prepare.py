@@ -60,6 +60,7 @@ from typing import Any, Callable, Dict, Optional, Tuple
 import paddle
 
 from ...fx import Graph, Node
+from ...shapes import size
 
 
 def _replace_with_call(graph: Graph, node: Node, fn, args) -> None:
@@ -477,8 +478,6 @@ def _sizes_to_constants(graph: Graph, dynamic: bool) -> int:
     constant it has: every size where the export is static, those of static dimensions of
     the inputs where it is dynamic. An input whose sizes were all it was read for is then
     unused (a static program refuses inputs nothing depends on)."""
-    from ...shapes import size
-
     n = 0
     for node in list(graph.nodes):
         if node.op != "call_function" or node.target is not size:

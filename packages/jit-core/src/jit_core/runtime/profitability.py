@@ -55,9 +55,9 @@ FOR_GOOD_US = 200.0
 #: noise of medians of a few interleaved calls on a shared machine
 MARGIN = 0.03
 CACHE_NAMESPACE = "profitability"
-#: part of a verdict's key: a change of the rules above makes the verdicts kept under the
-#: old ones stale
-RULES = "2026-12-07b"
+#: part of a verdict's key: a change of the rules above, or of what a compiled call costs
+#: (the guards' code), makes the verdicts kept under the old ones stale
+RULES = "2026-12-07c"
 
 
 @dataclass

@@ -13,20 +13,21 @@ classes themselves: a subclass may change the update), the step is recorded once
 Paddle runs it: each update kernel's arguments, and every C function Paddle's code calls
 on the way (a profile hook). It is replayable only where that code called nothing but
 the update kernels, the scheduler's set of the learning rate (``full_``) and a short list
-of reads; each kernel's tensors are its parameter, that parameter's gradient, and tensors
-the optimizer holds (or, with a gradient clip, the clipped gradient). Later steps call the same kernels with the same arguments, the
-gradient taken anew and a scheduler's rate read anew, so the update is Paddle's bit for
-bit. The multi-tensor forms (``merged_adam_``, ``merged_momentum_``) take lists, each
-parameter and gradient in them treated so. A gradient clip is called as Paddle's step
-calls it, on the (parameter, gradient) pairs, and its result goes to the kernels.
-Regularizers, parameter groups, anything calling other kernels is not replayable and runs Paddle's ``step()``
-every time (``describe()`` says why).
+of reads; each kernel's tensors are its parameter, that parameter's gradient (or what
+the gradient clip returned for it) and tensors the optimizer holds. The multi-tensor
+forms (``merged_adam_``, ``merged_momentum_``) take lists of these. Later steps call the
+same kernels with the same arguments, each gradient taken anew (and clipped anew: the
+clip is called as Paddle's step calls it, on the (parameter, gradient) pairs) and a
+scheduler's rate read anew, so the update is Paddle's bit for bit. Regularizers,
+parameter groups, anything calling other kernels is not replayable and runs Paddle's
+``step()`` every time (``describe()`` says why).
 
 Each replay first checks what decided the recorded path: the same learning-rate object
 (``set_lr()`` and ``set_lr_scheduler()`` replace it), the same gradient clip, parameter
-list and dict of master weights (``set_state_dict()`` replaces that), no ``found_inf`` from a loss scaler
-(which skips the update), and the same parameters trainable with gradients. Where any differs, that step is recorded again as it runs
-Paddle's ``step()`` (at most ``MAX_RECORDINGS`` times per optimizer).
+list and dict of master weights (``set_state_dict()`` replaces that), no ``found_inf``
+from a loss scaler (which skips the update), and the same parameters trainable with
+gradients. Where any differs, that step is recorded again as it runs Paddle's
+``step()`` (at most ``MAX_RECORDINGS`` times per optimizer).
 """
 
 from __future__ import annotations

@@ -1,6 +1,12 @@
 """Shared by every test folder: keep Paddle's import-time noise out of the test output."""
 
+import os
 import warnings
+
+# The call that captures a graph on the paddle backend returns the capture's own eager
+# results (``convert_frame.FirstFromCapture``). The suites check the compiled graph on
+# every call, the first included; jit-core's tests/test_first_call.py checks that feature.
+os.environ.setdefault("JIT_FIRST_CALL_FROM_CAPTURE", "0")
 
 # Paddle warns at import when the optional C++-extension cache tool is missing; it says
 # nothing about what is tested here. Pytest's own filterwarnings only applies inside tests.
@@ -34,7 +40,6 @@ def pytest_collection_modifyitems(config, items):
 
 # ------------------------------------------------------------- a real Redis for the tests
 
-import os  # noqa: E402
 import shutil  # noqa: E402
 import socket  # noqa: E402
 import subprocess  # noqa: E402

@@ -495,7 +495,9 @@ class CompileContext(DirectEntry):
                 self.events.append(CaptureEvent.graph_break_in(code, location, entry))
                 breaks_log.info("graph break in %s: %s", code.co_name, entry.graph_break.describe())
             # (a verdict from the compile cache may have set the frame to run eagerly)
-            return RUN_ORIGINAL if cache.hot is None else entry.result
+            if cache.hot is None:
+                return RUN_ORIGINAL
+            return entry.take_first_result()
 
     def _before_recompile(
         self, code: types.CodeType, cache: CodeCache, L, G

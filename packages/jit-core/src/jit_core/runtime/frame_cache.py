@@ -161,6 +161,14 @@ class CacheEntry:
     pinned_numbers: FrozenSet[str] = frozenset()
     #: seconds each phase of the capture that made it took (``profiling.PHASES``)
     compile_times: Dict[str, float] = field(default_factory=dict)
+    #: what the call that captured the entry runs, where it differs from ``result``: the
+    #: entry's code with the graph's results the capture computed
+    #: (``convert_frame.FirstFromCapture``); taken once
+    first_result: Optional[FrameResult] = None
+
+    def take_first_result(self) -> FrameResult:
+        first, self.first_result = self.first_result, None
+        return first if first is not None else self.result
 
     @property
     def built(self) -> Optional[Callable]:

@@ -134,6 +134,9 @@ class Profile:
         # the code a hit runs, and its variant for a frame reached through the hook (the
         # first call's, among others)
         self.graphs[entry.code] = self.graphs[entry.result.hooked.code] = g
+        first = entry.first_result
+        if first is not None:  # (the call that captured it: its results from the capture)
+            self.graphs[first.code] = self.graphs[first.hooked.code] = g
         return g
 
     def _known(self, code: types.CodeType, cache: Any) -> Optional[GraphProfile]:

@@ -496,6 +496,7 @@ class CompileContext(DirectEntry):
                 breaks_log.info("graph break in %s: %s", code.co_name, entry.graph_break.describe())
             # (a verdict from the compile cache may have set the frame to run eagerly)
             if cache.hot is None:
+                entry.first_result = None  # (it holds this call's inputs and results)
                 return RUN_ORIGINAL
             return entry.take_first_result()
 

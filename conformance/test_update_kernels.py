@@ -14,7 +14,7 @@ import pytest
 import jit_core
 from jit_core.runtime.update_kernels import replay_of
 
-from .test_training import Net, assert_same_state, batches, run_both, state_of
+from .test_training import Net, assert_same_state, batches, make, run_both, state_of
 
 pytestmark = pytest.mark.autograd
 
@@ -57,44 +57,38 @@ REPLAYED = {
 }
 
 
-def build(setup, seed=0):
-    paddle.seed(seed)
-    net = Net(dropout=0.0)
-    opt = setup(net.parameters())
-    sched = (
-        opt._learning_rate
-        if isinstance(opt._learning_rate, paddle.optimizer.lr.LRScheduler)
-        else None
-    )
+def build(setup):
+    """``test_training``'s step (no dropout), the scheduler stepped where there is one."""
 
-    def step(x, y):
-        loss = F.cross_entropy(net(x), y)
-        loss.backward()
-        opt.step()
-        opt.clear_grad()
-        if sched is not None:
-            sched.step()
-        return loss
+    def with_scheduler(params):
+        opt = setup(params)
+        lr = opt._learning_rate
+        return opt, lr if isinstance(lr, paddle.optimizer.lr.LRScheduler) else None
 
-    return net, opt, step
+    return make(with_scheduler, dropout=0.0)
+
+
+def trained_alike(setup, steps: int, backend: str = "paddle"):
+    """``steps`` steps eagerly and compiled, each state after them eager's: the compiled
+    side's net, optimizer and step, and the replay of its update."""
+    net_e, opt_e, step_e = build(setup)
+    net_j, opt_j, step_j = build(setup)
+    run_both(step_e, jit_core.optimize(step_j, backend=backend), batches(steps))
+    assert_same_state(state_of(net_j, opt_j), state_of(net_e, opt_e))
+    return net_j, opt_j, step_j, replay_of(opt_j)
 
 
 @pytest.mark.parametrize("name", sorted(REPLAYED))
 def test_a_step_after_the_second_runs_its_update_kernels(name, backend):
     setup, kernel, merged = REPLAYED[name]
-    net_e, opt_e, step_e = build(setup)
-    net_j, opt_j, step_j = build(setup)
-    fast = jit_core.optimize(step_j, backend=backend)
-    run_both(step_e, fast, batches(6))
-    assert_same_state(state_of(net_j, opt_j), state_of(net_e, opt_e))
-    replay = replay_of(opt_j)
+    net_j, opt_j, step_j, replay = trained_alike(setup, 6, backend)
     # the first step makes the accumulators, the second is recorded
     assert replay is not None and replay.replayed == 4, replay and replay.describe()
     n = 1 if merged else len([p for p in net_j.parameters() if not p.stop_gradient])
     assert f"({kernel} x{n})" in replay.describe()
     assert ("scheduler's rate" in replay.describe()) == (name == "adam")
     x, y = batches(1)[0]
-    report = str(jit_core.explain(fast, x, y))
+    report = str(jit_core.explain(step_j, x, y))
     assert f"{type(opt_j).__name__}.step(): its update kernels alone ({kernel} x{n})" in report
 
 
@@ -161,12 +155,7 @@ def test_a_gradient_clip_runs_as_paddles_step_calls_it(clip, backend):
     def setup(p):
         return paddle.optimizer.AdamW(0.05, parameters=p, grad_clip=clip(0.05))
 
-    net_e, opt_e, step_e = build(setup)
-    net_j, opt_j, step_j = build(setup)
-    fast = jit_core.optimize(step_j, backend=backend)
-    run_both(step_e, fast, batches(5))
-    assert_same_state(state_of(net_j, opt_j), state_of(net_e, opt_e))
-    replay = replay_of(opt_j)
+    *_, replay = trained_alike(setup, 5, backend)
     assert replay.replayed == 3, replay.describe()
     assert replay.describe().endswith(f"after its {clip.__name__}")
 
@@ -177,12 +166,7 @@ def test_a_regularizer_runs_paddles_step_and_says_why(backend):
     def setup(p):
         return paddle.optimizer.SGD(0.1, parameters=p, weight_decay=0.01)
 
-    net_e, opt_e, step_e = build(setup)
-    net_j, opt_j, step_j = build(setup)
-    fast = jit_core.optimize(step_j, backend=backend)
-    run_both(step_e, fast, batches(5))
-    assert_same_state(state_of(net_j, opt_j), state_of(net_e, opt_e))
-    replay = replay_of(opt_j)
+    *_, replay = trained_alike(setup, 5, backend)
     assert replay.replayed == 0
     assert replay.describe().startswith("Paddle's own step(): it calls "), replay.describe()
 
@@ -193,9 +177,5 @@ def test_a_subclass_runs_its_own_step():
     class MySGD(paddle.optimizer.SGD):
         pass
 
-    net_e, opt_e, step_e = build(lambda p: MySGD(0.1, parameters=p))
-    net_j, opt_j, step_j = build(lambda p: MySGD(0.1, parameters=p))
-    fast = jit_core.optimize(step_j)
-    run_both(step_e, fast, batches(4))
-    assert_same_state(state_of(net_j, opt_j), state_of(net_e, opt_e))
-    assert replay_of(opt_j) is None
+    *_, replay = trained_alike(lambda p: MySGD(0.1, parameters=p), 4)
+    assert replay is None

@@ -116,6 +116,8 @@ def _needs_training_backend(gm, traced: Traced, grad_on: bool) -> Optional[str]:
 #: (``FirstFromCapture``); ``JIT_FIRST_CALL_FROM_CAPTURE=0`` makes every first call run
 #: the compiled graph (test suites that check the compiled graph on a first call)
 FIRST_CALL_FROM_CAPTURE = os.environ.get("JIT_FIRST_CALL_FROM_CAPTURE", "1") != "0"
+#: the passes whose rewrites keep what the graph computes (a plugin's may not)
+_BUILTIN_PASS_NAMES = frozenset(p.name for p in BUILTIN_PASSES)
 
 
 class FirstFromCapture:
@@ -165,8 +167,7 @@ def first_from_capture(result: FrameResult, built: _Built, traced: Traced):
     for node in gm.graph.nodes:
         if is_mutated(node) or (node.op in ("call_function", "call_method") and not is_pure(node)):
             return None
-    builtin = {p.name for p in BUILTIN_PASSES}
-    if any(r.rewrites and r.name not in builtin for r in traced.pass_records):
+    if any(r.rewrites and r.name not in _BUILTIN_PASS_NAMES for r in traced.pass_records):
         return None  # a pass of a plugin's may compute otherwise, as its author wants
     outputs = tuple(t.example for t in traced.outputs)
     if not all(isinstance(t, paddle.Tensor) for t in outputs):

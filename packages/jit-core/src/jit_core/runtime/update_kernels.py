@@ -393,7 +393,6 @@ class UpdateReplay:
             taking_part.append(g is not None)
             if g is not None:
                 grads.append(g)
-        lr = opt._learning_rate
         recording = _Recording()
         result = recording.run(fn, opt)
         if recording.unexpected:
@@ -403,8 +402,6 @@ class UpdateReplay:
             self.failed_recordings += 1
             if self.failed_recordings >= MAX_FAILED_RECORDINGS:
                 self.refused = self.last_reason
-            return result
-        if opt._learning_rate is not lr:
             return result
         try:
             self.plan = _Plan(opt, taking_part, recording, grads)
@@ -439,7 +436,7 @@ class ReplayedStep:
     """A training call ``opt.step()`` (``fn(opt)``) that runs as its update kernels once
     they are recorded."""
 
-    __slots__ = ("fn", "replay", "__weakref__")
+    __slots__ = ("fn", "replay")
 
     def __init__(self, fn: Callable, replay: UpdateReplay):
         self.fn = fn

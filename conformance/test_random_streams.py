@@ -17,7 +17,7 @@ import paddle.nn.functional as F
 import pytest
 
 import jit_core
-from jit_core.runtime import native
+from jit_core.runtime import convert_frame, native
 
 from .helpers import assert_same
 
@@ -94,6 +94,38 @@ def a_first_capture_in_a_process(monkeypatch):
     monkeypatch.setattr(native, "_reason", None)
 
 
+@pytest.fixture(params=["graph", "capture"], ids=["first-runs-graph", "first-from-capture"])
+def first_call(request, monkeypatch):
+    """How the call that captures a graph computes its results: by running the compiled
+    graph (as the suites run), or, where it can, from the capture's own eager run of the
+    graph's operations (``convert_frame.FirstFromCapture``, on by default). Yields, for
+    the second, per first call of a graph whether it returned the capture's results."""
+    served: list = []
+    monkeypatch.setattr(convert_frame, "FIRST_CALL_FROM_CAPTURE", request.param == "capture")
+    real = convert_frame.FirstFromCapture.__call__
+
+    def spy(self, *args):
+        outputs = self.outputs
+        got = real(self, *args)
+        served.append(outputs is not None and got is outputs)
+        return got
+
+    monkeypatch.setattr(convert_frame.FirstFromCapture, "__call__", spy)
+    return served if request.param == "capture" else None
+
+
+def _check_served(served, backend, stats, op: str, can_serve: bool) -> None:
+    """Where the first call of each graph took the capture's draws: every graph's (each
+    draws, and a graph that draws runs on the paddle backend whichever was asked for),
+    but for an in-place draw (``uniform_``) and a layer whose parameters want gradients."""
+    if served is None:
+        return
+    if can_serve and op != "uniform_":
+        assert served == [True] * stats.compiled, (backend, stats)
+    else:
+        assert served == [], (backend, stats)
+
+
 def _run(fn, x, seed):
     """``fn(x)`` from ``paddle.seed(seed)``, and the generator's next draw after it."""
     paddle.seed(seed)
@@ -103,7 +135,7 @@ def _run(fn, x, seed):
 
 @pytest.mark.parametrize("path", sorted(PATHS))
 @pytest.mark.parametrize("op", sorted(RANDOM_OPS))
-def test_every_call_draws_what_eager_draws(op, path, backend):
+def test_every_call_draws_what_eager_draws(op, path, backend, first_call):
     make, options, shapes = PATHS[path]
     fn = make(RANDOM_OPS[op])
     fast = jit_core.optimize(fn, backend=backend, **options)
@@ -122,6 +154,7 @@ def test_every_call_draws_what_eager_draws(op, path, backend):
         assert stats.compiled == 2, stats  # one entry per shape
     elif path == "dynamic":
         assert stats.compiled == 1, stats  # one entry serves every size
+    _check_served(first_call, backend, stats, op, path != "layer")
 
 
 def test_capture_draws_nothing():
@@ -157,7 +190,7 @@ def dropped_then_returns(op):
 
 @pytest.mark.parametrize("make", [dropped_then_raises, dropped_then_returns])
 @pytest.mark.parametrize("op", sorted(RANDOM_OPS))
-def test_a_draw_nothing_reads_still_draws(op, make, backend):
+def test_a_draw_nothing_reads_still_draws(op, make, backend, first_call):
     """A graph none of whose values are live (the frame raises, or returns a number)
     still runs where it draws: the generator moves as eager's does."""
     fn = make(RANDOM_OPS[op])
@@ -177,3 +210,4 @@ def test_a_draw_nothing_reads_still_draws(op, make, backend):
         np.testing.assert_array_equal(
             got_next, want_next, err_msg=f"call {call}: the stream after it is not eager's"
         )
+    _check_served(first_call, backend, fast.jit_stats, op, True)

@@ -10,6 +10,7 @@ import paddle.nn.functional as F
 import pytest
 
 import jit_core
+from jit_core import rng
 from jit_core.passes import graph_pass
 from jit_core.plugins import register_plugin, unregister_plugin
 from jit_core.runtime import convert_frame
@@ -84,6 +85,59 @@ def test_an_inference_call_returns_the_captures_results_once(served):
         _assert_bitwise(fast(y), net(y))
     assert served == [True]
     assert fast.jit_stats.captures == 1
+
+
+def _random_graph(x):
+    y = F.dropout(x * 2, 0.5)
+    z = paddle._C_ops.dropout(y + 1, None, 0.3, False, "upscale_in_train", 0, False)
+    if isinstance(z, (tuple, list)):  # (Paddle 3.0 returns the mask too)
+        z = z[0]
+    return z.sum(axis=1) + paddle.rand([4])
+
+
+def _random_with_a_break(x):
+    y = F.dropout(x, 0.5) + paddle.randn([4, 4])
+    print("", end="")  # a graph break: a graph before it, another in the resume function
+    return F.dropout(y, 0.5) * paddle.rand([4])
+
+
+@pytest.mark.parametrize(
+    "fn, graphs",
+    [(_random_graph, 1), (_random_with_a_break, 2)],
+    ids=["one graph", "a graph break"],
+)
+def test_a_random_graph_returns_the_captures_draws_and_moves_the_stream_as_eager(
+    fn, graphs, served
+):
+    """The capture ran each random operation of the graph once, from the state the call
+    came with: those are eager's draws, and the stream goes on from where they ended."""
+    x = paddle.ones([4, 4])
+    with paddle.no_grad():
+        paddle.seed(11)
+        want = [fn(x) for _ in range(3)] + [paddle.rand([6])]
+        fast = jit_core.optimize(fn)
+        paddle.seed(11)
+        got = [fast(x) for _ in range(3)] + [paddle.rand([6])]
+    for a, b in zip(got, want):
+        _assert_bitwise(a, b)
+    assert served == [True] * graphs
+    assert fast.jit_stats.captures == graphs
+
+
+def test_a_random_graph_runs_where_something_else_drew_during_its_capture(served, monkeypatch):
+    """Where the generators moved otherwise than through the graph's random operations
+    (``rng.Draws.end()`` is None), the capture's draws are not eager's: the graph runs."""
+    monkeypatch.setattr(rng.Draws, "end", lambda self: None)
+    x = paddle.ones([4, 4])
+    with paddle.no_grad():
+        paddle.seed(12)
+        want = [_random_graph(x) for _ in range(2)] + [paddle.rand([6])]
+        fast = jit_core.optimize(_random_graph)
+        paddle.seed(12)
+        got = [fast(x) for _ in range(2)] + [paddle.rand([6])]
+    for a, b in zip(got, want):
+        _assert_bitwise(a, b)
+    assert served == []
 
 
 @pytest.mark.parametrize(

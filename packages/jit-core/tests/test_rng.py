@@ -54,3 +54,33 @@ def test_the_states_of_the_model_parallel_tracker_are_put_back(monkeypatch):
     got = draws()
     np.testing.assert_array_equal(got[0], want[0])
     np.testing.assert_array_equal(got[1], want[1])
+
+
+def test_draws_end_where_only_the_followed_operations_drew():
+    paddle.seed(9)
+    draws = rng.Draws()
+    draws.before()
+    paddle.rand([5])
+    draws.after("rand node")
+    draws.before()
+    paddle.nn.functional.dropout(paddle.ones([8]), 0.5)
+    draws.after("dropout node")
+    end = draws.end()
+    assert end is not None and draws.nodes == ["rand node", "dropout node"]
+    want = paddle.rand([4]).numpy()
+    end.restore()
+    np.testing.assert_array_equal(paddle.rand([4]).numpy(), want)
+
+
+@pytest.mark.parametrize("where", ["between two draws", "after the last"])
+def test_draws_know_nothing_where_something_else_drew(where):
+    draws = rng.Draws()
+    draws.before()
+    paddle.rand([5])
+    draws.after("rand node")
+    paddle.randn([2])  # (not followed: a layer made in the frame, a retried inline)
+    if where == "between two draws":
+        draws.before()
+        paddle.rand([5])
+        draws.after("second rand node")
+    assert draws.end() is None

@@ -63,11 +63,57 @@ class RngState:
 
 
 @contextlib.contextmanager
-def preserved() -> Iterator[None]:
+def preserved() -> Iterator[RngState]:
     """Runs the block, then puts every generator back as it was on entry, also when the
-    block raises: what the block draws is not drawn from the user's stream."""
+    block raises: what the block draws is not drawn from the user's stream. The block
+    gets the state it started from."""
     state = RngState()
     try:
-        yield
+        yield state
     finally:
         state.restore()
+
+
+def _position() -> Optional[tuple]:
+    """Where the generators stand, as a value that compares equal exactly when they stand
+    at the same place (the engines' whole state); None where a model-parallel tracker
+    is in use, whose named states are not followed."""
+    tracker = _tracker()
+    if tracker is not None and tracker.states_:
+        return None
+    cpu = paddle.base.core.default_cpu_generator().get_state().__getstate__()
+    if not _on_device():
+        return (cpu,)
+    return (cpu,) + tuple(s.__getstate__() for s in paddle.get_rng_state())
+
+
+class Draws:
+    """The random operations a capture ran on its example values, in order, and whether
+    the generators moved through them alone: then the capture's results are the ones
+    eager Paddle draws from the same state, and ``end()`` is where eager leaves the
+    generators. Where anything else drew (a layer made in the frame, a retried inline),
+    or the generators cannot be followed, ``end()`` is None."""
+
+    __slots__ = ("nodes", "_last")
+
+    def __init__(self) -> None:
+        #: the graph's random nodes, in the order their examples ran
+        self.nodes: list = []
+        self._last = _position()
+
+    def before(self) -> None:
+        """Called before an operation that may draw runs."""
+        if self._last is not None and _position() != self._last:
+            self._last = None
+
+    def after(self, node: Any) -> None:
+        """Called after a random operation's example run, with its node."""
+        if self._last is not None:
+            self.nodes.append(node)
+            self._last = _position()
+
+    def end(self) -> Optional[RngState]:
+        """Where the capture left the generators, if only its random operations moved them."""
+        if self._last is None or _position() != self._last:
+            return None
+        return RngState()

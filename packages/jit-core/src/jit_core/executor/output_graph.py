@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Optional, Set, Tuple, Union, cast
 
 import paddle
 
-from .. import shapes
+from .. import rng, shapes
 from ..errors import (
     CONTEXT_MANAGER,
     DATA_LEAVES_GRAPH,
@@ -30,6 +30,7 @@ from ..errors import (
 )
 from ..fx import Graph
 from ..fx.interpreter import run_leaf_layer
+from ..passes.effects import is_random, may_draw
 from ..runtime import guards
 from ..shapes import ShapePolicy
 from ..sources import Source, attr_path
@@ -151,6 +152,8 @@ class OutputGraph(SymbolicSizes, InplaceUpdates, TrainingEffects, AutogradFlags)
         self._grad_modes: List[bool] = []
         #: how many captured ``auto_cast`` blocks the code is inside
         self.amp_blocks = 0
+        #: the random operations run on the examples, and whether they alone drew
+        self.draws = rng.Draws()
         self._init_effects()
         self._init_autograd_flags()
 
@@ -407,8 +410,13 @@ class OutputGraph(SymbolicSizes, InplaceUpdates, TrainingEffects, AutogradFlags)
         return node
 
     def _record(self, tx, op: str, target, run, args, kwargs) -> VariableTracker:
+        drawing = may_draw(target)
+        if drawing:
+            self.draws.before()
         result = self._run_example(op, target, run, args, kwargs)
         node = self._create_node(tx, op, target, args, kwargs)
+        if drawing and is_random(node):
+            self.draws.after(node)
         out = self._wrap_result(node, result)
         if self.entry_grad_mode and not self.grad_mode():
             out = self._detached(out)

@@ -90,9 +90,19 @@ def _inference_dropout(node: Node) -> bool:
     return training is False or (type(p) in (int, float) and p == 0)
 
 
+def _random_name(name: str) -> bool:
+    return any(w in _RANDOM_WORDS for w in name.lower().strip("_").split("_"))
+
+
 def is_random(node: Node) -> bool:
-    words = target_name(node).lower().strip("_").split("_")
-    return any(w in _RANDOM_WORDS for w in words) and not _inference_dropout(node)
+    return _random_name(target_name(node)) and not _inference_dropout(node)
+
+
+def may_draw(target: Any) -> bool:
+    """Whether a node of ``target`` may be random (``is_random`` before the node exists)."""
+    if isinstance(target, str):
+        return _random_name(target)
+    return _random_name(getattr(target, "__name__", "") or type(target).__name__)
 
 
 def is_pure(node: Node) -> bool:
@@ -105,6 +115,17 @@ def is_pure(node: Node) -> bool:
     if _is_impure(node) or is_random(node):
         return False
     return not ({"out", "output"} & set(node.kwargs))
+
+
+def draws_only(node: Node) -> bool:
+    """Whether ``node`` would be pure but for the random numbers it draws."""
+    return (
+        node.op in ("call_function", "call_method")
+        and is_random(node)
+        and not node.meta.get("mutated")
+        and not _is_impure(node)
+        and not ({"out", "output"} & set(node.kwargs))
+    )
 
 
 def is_mutated(node: Node) -> bool:

@@ -39,7 +39,7 @@ from ..fx import GraphModule
 from ..kit.shape_dispatch import PerShape
 from ..logs import breaks_log, bytecode_log, graphs_log, guards_log, recompiles_log
 from ..passes.builtin import BUILTIN_PASSES
-from ..passes.effects import is_mutated, is_pure, is_random, target_name
+from ..passes.effects import draws_only, is_mutated, is_pure, is_random, target_name
 from ..passes.manager import PassContext, PassManager, PassRecord
 from ..passes.manager import op_count as op_count_of
 from ..shapes import ShapePolicy, SpecializeLayers, SpecializeShapes, describe_dims
@@ -79,10 +79,16 @@ class Traced:
     shared: list = field(default_factory=list)
     #: what the graph returns: ``tensors``, then what its training calls take besides
     outputs: list = field(default_factory=list)
+    #: where the capture left the random generators, where its graph's random operations
+    #: alone moved them (``rng.Draws``): where eager's run of the frame leaves them
+    rng_after: Optional[rng.RngState] = None
 
 
-def _needs_training_backend(gm, traced: Traced, grad_on: bool) -> Optional[str]:
-    """Why ``gm`` cannot run on an inference-only backend, or None."""
+def _needs_training_backend(
+    gm, traced: Traced, grad_on: bool, random_ok: bool = False
+) -> Optional[str]:
+    """Why ``gm`` cannot run on an inference-only backend, or None (``random_ok``: its
+    random operations are no reason)."""
     if grad_on:
         # (a number input, a loop counter, has no gradient)
         wants = [
@@ -100,7 +106,7 @@ def _needs_training_backend(gm, traced: Traced, grad_on: bool) -> Optional[str]:
     for node in gm.graph.nodes:
         if node.op == "call_module" and getattr(gm, node.target).training:
             return f"layer {node.target} is in training mode"
-        if node.op in ("call_function", "call_method") and is_random(node):
+        if not random_ok and node.op in ("call_function", "call_method") and is_random(node):
             return f"{target_name(node)} draws random numbers"
     aliased = _aliased_output(gm, traced)
     if aliased is not None:
@@ -129,12 +135,20 @@ class FirstFromCapture:
     what the graph would compute (``first_from_capture``); given other inputs than the
     capture's (the very objects), it runs the graph."""
 
-    __slots__ = ("compiled", "inputs", "outputs")
+    __slots__ = ("compiled", "inputs", "outputs", "rng_after")
 
-    def __init__(self, compiled: Callable, inputs: list, outputs: tuple):
+    def __init__(
+        self,
+        compiled: Callable,
+        inputs: list,
+        outputs: tuple,
+        rng_after: Optional[rng.RngState] = None,
+    ):
         self.compiled = compiled
         self.inputs: Optional[list] = inputs
         self.outputs: Optional[tuple] = outputs
+        #: for a graph that draws random numbers: where its run leaves the generators
+        self.rng_after = rng_after
 
     def __call__(self, *args):
         inputs, outputs = self.inputs, self.outputs
@@ -145,6 +159,11 @@ class FirstFromCapture:
             and len(args) == len(inputs)
             and all(a is b for a, b in zip(args, inputs))
         ):
+            if self.rng_after is not None:
+                # the capture drew what the graph draws, from the state this call started
+                # with (restored since): the generators go on from where its draws ended
+                self.rng_after.restore()
+                self.rng_after = None
             return outputs
         return self.compiled(*args)
 
@@ -154,25 +173,35 @@ def first_from_capture(result: FrameResult, built: _Built, traced: Traced):
     through ``FirstFromCapture``, where the capture's example run is what the graph
     computes: on the paddle backend (another backend's values are its own, and its first
     run is checked against Paddle's), with no gradients, training calls, training-mode
-    layers, random numbers, in-place updates or impure calls, no output that shares
-    memory with an input or a parameter, and no rewrite by a plugin's pass. None
-    elsewhere."""
+    layers, in-place updates or impure calls, no output that shares memory with an input
+    or a parameter, and no rewrite by a plugin's pass; random operations only where the
+    graph's are the ones the capture ran, in the same order, and nothing else drew
+    (``rng.Draws``). None elsewhere."""
     gm, compiled = traced.graph_module, built.compiled
     if not FIRST_CALL_FROM_CAPTURE:
         return None
     if gm is None or compiled is None or built.backend.name != "paddle":
         return None
-    if _needs_training_backend(gm, traced, paddle.is_grad_enabled()) is not None:
+    if _needs_training_backend(gm, traced, paddle.is_grad_enabled(), random_ok=True) is not None:
         return None
+    drawn = []
     for node in gm.graph.nodes:
-        if is_mutated(node) or (node.op in ("call_function", "call_method") and not is_pure(node)):
+        if is_mutated(node):
             return None
+        if node.op in ("call_function", "call_method") and not is_pure(node):
+            if not draws_only(node):
+                return None
+            drawn.append(node)
+    if drawn and (traced.rng_after is None or drawn != traced.output.draws.nodes):
+        return None  # (a pass moved or dropped one, or something else drew)
     if any(r.rewrites and r.name not in _BUILTIN_PASS_NAMES for r in traced.pass_records):
         return None  # a pass of a plugin's may compute otherwise, as its author wants
     outputs = tuple(t.example for t in traced.outputs)
     if not all(isinstance(t, paddle.Tensor) for t in outputs):
         return None
-    shim = FirstFromCapture(compiled, list(traced.examples), outputs)
+    shim = FirstFromCapture(
+        compiled, list(traced.examples), outputs, traced.rng_after if drawn else None
+    )
 
     def swapped(code: Optional[types.CodeType]) -> Optional[types.CodeType]:
         if code is None or not any(c is compiled for c in code.co_consts):
@@ -388,6 +417,10 @@ class FrameCompiler(BreakCompiler):
         )
         self._counter = 0
         self._warned_training = False
+        #: during ``capture()``: the random generators' state the call came with, which
+        #: every trace of its frame starts from (a second trace, after a break or a
+        #: withdrawn promise, draws what eager draws again)
+        self._rng_at_entry: Optional[rng.RngState] = None
         #: (code, offset, stack size, live locals) -> the resume callable
         self._resumes: Dict[tuple, Any] = {}
         #: (code, loop head) -> the code of the loop's body function (codegen.loops)
@@ -411,6 +444,8 @@ class FrameCompiler(BreakCompiler):
         instruction where that happened, or before the loop around it (``where``): the
         graph of a frame that breaks there. ``inputs_as_outputs`` (``capture()``): the
         graph returns every tensor the frame returns, its inputs too."""
+        if self._rng_at_entry is not None:
+            self._rng_at_entry.restore()
         output = OutputGraph(policy)
         f_globals = frame.f_globals
         tx = Translator(code, f_globals, output, f_globals)
@@ -425,6 +460,7 @@ class FrameCompiler(BreakCompiler):
         elif stop is not None:
             tx.stop_at_step = stop.root_step
         ret = tx.run()
+        rng_after = output.draws.end()
         tensors: list = []
         cells: list = []
         containers: list = []
@@ -456,6 +492,7 @@ class FrameCompiler(BreakCompiler):
             cells=cells,
             containers=containers,
             shared=rebuilt.shared_objects(),
+            rng_after=rng_after,
         )
         # a graph none of whose values are live still runs where it draws random numbers:
         # eager's draws advance the generator, and what runs after the frame reads it
@@ -503,8 +540,12 @@ class FrameCompiler(BreakCompiler):
         policy.number_inputs = self.backend.number_inputs
         # what the capture and the build run (example values, checks, timings) must not
         # draw from the user's stream: the first call's own run draws what eager draws
-        with rng.preserved():
-            return self._capture_as_promised(frame, code, policy)
+        with rng.preserved() as entry:
+            outer, self._rng_at_entry = self._rng_at_entry, entry
+            try:
+                return self._capture_as_promised(frame, code, policy)
+            finally:
+                self._rng_at_entry = outer
 
     def _capture_as_promised(self, frame, code: types.CodeType, policy: ShapePolicy):
         while True:

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -43,13 +44,64 @@ CONFORMANCE_BACKENDS = {"onnxrt": {}, "tvm": {"JIT_TVM_TUNE": "off"}, "tensorrt"
 #: is one process too: skipping every test takes a few seconds, while starting two workers
 #: that import Paddle took about 20 s on 2 cores.
 CONFORMANCE_WORKERS = {"tensorrt": "0"}
-#: the compile cache tvm's conformance runs share across the Pythons of one ``./dev test``
+#: the sources a library that tvm's conformance runs build depends on, and the kinds of
+#: file among them that count (``_source_digest``)
+BUILD_SOURCES = ("packages", "conformance", "examples")
+BUILD_SOURCE_KINDS = (".py", ".toml", ".cc", ".c", ".h", ".json", ".txt", ".cfg")
+
+
+def _source_digest() -> str:
+    """A digest of every source file under ``BUILD_SOURCES`` (names and contents): two
+    checkouts with the same digest build the same libraries from the same graphs."""
+    digest = hashlib.sha256()
+    for top in BUILD_SOURCES:
+        for folder, dirs, files in os.walk(top):
+            dirs[:] = sorted(
+                d
+                for d in dirs
+                if d not in ("__pycache__", "build", "dist")
+                and not d.startswith(".")
+                and not d.endswith(".egg-info")
+            )
+            for name in sorted(files):
+                if name.endswith(BUILD_SOURCE_KINDS):
+                    path = os.path.join(folder, name)
+                    digest.update(path.encode() + b"\0")
+                    with open(path, "rb") as f:
+                        digest.update(hashlib.sha256(f.read()).digest())
+    return digest.hexdigest()[:16]
+
+
+#: the compile cache tvm's conformance runs share: across the Pythons of one ``./dev test``
 #: (TVM compiles the same graphs alike on every Python, and the entries do not depend on the
-#: process: 3.11 and 3.12 load what 3.10 built, 40 s instead of 4 minutes each on 2 cores;
-#: 3.13 builds its own, as the keys hold paddle2onnx's version, which it lacks). The first
-#: Python with TVM starts it empty.
-TVM_SHARED_CACHE = os.path.abspath(os.path.join(".nox", "tvm-conformance-cache"))
-FIRST_TVM_PYTHON = "3.10"
+#: process: 3.11 to 3.13 load what 3.10 built, 40 s instead of 4 minutes each on 2 cores),
+#: and across runs of the same sources on one machine (a clean clone of a commit tested
+#: before loads what that run built), in the user's cache folder under the digest of the
+#: sources: any change to them starts an empty one. The latest ``TVM_CACHES_KEPT`` stay.
+TVM_CACHES = os.path.join(
+    os.environ.get("XDG_CACHE_HOME") or os.path.expanduser(os.path.join("~", ".cache")),
+    "jit-core-ci",
+    "tvm-conformance",
+)
+TVM_CACHES_KEPT = 3
+
+
+def tvm_shared_cache() -> str:
+    """This checkout's tvm conformance cache folder; older ones beyond the latest
+    ``TVM_CACHES_KEPT`` are removed."""
+    path = os.path.join(TVM_CACHES, _source_digest())
+    os.makedirs(path, exist_ok=True)
+    os.utime(path)
+    others = sorted(
+        (os.path.join(TVM_CACHES, d) for d in os.listdir(TVM_CACHES)),
+        key=os.path.getmtime,
+        reverse=True,
+    )
+    for old in others[TVM_CACHES_KEPT:]:
+        shutil.rmtree(old, ignore_errors=True)
+    return path
+
+
 #: example plugins that exist to be installed in the test environment (see their READMEs)
 TEST_PLUGINS = [
     p for p in ["examples/opcode-plugin", "examples/onnx-lowering-plugin"] if os.path.isdir(p)
@@ -183,15 +235,16 @@ def tests(session: nox.Session) -> None:
         **NATIVE_REQUIRED,
         # tests marked one_python run in one session (conftest.py)
         "JIT_ONE_PYTHON": CLUSTER_PYTHON,
+        # the pytest workers fill the cores already: Paddle's OpenMP threads, one per core
+        # in each worker, would only compete (the 3.11 unit tests: 4m44s -> 4m18s on 2 cores)
+        "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
     }
     # the unit tests and the conformance suite on the default paddle backend
     session.run("pytest", "-n", workers, *session.posargs, env=env)
-    if session.python == FIRST_TVM_PYTHON:
-        shutil.rmtree(TVM_SHARED_CACHE, ignore_errors=True)
     n_a = n_a_backends(session)
     for backend, backend_env in CONFORMANCE_BACKENDS.items():
-        if backend == "tvm":
-            backend_env = {**backend_env, "JIT_CONFORMANCE_CACHE_DIR": TVM_SHARED_CACHE}
+        if backend == "tvm" and backend not in n_a:
+            backend_env = {**backend_env, "JIT_CONFORMANCE_CACHE_DIR": tvm_shared_cache()}
         if backend in n_a:
             session.log(f"conformance on {backend}: n/a here, every test skipped ({n_a[backend]})")
         session.run(

@@ -21,9 +21,12 @@ from jit_backend_onnxrt import plugin
 from jit_core.workers import how_it_ended
 
 WHY_NOT = plugin.unavailable_reason()
-pytestmark = pytest.mark.skipif(
-    bool(WHY_NOT), reason=f"the onnxrt backend cannot run here: {WHY_NOT}"
-)
+pytestmark = [
+    pytest.mark.skipif(bool(WHY_NOT), reason=f"the onnxrt backend cannot run here: {WHY_NOT}"),
+    # each scenario starts Python processes that import Paddle and ONNX Runtime; how a
+    # worker's death is told and survived is the same on every Python
+    pytest.mark.one_python,
+]
 
 #: an ONNX Runtime whose ``run`` aborts where ``ORT_ABORT_MODE`` says, with what ONNX
 #: Runtime prints when a kernel's C++ exception escapes: every run ("every-run"), runs of

@@ -19,12 +19,29 @@ from jit_core.errors import BackendCompileError, BackendUnavailableError
 #: the package installs TVM on Python 3.10 to 3.12 (no wheels before 3.10; on 3.13 the ONNX
 #: export it compiles from cannot run)
 HAS_TVM = importlib.util.find_spec("tvm") is not None
-needs_tvm = pytest.mark.skipif(not HAS_TVM, reason="apache-tvm is installed on Python 3.10-3.12")
 #: why the backend cannot run here: no TVM (3.8/3.9) or no ONNX export (3.13: no paddle2onnx
 #: 2.x wheels); the tests of TVM's own side run wherever TVM does
 WHY_NOT = plugin.unavailable_reason()
-needs_backend = pytest.mark.skipif(
-    bool(WHY_NOT), reason=f"the tvm backend cannot run here: {WHY_NOT}"
+
+
+def _one_python(skip):
+    """``skip``, and the test marked ``one_python``: what TVM builds and how this package
+    drives it do not depend on the Python (one apache-tvm wheel for all), and the first
+    build in a process costs TVM's own start-up (20-30 s on 2 cores), so CI runs these on
+    one Python; the tvm conformance run builds and checks graphs on every Python with TVM.
+    The tests of why the backend can or cannot run stay on every Python."""
+
+    def mark(fn):
+        return pytest.mark.one_python(skip(fn))
+
+    return mark
+
+
+needs_tvm = _one_python(
+    pytest.mark.skipif(not HAS_TVM, reason="apache-tvm is installed on Python 3.10-3.12")
+)
+needs_backend = _one_python(
+    pytest.mark.skipif(bool(WHY_NOT), reason=f"the tvm backend cannot run here: {WHY_NOT}")
 )
 
 
@@ -426,7 +443,6 @@ def _relax_matmul_relu():
 
 
 # (TVM's schedule search, in C++: the same on every Python)
-@pytest.mark.one_python
 @needs_tvm
 def test_kernels_without_records_get_a_sampled_schedule():
     import tvm
@@ -509,7 +525,6 @@ def test_a_failing_layout_conversion_keeps_nchw(monkeypatch, caplog):
 
 
 # (TVM's schedule search, in C++: the same on every Python)
-@pytest.mark.one_python
 @needs_tvm
 def test_sampled_schedules_unroll_little():
     import tvm
@@ -908,7 +923,6 @@ runpy.run_module("jit_core.workers", run_name="__main__")
 """
 
 
-@pytest.mark.one_python
 @needs_backend
 def test_tvm_dying_on_a_graph_costs_the_graph_not_the_program(monkeypatch):
     from jit_backend_tvm import build_worker, stats

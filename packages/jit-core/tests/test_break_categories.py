@@ -69,11 +69,15 @@ def class_statement(x):
     return x + 1
 
 
+class _Custom(Exception):
+    """(the capture raises only built-in exceptions itself)"""
+
+
 def raises(x, flag):
     try:
         if flag:
-            raise ValueError
-    except ValueError:
+            raise _Custom
+    except _Custom:
         pass
     return x + 1
 

@@ -164,11 +164,14 @@ class Raised(Unsupported):
     """The captured code raises ``exc`` here, and would at every call its guards admit (a
     Paddle getter that raises outside a distributed run). The executor takes it to the
     handler of the ``try`` block around it, as CPython would; where no handler takes
-    it, it is an ``Unsupported`` like any other (the graph breaks, and Python raises)."""
+    it, it is an ``Unsupported`` like any other (the graph breaks, and Python raises).
+    ``made_here``: the frame made ``exc`` from constants (``raise ValueError("...")``), so
+    its handler may read its ``args``."""
 
-    def __init__(self, exc: BaseException, reason: str):
+    def __init__(self, exc: BaseException, reason: str, made_here: bool = False):
         super().__init__(reason, category=RAISES)
         self.exc = exc
+        self.made_here = made_here
 
 
 class ExceptionsNotSimulated(Exception):

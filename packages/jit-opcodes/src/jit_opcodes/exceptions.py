@@ -13,10 +13,10 @@ kind, handler offset, stack depth); 3.11+ read the exception table.
 from __future__ import annotations
 
 from jit_core.bytecode.compat import HAS_EXCEPTION_TABLE
-from jit_core.errors import INTERNAL, RAISES, UNSUPPORTED_OPCODE, Unsupported
+from jit_core.errors import INTERNAL, RAISES, UNSUPPORTED_OPCODE, Raised, Unsupported
 from jit_core.variables import ConstantVariable, NullVariable
 from jit_core.variables.contexts import enter_context
-from jit_core.variables.exceptions import except_matches
+from jit_core.variables.exceptions import except_matches, exception_raised
 
 from .registry import handler, versions
 
@@ -138,8 +138,19 @@ def with_cleanup_finish(tx, inst):
 
 
 @handler("RAISE_VARARGS", eager=_RAISES)
-@handler("RERAISE", versions=versions("3.9", "3.13"), eager=_RAISES)
 def raise_varargs(tx, inst):
+    if inst.arg == 1:
+        # ``raise E(...)`` of a built-in exception the frame made from constants: the
+        # executor takes it to the handler of the try block around it, if this code or a
+        # caller's has one (else the graph breaks here and Python raises it)
+        exc = exception_raised(tx.peek())
+        if exc is not None:
+            raise Raised(exc, _RAISES, made_here=True)
+    raise Unsupported(_RAISES, category=RAISES)
+
+
+@handler("RERAISE", versions=versions("3.9", "3.13"), eager=_RAISES)
+def reraise(tx, inst):
     raise Unsupported(_RAISES, category=RAISES)
 
 

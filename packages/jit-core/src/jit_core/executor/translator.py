@@ -226,7 +226,7 @@ class Translator(Operations):
             raise ExceptionsNotSimulated("an exception raised inside a generator's code")
         assert self.current is not None  # (called by run(), for the instruction it runs)
         offset = self.current.offset
-        exc = ExceptionVariable(e.exc)
+        exc = ExceptionVariable(e.exc, made_here=e.made_here)
         if compat.HAS_EXCEPTION_TABLE:
             entry = compat.exception_handler(self.code, offset)
             if entry is None:

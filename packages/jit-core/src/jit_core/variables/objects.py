@@ -13,6 +13,7 @@ from ..errors import DYNAMIC_VALUE, RAISES, SIDE_EFFECT, UNTRACED_CALL, Unsuppor
 from ..sources import AttrSource
 from .base import KnownValueVariable, VariableTracker
 from .constant import ConstantVariable
+from .exceptions import made_exception, simulated_exception_class
 from .training import training_call
 from .values import check_numpy_result, constant_arguments, is_numpy_scalar_type, is_place_class
 
@@ -215,6 +216,12 @@ class ClassVariable(KnownValueVariable):
             return NamedTupleVariable.create(tx, cls, args, kwargs)
         if can_make(cls):
             return NewObjectVariable.create(tx, cls, args, kwargs)
+        if simulated_exception_class(cls) and tx.output.shape_policy.raise_reason is None:
+            # to be raised: the capture takes it to the handler of its try block, as
+            # CPython would (Translator._to_handler)
+            consts = constant_arguments(args, kwargs)
+            if consts is not None and not consts[1]:
+                return made_exception(cls, tuple(consts[0]))
         raise Unsupported(
             f"creating an instance of {self.describe()} during capture", category=UNTRACED_CALL
         )

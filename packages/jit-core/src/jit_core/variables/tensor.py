@@ -52,8 +52,9 @@ _LEAVES_GRAPH = {
 _METADATA_ATTRS = {"shape", "dtype", "ndim", "size", "stop_gradient", "is_leaf"}
 #: attributes of the tensor object itself: guarded values where the tensor comes from the
 #: frame (an input, a parameter); ``is_distributed`` is what PaddleNLP's LM heads ask of
-#: their weight
-_GUARDED_ATTRS = {"name", "persistable", "is_distributed"}
+#: their weight, ``type`` (``VarType.DENSE_TENSOR``, or a sparse or string tensor's) what
+#: code that serves several kinds of tensor asks
+_GUARDED_ATTRS = {"name", "persistable", "is_distributed", "type"}
 
 
 #: in-place methods that change a tensor's shape, dtype or autograd state, or take its

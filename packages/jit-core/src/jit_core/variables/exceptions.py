@@ -70,7 +70,16 @@ def simulated_exception_class(cls: Any) -> bool:
 
 def made_exception(cls: type, args: tuple) -> ExceptionVariable:
     """``cls(*args)``, made now from constant ``args`` (``simulated_exception_class``)."""
-    return ExceptionVariable(cls(*args), made_here=True)
+    return ExceptionVariable(_made(cls, args), made_here=True)
+
+
+def _made(cls: type, args: tuple) -> BaseException:
+    try:
+        return cls(*args)
+    except Exception as e:  # (UnicodeDecodeError() wants five arguments)
+        raise Unsupported(
+            f"{cls.__name__}(...) raises {type(e).__name__}: {e}", category=RAISES
+        ) from e
 
 
 def exception_raised(v: VariableTracker) -> Optional[BaseException]:
@@ -80,7 +89,7 @@ def exception_raised(v: VariableTracker) -> Optional[BaseException]:
     if isinstance(v, ExceptionVariable) and v.made_here and not v.is_type:
         return v.exc
     cls: Any = v.value if isinstance(v, KnownValueVariable) else None
-    return cls() if simulated_exception_class(cls) else None
+    return _made(cls, ()) if simulated_exception_class(cls) else None
 
 
 def except_matches(exc: VariableTracker, wanted: VariableTracker) -> bool:

@@ -1,9 +1,10 @@
 """The first call of a large graph: eager Paddle, jit_core and SOT, in one process.
 
-    python bench/first_call.py SAMPLE_DIR [--backend paddle] [--no-sot] [--grad]
+    python bench/first_call.py [SAMPLE_DIR] [--backend paddle] [--no-sot] [--grad]
 
 SAMPLE_DIR is a GraphNet-format sample (a folder with ``model.py``,
-``weight_meta.py``, ``input_meta.py``), for instance one of GraphNet's PaddleX samples.
+``weight_meta.py``, ``input_meta.py``), for instance one of GraphNet's PaddleX samples;
+without one, ``conformance/graphs/tiny_vision`` (a small convolution net).
 Its module is built once and copied (``jit_eval.runner.ModuleCopies``), so that every side
 runs the same weights on the same inputs, under ``paddle.no_grad()`` unless ``--grad``.
 Rows: eager Paddle's first and second call, jit_core's first call (capture, passes, the
@@ -43,7 +44,12 @@ def _timed(fn, kwargs) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("sample", metavar="SAMPLE_DIR")
+    parser.add_argument(
+        "sample",
+        metavar="SAMPLE_DIR",
+        nargs="?",
+        default=os.path.join(ROOT, "conformance", "graphs", "tiny_vision"),
+    )
     parser.add_argument("--backend", default="paddle")
     parser.add_argument("--no-sot", action="store_true", help="leave SOT's rows out")
     parser.add_argument("--grad", action="store_true", help="call with gradients on")

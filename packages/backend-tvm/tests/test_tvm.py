@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -830,6 +831,42 @@ def test_by_default_kernels_without_a_symbolic_schedule_are_built_per_shape(monk
     assert "one build per input shape" in report
     assert "TVM has no schedule over symbolic sizes for the kernels " in report
     assert "fused_matmul" in report.split("for the kernels ")[1].split(":")[0]
+
+
+@needs_backend
+def test_the_next_process_builds_per_shape_without_trying_symbolic_sizes_again(monkeypatch, caplog):
+    # the compile cache keeps the verdict of a symbolic build that would fail again: a new
+    # optimize() (all a new process has is the compile cache) builds nothing symbolic,
+    # and its per-shape libraries come from the cache
+    from jit_backend_tvm import backend, stats
+
+    monkeypatch.setenv("JIT_TVM_TUNE", "off")
+    built = []
+    build = backend._build
+
+    def recording(gm, example_inputs, live, opset, spec, *args, **kwargs):
+        built.append("symbolic" if spec.symbolic else "static")
+        return build(gm, example_inputs, live, opset, spec, *args, **kwargs)
+
+    monkeypatch.setattr(backend, "_build", recording)
+    caplog.set_level(logging.INFO, logger="jit_core.recompiles")
+    net = _mlp()
+    with paddle.no_grad():
+        for process in ("first", "next"):
+            built.clear()
+            failures = stats["symbolic_failures"]
+            fast = jit_core.optimize(net, backend="tvm")
+            for b in (2, 3, 4):
+                x = paddle.randn([b, 8])
+                np.testing.assert_allclose(fast(x).numpy(), net(x).numpy(), rtol=1e-5, atol=1e-6)
+            assert stats["symbolic_failures"] == failures + 1
+            if process == "first":
+                assert built == ["static", "symbolic", "static", "static"]
+            else:
+                assert built == []
+    (said,) = [r.getMessage() for r in caplog.records if "the verdict of an earlier" in r.message]
+    assert "one build per input shape: TVM has no schedule over symbolic sizes" in said
+    assert "(the verdict of an earlier process, kept in the compile cache" in said
 
 
 @needs_backend

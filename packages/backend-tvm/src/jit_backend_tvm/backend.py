@@ -60,6 +60,11 @@ _CACHE = DiskCache("tvm", executable=True)
 #: graphs whose build or first run killed the build worker (a refusal only costs speed:
 #: the graph runs on paddle; ``python -m jit_core.cache clear`` forgets them)
 _VERDICTS = DiskCache("tvm-refused", kind="hint")
+#: graphs with dynamic dimensions whose symbolic build failed in a way that would fail
+#: again (a kernel with no schedule over symbolic sizes, an importer or compiler error),
+#: with the reason: the next process builds them per shape at once instead of spending
+#: the symbolic build's seconds (a minute with a large graph) to learn it again
+_PER_SHAPE = DiskCache("tvm-per-shape", kind="hint")
 _INSTALL = "jit-backend-tvm (it brings apache-tvm 0.27 on Python 3.10+)"
 TUNE_MODES = ("auto", "always", "off")
 #: the default of ``tune``; ``JIT_TVM_TUNE`` changes it for a whole process (CI runs the
@@ -241,6 +246,7 @@ def _compile_dynamic(
             compiled = TvmGraph.from_blob(hit[1], gm, live, state_names)
         else:
             if key is not None:
+                _per_shape_before(key)
                 _refused_before(key)
             try:
                 compiled, library, _ = _build(
@@ -261,15 +267,40 @@ def _compile_dynamic(
             stats["symbolic_builds"] += 1
             if key is not None:
                 key.put(_CACHE, gm, compiled.to_blob(library, state_names))
-    except StaticShapesOnly:
+    except StaticShapesOnly as e:
         stats["symbolic_failures"] += 1
+        if not isinstance(e, _KeptPerShape):
+            _keep_per_shape(key, gm, e)
         raise
     except Exception as e:  # whatever fails here may work per shape
         stats["symbolic_failures"] += 1
-        raise StaticShapesOnly(
+        per_shape = StaticShapesOnly(
             f"its symbolic TVM build failed ({step[0]}): {type(e).__name__}: {first_line(e)[:300]}"
-        ) from e
+        )
+        # a worker killed from outside (the OOM killer, a user) says nothing of the graph
+        if not (isinstance(e, build_worker.WorkerDeath) and not e.lasting):
+            _keep_per_shape(key, gm, per_shape)
+        raise per_shape from e
     return _indices_checked(compiled, gm)
+
+
+class _KeptPerShape(StaticShapesOnly):
+    """The verdict ``_keep_per_shape`` kept in an earlier process."""
+
+
+def _per_shape_before(key: ExportKeys) -> None:
+    """Raise the verdict an earlier process kept: this graph is built per shape."""
+    kept = key.get(_PER_SHAPE)
+    if kept is not None:
+        raise _KeptPerShape(
+            f"{kept[1].decode(errors='replace')} (the verdict of an earlier process, kept in "
+            "the compile cache: python -m jit_core.cache clear forgets it)"
+        )
+
+
+def _keep_per_shape(key: Optional[ExportKeys], gm, why: StaticShapesOnly) -> None:
+    if key is not None:
+        key.put(_PER_SHAPE, gm, str(why).encode())
 
 
 def _refused_before(key: ExportKeys) -> None:

@@ -36,6 +36,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from jit_core.errors import StaticShapesOnly
 from jit_core.workers import Worker, WorkerDied, child_argv, scratch_dir, serve
 
+from .intrinsics import import_tensor_intrinsics
 from .library import (
     COUNTS,
     SCOPE_NOISE,
@@ -264,4 +265,5 @@ def main() -> None:
     import tvm
     from tvm.relax.frontend import onnx as _  # noqa: F401
 
+    import_tensor_intrinsics()
     serve(_handle, {"tvm": tvm.__version__})

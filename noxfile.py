@@ -33,17 +33,18 @@ PACKAGES = [
     "packages/jit-eval",
 ]
 #: backends the conformance suite runs on besides the default paddle backend, with the
-#: environment of their run. tvm checks correctness on sampled schedules (no tuning):
+#: environment they need. tvm checks correctness on sampled schedules (no tuning):
 #: tuning whole models on every run would not fit CI (its unit tests tune a small kernel
 #: instead). A backend's column is n/a where the backend cannot run (tvm on 3.8/3.9,
-#: tensorrt wherever TensorRT or a CUDA device is missing: all of CI): every test is skipped at collection with the reason, in one process
-#: (``n_a_backends``), a few seconds per run.
+#: tensorrt wherever TensorRT or a CUDA device is missing: all of CI): every test is skipped
+#: at collection with the reason (``n_a_backends``).
 CONFORMANCE_BACKENDS = {"onnxrt": {}, "tvm": {"JIT_TVM_TUNE": "off"}, "tensorrt": {}}
-#: pytest-xdist workers of a backend's conformance run, where not JIT_TEST_WORKERS and the
-#: backend can run: tensorrt runs in one process (one GPU). Where a backend is n/a the run
-#: is one process too: skipping every test takes a few seconds, while starting two workers
-#: that import Paddle took about 20 s on 2 cores.
-CONFORMANCE_WORKERS = {"tensorrt": "0"}
+#: backends whose conformance runs in one process of its own where they can run
+#: (tensorrt: one GPU); the others run with the unit tests, in one pytest run with
+#: JIT_TEST_WORKERS workers (conformance/conftest.py runs each test on each backend):
+#: every separate run costs its start (two workers importing Paddle) and its tail (one
+#: worker idle on the last long test), about 15 s on 2 cores
+ONE_PROCESS_BACKENDS = {"tensorrt"}
 #: the sources a library that tvm's conformance runs build depends on, and the kinds of
 #: file among them that count (``_source_digest``)
 BUILD_SOURCES = ("packages", "conformance", "examples")
@@ -239,23 +240,22 @@ def tests(session: nox.Session) -> None:
         # in each worker, would only compete (the 3.11 unit tests: 4m44s -> 4m18s on 2 cores)
         "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
     }
-    # the unit tests and the conformance suite on the default paddle backend
-    session.run("pytest", "-n", workers, *session.posargs, env=env)
     n_a = n_a_backends(session)
+    together, alone = ["paddle"], []
     for backend, backend_env in CONFORMANCE_BACKENDS.items():
-        if backend == "tvm" and backend not in n_a:
-            backend_env = {**backend_env, "JIT_CONFORMANCE_CACHE_DIR": tvm_shared_cache()}
         if backend in n_a:
             session.log(f"conformance on {backend}: n/a here, every test skipped ({n_a[backend]})")
+        elif backend == "tvm":
+            backend_env = {**backend_env, "JIT_CONFORMANCE_CACHE_DIR_TVM": tvm_shared_cache()}
+        env.update(backend_env)
+        (alone if backend in ONE_PROCESS_BACKENDS and backend not in n_a else together).append(
+            backend
+        )
+    # the unit tests, and the conformance suite on every backend but those run alone
+    session.run("pytest", "-n", workers, "--backend", ",".join(together), *session.posargs, env=env)
+    for backend in alone:
         session.run(
-            "pytest",
-            "-n",
-            "0" if backend in n_a else CONFORMANCE_WORKERS.get(backend, workers),
-            "conformance",
-            "--backend",
-            backend,
-            *session.posargs,
-            env={**env, **backend_env},
+            "pytest", "-n", "0", "conformance", "--backend", backend, *session.posargs, env=env
         )
 
 

@@ -13,6 +13,20 @@ os.environ.setdefault("JIT_FIRST_CALL_FROM_CAPTURE", "0")
 warnings.filterwarnings("ignore", message="No ccache found", category=UserWarning)
 
 
+# ------------------------------------------------------- the conformance suite's backends
+
+
+def pytest_addoption(parser):
+    # here, not in conformance/conftest.py: a run of every test folder (no path given)
+    # only reads this file's options before it parses the command line
+    parser.addoption(
+        "--backend",
+        default="paddle",
+        help="the jit_core backend the conformance suite runs on (default: paddle), or "
+        "several, comma-separated: each test then runs on each, in one pytest run",
+    )
+
+
 # ------------------------------------------------------------- tests run on one Python
 
 #: set by the nox tests session to the one Python that runs the ``one_python`` tests: what

@@ -16,15 +16,6 @@ import jit_core
 from .helpers import use_backend_tolerance
 
 
-def pytest_addoption(parser):
-    parser.addoption(
-        "--backend",
-        default="paddle",
-        help="the jit_core backend the conformance suite runs on (default: paddle), or "
-        "several, comma-separated: each test then runs on each, in one pytest run",
-    )
-
-
 def _backends(config) -> List[str]:
     return [name.strip() for name in config.getoption("--backend").split(",") if name.strip()]
 

@@ -51,6 +51,11 @@ def f_generator(x):
     yield x * 2
 
 
+def f_name_not_defined(x):
+    y = paddle.nn.functional.relu(x) * 2
+    return y + _NOT_YET_DEFINED  # noqa: F821 - defined by the test, or not
+
+
 #: function, argument factory, words the reason must contain
 CASES = [
     (f_print, lambda: (paddle.rand([4, 4]),), "print"),
@@ -108,3 +113,29 @@ def test_full_graph_names_the_first_break(backend):
     message = str(err.value)
     assert "branch" in message
     assert f"{THIS_FILE}:{f_tensor_branch.__code__.co_firstlineno + 1}" in message
+
+
+def test_a_name_not_defined_breaks_before_it_and_raises_as_eager(backend):
+    # the graph of what comes before it runs compiled; the resumed frame starts at the
+    # LOAD_GLOBAL, where CPython raises eager's NameError
+    x = paddle.rand([4, 4])
+    with pytest.raises(NameError) as eager:
+        f_name_not_defined(x)
+    fast = jit_core.optimize(f_name_not_defined, backend=backend)
+    for _ in range(2):
+        with pytest.raises(NameError) as err:
+            fast(x)
+        assert str(err.value) == str(eager.value)
+    stats = fast.jit_stats
+    assert (stats.captures, stats.compiled) == (2, 1), stats
+    # the resumed frame starts with the name, nothing to capture before it: it raises
+    (resumed,) = stats.eager_frames
+    assert resumed.startswith("f_name_not_defined__resume_at_"), resumed
+    assert "name '_NOT_YET_DEFINED' is not defined (NameError)" in stats.eager_frames[resumed]
+    # once the name exists, the same graph serves eager's result
+    globals()["_NOT_YET_DEFINED"] = 3.0
+    try:
+        assert_same(fast(x), f_name_not_defined(x))
+        assert fast.jit_stats.compiled == 1
+    finally:
+        del globals()["_NOT_YET_DEFINED"]

@@ -77,14 +77,23 @@ class Where:
     can be, ``codegen.loops``; a block as it is, with its handlers, eagerly)."""
 
     before_loop: Optional[int] = None  # the offset of the loop's or block's first instruction
-    #: "loop" or "block"
+    #: "loop", "block", or "raises": before an instruction that raises (the resumed
+    #: frame starts with it, and CPython raises the error eager code raises)
     kind: str = "loop"
 
 
-def where_to_break(code: types.CodeType, inst: dis.Instruction):
+#: instructions before which the graph breaks where the capture knows they raise: the
+#: resumed frame starts with one, and CPython raises there what eager code raises (a name
+#: not defined: NameError). What they raise depends on nothing but the name and the
+#: globals, which the resumed frame shares.
+BREAK_BEFORE_RAISING = frozenset({"LOAD_GLOBAL"})
+
+
+def where_to_break(code: types.CodeType, inst: dis.Instruction, raises: bool = False):
     """A ``Where``, or why the graph cannot break for ``inst`` ("" when the reason of the
     stop needs nothing added: only instructions whose handler registers a break kind
-    can break)."""
+    can break, and, where the capture knows they raise (``raises``), those of
+    ``BREAK_BEFORE_RAISING``, before which the graph breaks)."""
     if code.co_cellvars:
         # its cells are shared with the closures it made: the break stores what the
         # capture left in them, and the resume function gets the very cells as free
@@ -107,6 +116,8 @@ def where_to_break(code: types.CodeType, inst: dis.Instruction):
         start = flow.block_start(code, inst.offset)
         return IN_BLOCK if start is None else Where(before_loop=start, kind="block")
     if break_kind(inst.opname) is None:
+        if raises and inst.opname in BREAK_BEFORE_RAISING:
+            return Where(before_loop=inst.offset, kind="raises")
         return ""
     return Where()
 

@@ -12,7 +12,7 @@ from ..codegen import breaks as graph_breaks
 from ..codegen import loops
 from ..codegen import resume as resume_codes
 from ..config import CONTROLS
-from ..errors import RECONSTRUCT, Unsupported
+from ..errors import RAISES, RECONSTRUCT, Unsupported
 from ..logs import breaks_log
 from ..sources import LocalSource
 from .frame_cache import FrameResult
@@ -56,7 +56,7 @@ class BreakCompiler:
             )
         # (a resumed frame that starts at the loop captures nothing before it, and so
         # runs eagerly rather than break before the loop again: see capture)
-        return graph_breaks.where_to_break(code, e.root_instruction)
+        return graph_breaks.where_to_break(code, e.root_instruction, e.category == RAISES)
 
     def loop_call(self, code, head: int, nstack: int, live, f_globals) -> Optional[LoopCall]:
         """The driver of the loop at ``head`` of ``code`` whose body is captured as a
@@ -191,6 +191,11 @@ class BreakCompiler:
             stop.reason = (
                 f"{stop.reason} (in a loop: the loop runs in Python and its body is "
                 f"captured as {loop_body[0]}, once per iteration)"
+            )
+        elif point.before_loop and where.kind == "raises":
+            stop.reason = (
+                f"{stop.reason} (the graph breaks before the instruction, which raises "
+                "the error in Python)"
             )
         elif point.before_loop and where.kind == "block":
             stop.reason = (

@@ -623,6 +623,9 @@ class FrameCompiler(BreakCompiler):
                 # nothing to capture before the block: the frame runs as it is
                 stop.reason = f"{stop.reason}; {graph_breaks.IN_BLOCK}"
                 raise stop
+            if where.kind == "raises":
+                # nothing to capture before it: the frame runs as it is, and raises
+                raise stop
             plan = loops.plan_loop(code, where.before_loop)
             if not isinstance(plan, loops.LoopPlan):
                 # nothing to capture before a loop that cannot be outlined: a resume

@@ -533,6 +533,55 @@ def test_indexing(capture, name, fn):
     check(capture, fn, edge_values([3, 5]))
 
 
+def _shifted_window_mask(x):
+    # Swin's attention mask: regions of a zeros map numbered in place, then compared
+    mask = paddle.zeros([1, 6, 6, 1])
+    count = 0
+    for h in (slice(0, -3), slice(-3, -1), slice(-1, None)):
+        for w in (slice(0, -3), slice(-3, -1), slice(-1, None)):
+            mask[:, h, w, :] = count
+            count += 1
+    windows = mask.reshape([-1, 36])
+    return x + (windows.unsqueeze(1) - windows.unsqueeze(2))
+
+
+def _updates_of_a_copy(x):
+    y = x.clone()
+    y[0] = 7.0
+    y[1:, ::2] = -1
+    y[..., -1] = x[0, 0]  # a value of one element, read from the graph
+    y[2, ::-2] = 0.5
+    return y * 2
+
+
+@pytest.mark.parametrize("fn", [_shifted_window_mask, _updates_of_a_copy])
+def test_updates_through_constant_indices_are_a_where(capture, fn):
+    x = edge_values([36, 36] if fn is _shifted_window_mask else [3, 4])
+    gm, _ = capture(fn, x)
+    assert any(getattr(n.target, "__name__", "") == "setitem_" for n in gm.graph.nodes)
+    check(capture, fn, x)
+
+
+def test_an_update_with_a_tensor_of_several_elements_is_declined(capture):
+    def f(x):
+        y = x.clone()
+        y[0] = x[1]
+        return y
+
+    gm, example = capture(f, paddle.rand([3, 4]))
+    with pytest.raises(MissingLowering, match="an update with a tensor of more than one element"):
+        export_direct(gm, example, DEFAULT_OPSET)
+
+
+def test_adaptive_average_pooling_in_one_dimension(capture):
+    pool = paddle.nn.AdaptiveAvgPool1D(1)
+    check(
+        capture,
+        lambda x: (pool(x), F.adaptive_avg_pool1d(x, 4), F.adaptive_avg_pool1d(x, 1)),
+        edge_values([2, 3, 8]),
+    )
+
+
 def test_indexing_with_an_integer_tensor_is_a_gather(capture):
     def f(x, ids):
         return x[ids], x[:, ids], paddle.gather(x, ids), paddle.index_select(x, ids, axis=1)

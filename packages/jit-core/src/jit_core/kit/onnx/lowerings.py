@@ -988,6 +988,23 @@ def _adaptive_avg_pool2d(ex: Exporter, a: Dict[str, Any]) -> str:
     return ex.op("AveragePool", [_float_input(ex, x)], kernel_shape=kernel, strides=kernel)
 
 
+def _adaptive_avg_pool1d(ex: Exporter, a: Dict[str, Any]) -> str:
+    x, size = a["x"], a["output_size"]
+    if ex.rank(x) != 3 or not isinstance(size, int) or isinstance(size, bool):
+        ex.decline(f"adaptive_avg_pool1d of output_size {size!r}")
+    if size == 1:
+        return ex.op("GlobalAveragePool", [_float_input(ex, x)])
+    length = ex.dim(x, 2)
+    if length % size:
+        ex.decline(f"output_size {size} that does not divide the input's length {length}")
+    kernel = [length // size]
+    return ex.op("AveragePool", [_float_input(ex, x)], kernel_shape=kernel, strides=kernel)
+
+
+def _layer_adaptive_avg_pool1d(ex: Exporter, a: Dict[str, Any]) -> str:
+    return _adaptive_avg_pool1d(ex, {"x": a["x"], "output_size": a["layer"].output_size})
+
+
 def _layer_adaptive_avg_pool2d(ex: Exporter, a: Dict[str, Any]) -> str:
     layer = a["layer"]
     args = {"x": a["x"], "output_size": layer._output_size, "data_format": layer._data_format}
@@ -1110,6 +1127,7 @@ def _add_functions(add: Callable) -> None:
     add([paddle.any, "Tensor.any"], _any_all("ReduceMax"))
     add([paddle.all, "Tensor.all"], _any_all("ReduceMin"))
     add([operator.pos], _identity)
+    add([paddle.clone, "Tensor.clone"], _identity)
     add([abs], _unary("Abs", False))
     add([F.softplus], _softplus)
     add([F.celu], _celu)
@@ -1142,6 +1160,7 @@ def _add_functions(add: Callable) -> None:
     add([F.max_pool2d], _max_pool2d)
     add([F.avg_pool2d], _avg_pool2d)
     add([F.adaptive_avg_pool2d], _adaptive_avg_pool2d)
+    add([F.adaptive_avg_pool1d], _adaptive_avg_pool1d)
 
 
 def _add_layers(add: Callable) -> None:
@@ -1156,6 +1175,7 @@ def _add_layers(add: Callable) -> None:
     add(nn.MaxPool2D, _layer_pool("MaxPool"))
     add(nn.AvgPool2D, _layer_pool("AveragePool"))
     add(nn.AdaptiveAvgPool2D, _layer_adaptive_avg_pool2d)
+    add(nn.AdaptiveAvgPool1D, _layer_adaptive_avg_pool1d)
     add(nn.Flatten, _to_result_shape)
     add(nn.ReLU, _relu)
     add(nn.ReLU6, _relu6)

@@ -16,6 +16,7 @@ import numpy as np
 import paddle
 import paddle.nn.functional as F
 
+from ...inplace import setitem_
 from .direct import Exporter
 from .lowerings import holds_runtime_sizes, reshaped_to_result, shape_list_tensor
 
@@ -167,6 +168,49 @@ def _basic_index(ex: Exporter, x: Any, index: tuple) -> str:
             "Slice", [out, _ints_of(ex, starts), _ints_of(ex, ends), ex.ints(axes), ex.ints(steps)]
         )
     return reshaped_to_result(ex, out)
+
+
+def _setitem(ex: Exporter, a: Dict[str, Any]) -> str:
+    """``x[key] = value`` (``inplace.setitem_``; the graph reads the node's result where
+    eager reads the updated ``x``) for ints, slices and ``...`` of constant bounds into a
+    tensor of fixed sizes, and a value of one element: ``Where(mask, value, x)``, the mask
+    a constant computed with NumPy, whose indexing is Paddle's for these keys (Swin's
+    shifted-window attention mask is built this way on a ``paddle.zeros``)."""
+    x, key, value = a["x"], a["key"], a["value"]
+    if not ex.is_tensor(x):
+        ex.decline("an update of something other than a tensor")
+    shape = ex.shape(x)
+    items = key if isinstance(key, tuple) else (key,)
+    index: List[Any] = []
+    for item in items:
+        if item is Ellipsis:
+            index.append(item)
+        elif isinstance(item, slice):
+            parts = [
+                ex.known(p) if ex.is_tensor(p) else p for p in (item.start, item.stop, item.step)
+            ]
+            if not all(
+                p is None or (isinstance(p, int) and not isinstance(p, bool)) for p in parts
+            ):
+                ex.decline("an update through a slice whose bounds are not constant ints")
+            index.append(slice(*parts))
+        elif isinstance(item, int) and not isinstance(item, bool):
+            index.append(item)
+        else:
+            ex.decline(f"an update through an index of type {type(item).__name__}")
+    mask = np.zeros(shape, dtype=bool)
+    try:
+        mask[tuple(index)] = True
+    except (IndexError, ValueError, TypeError) as e:
+        ex.decline(f"an update through an index NumPy refuses: {e}")
+    if ex.is_tensor(value):
+        sizes = ex.shape(value)
+        if len(sizes) > len(shape) or any(d != 1 for d in sizes):
+            ex.decline("an update with a tensor of more than one element")
+    elif isinstance(value, bool) or not isinstance(value, (int, float)):
+        ex.decline(f"an update with a value of type {type(value).__name__}")
+    dtype = ex.dtype(x)
+    return ex.op("Where", [ex.constant(mask, "bool"), ex.input(value, dtype), ex.input(x)])
 
 
 def _bound(ex: Exporter, p: Any) -> Any:
@@ -423,6 +467,7 @@ def tensor_lowerings() -> Dict[Any, Callable]:
     add([paddle.ones], _filled(1))
     add([paddle.arange], _arange)
     add([operator.getitem, "Tensor.__getitem__"], _getitem)
+    add([setitem_], _setitem)
     add([paddle.gather, paddle.index_select, "Tensor.gather", "Tensor.index_select"], _gather)
     add([paddle.stack], _stack)
     add([paddle.split, "Tensor.split"], _split)

@@ -290,12 +290,7 @@ class _KeptPerShape(StaticShapesOnly):
 
 def _per_shape_before(key: ExportKeys) -> None:
     """Raise the verdict an earlier process kept: this graph is built per shape."""
-    kept = key.get(_PER_SHAPE)
-    if kept is not None:
-        raise _KeptPerShape(
-            f"{kept[1].decode(errors='replace')} (the verdict of an earlier process, kept in "
-            "the compile cache: python -m jit_core.cache clear forgets it)"
-        )
+    _raise_kept(key, _PER_SHAPE, _KeptPerShape)
 
 
 def _keep_per_shape(key: Optional[ExportKeys], gm, why: StaticShapesOnly) -> None:
@@ -305,10 +300,14 @@ def _keep_per_shape(key: Optional[ExportKeys], gm, why: StaticShapesOnly) -> Non
 
 def _refused_before(key: ExportKeys) -> None:
     """Raise the verdict an earlier process kept for this graph (``_remember``)."""
-    refused = key.get(_VERDICTS)
-    if refused is not None:
-        raise TvmCompileError(
-            f"{refused[1].decode(errors='replace')} (the verdict of an earlier process, kept "
+    _raise_kept(key, _VERDICTS, TvmCompileError)
+
+
+def _raise_kept(key: ExportKeys, verdicts: DiskCache, error: type) -> None:
+    kept = key.get(verdicts)
+    if kept is not None:
+        raise error(
+            f"{kept[1].decode(errors='replace')} (the verdict of an earlier process, kept "
             "in the compile cache: python -m jit_core.cache clear forgets it)"
         )
 

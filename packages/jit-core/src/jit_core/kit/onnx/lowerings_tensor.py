@@ -186,9 +186,7 @@ def _setitem(ex: Exporter, a: Dict[str, Any]) -> str:
         if item is Ellipsis:
             index.append(item)
         elif isinstance(item, slice):
-            parts = [
-                ex.known(p) if ex.is_tensor(p) else p for p in (item.start, item.stop, item.step)
-            ]
+            parts = [_bound(ex, p) for p in (item.start, item.stop, item.step)]
             if not all(
                 p is None or (isinstance(p, int) and not isinstance(p, bool)) for p in parts
             ):

@@ -31,6 +31,10 @@ def _n_a(config) -> Dict[str, str]:
 
 
 def pytest_generate_tests(metafunc):
+    """A test that takes ``backend`` (itself or through its fixtures) runs once per backend
+    asked for; one that does not runs once, in the first backend's column: it would do the
+    same in every column. (The autouse fixtures below read the column from the test's
+    parameters instead of taking ``backend``, else every test would take it.)"""
     names = _backends(metafunc.config)
     if len(names) > 1 and "backend" in metafunc.fixturenames:
         metafunc.parametrize("backend", names, indirect=True, scope="session")
@@ -78,7 +82,10 @@ def pytest_terminal_summary(terminalreporter, config):
 
 @pytest.fixture(scope="session")
 def backend(request) -> str:
-    name = getattr(request, "param", None) or _backends(request.config)[0]
+    return _installed(getattr(request, "param", None) or _backends(request.config)[0])
+
+
+def _installed(name: str) -> str:
     installed = jit_core.backends()
     if name not in installed:
         pytest.exit(f"--backend {name!r} is not installed; installed: {', '.join(installed)}", 2)
@@ -109,10 +116,11 @@ def _cache_dirs(tmp_path_factory):
 
 
 @pytest.fixture(autouse=True)
-def _compile_cache(backend, _cache_dirs, tmp_path_factory, monkeypatch):
+def _compile_cache(request, _cache_dirs, tmp_path_factory, monkeypatch):
     """The test's backend's compile cache folder and tolerances."""
     from jit_core.cache.disk import ENV_VAR
 
+    backend = _installed(_backend_of(request.node))
     folder = _cache_dirs.get(backend)
     if folder is None:
         shared = os.environ.get(SHARED_CACHE_ENV.format(backend.upper()))
@@ -123,11 +131,12 @@ def _compile_cache(backend, _cache_dirs, tmp_path_factory, monkeypatch):
 
 
 @pytest.fixture(autouse=True)
-def _inference_backend(request, backend):
+def _inference_backend(request):
     """An inference-only backend (onnxrt, tvm, tensorrt) runs the suite under
     ``paddle.no_grad()``, else every graph would go to the paddle backend (jit-core does
     that when gradients may be needed). Tests marked ``autograd`` run with gradients on, on
     any backend, and check exactly that fallback."""
+    backend = _installed(_backend_of(request.node))
     if not jit_core.backends()[backend].inference_only or request.node.get_closest_marker(
         "autograd"
     ):

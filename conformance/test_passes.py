@@ -18,7 +18,13 @@ def _batch_norms(net: paddle.nn.Layer) -> int:
     return sum(isinstance(layer, _BatchNormBase) for layer in net.sublayers())
 
 
-@pytest.mark.parametrize("name", sorted(MODELS))
+#: vgg11 has no batch norm to fold, and frozen, its 480 MB of weights become constants that
+#: the exporting backends write into their models and read back (20 s a Python on 2 cores);
+#: it runs with live weights on every backend in test_models.py
+FROZEN_MODELS = sorted(name for name in MODELS if name != "vgg11")
+
+
+@pytest.mark.parametrize("name", FROZEN_MODELS)
 def test_frozen_inference_folds_every_batch_norm(name, backend):
     net = make(name)
     x = example(name, batch=2)

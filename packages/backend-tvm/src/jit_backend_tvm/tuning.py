@@ -24,6 +24,7 @@ from typing import Iterator, List, Optional
 from jit_core.cache.disk import DiskCache
 
 from . import shared_records
+from .intrinsics import import_tensor_intrinsics
 from .layouts import channels_last, check_layout, fold_constant_permutes
 from .target import target_key
 
@@ -200,13 +201,17 @@ def has_record(database, task, target) -> bool:
 
 @contextlib.contextmanager
 def tuning_environment(target) -> Iterator[None]:
-    """MetaSchedule with TVM's import of its tensor intrinsics skipped (35-40 s, see
-    ``_ms_build``) where the target cannot use them, and its console logging turned down
-    (the per-task progress is ours; its own logs go to a temporary folder)."""
+    """MetaSchedule with TVM's import of its tensor intrinsics skipped where the target
+    cannot use them, and made where it can without its 14 s of stack scans (``intrinsics``:
+    else MetaSchedule's first ``TuneContext`` imports them itself); its console logging
+    turned down (the per-task progress is ours; its own logs go to a temporary folder)."""
     name = "tvm.s_tir.tensor_intrin"
     stub = None
-    if name not in sys.modules and not _may_tensorize(target):
-        stub = sys.modules[name] = types.ModuleType(name)
+    if name not in sys.modules:
+        if _may_tensorize(target):
+            import_tensor_intrinsics()
+        else:
+            stub = sys.modules[name] = types.ModuleType(name)
     quiet = logging.getLogger("tvm.s_tir.meta_schedule")
     level = quiet.level
     quiet.setLevel(logging.WARNING)

@@ -119,6 +119,14 @@ PADDLE_DEFAULT = "paddlepaddle==3.3.1"
 #: declaring it, and a venv made by uv holds nothing but what is installed into it
 PADDLE_NEEDS = ["setuptools"]
 
+# Every session's Python writes the bytecode of what it imports (``__pycache__``, in the
+# session's venv and under the checkout's sources, which git ignores), even where the
+# calling environment says not to: with PYTHONDONTWRITEBYTECODE set (some machines and
+# containers set it), each process of a run (the pytest workers, the hundreds of
+# subprocesses tests start, the build workers) compiles Paddle from source again:
+# ``import paddle`` 2.2 s instead of 0.7 s, the 3.11 tests 3m46s instead of 3m05s on 2 cores
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
 nox.options.sessions = ["lint", "docs", "tests", "wheels"]
 nox.options.reuse_existing_virtualenvs = True
 # uv makes and fills the venvs in seconds where pip took minutes (./dev installs it next to

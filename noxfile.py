@@ -45,17 +45,35 @@ CONFORMANCE_BACKENDS = {"onnxrt": {}, "tvm": {"JIT_TVM_TUNE": "off"}, "tensorrt"
 #: every separate run costs its start (two workers importing Paddle) and its tail (one
 #: worker idle on the last long test), about 15 s on 2 cores
 ONE_PROCESS_BACKENDS = {"tensorrt"}
-#: the sources a library that tvm's conformance runs build depends on, and the kinds of
-#: file among them that count (``_source_digest``)
+#: the sources of a checkout that tvm's conformance runs depend on, and the kinds of file
+#: among them that count (``_source_digest``)
 BUILD_SOURCES = ("packages", "conformance", "examples")
 BUILD_SOURCE_KINDS = (".py", ".toml", ".cc", ".c", ".h", ".json", ".txt", ".cfg")
+#: of those, what decides the library tvm builds from a graph beyond what the entry's key
+#: holds (the graph's code and the objects it names, its parameters, the input specs,
+#: Paddle's and TVM's versions, the exporter's and code generator's revisions): the
+#: backend, and all of jit-core (the ONNX kit, the passes and shape inference whose meta the
+#: exporter reads, the cache's format, the helpers graph code calls) but the capture
+#: (``LIBRARY_SOURCES_SKIPPED``), which only forms graphs: a change there forms other graphs
+#: with other keys, or the same graphs, for which what was built before holds
+LIBRARY_SOURCES = (
+    "packages/backend-tvm/src",
+    "packages/jit-core/src",
+    "examples/onnx-lowering-plugin",
+)
+LIBRARY_SOURCES_SKIPPED = tuple(
+    os.path.join("packages", "jit-core", "src", "jit_core", name)
+    for name in ("bytecode", "codegen", "executor", "variables", "runtime")
+    + ("api.py", "capture.py", "explain.py", "controls.py")
+)
 
 
-def _source_digest() -> str:
-    """A digest of every source file under ``BUILD_SOURCES`` (names and contents): two
-    checkouts with the same digest build the same libraries from the same graphs."""
+def _source_digest(tops=BUILD_SOURCES, skipped=()) -> str:
+    """A digest of every source file under ``tops`` but ``skipped`` (names and contents):
+    two checkouts with the same digest of ``BUILD_SOURCES`` build the same libraries from
+    the same graphs, and test them alike."""
     digest = hashlib.sha256()
-    for top in BUILD_SOURCES:
+    for top in tops:
         for folder, dirs, files in os.walk(top):
             dirs[:] = sorted(
                 d
@@ -63,10 +81,11 @@ def _source_digest() -> str:
                 if d not in ("__pycache__", "build", "dist")
                 and not d.startswith(".")
                 and not d.endswith(".egg-info")
+                and os.path.join(folder, d) not in skipped
             )
             for name in sorted(files):
-                if name.endswith(BUILD_SOURCE_KINDS):
-                    path = os.path.join(folder, name)
+                path = os.path.join(folder, name)
+                if name.endswith(BUILD_SOURCE_KINDS) and path not in skipped:
                     digest.update(path.encode() + b"\0")
                     with open(path, "rb") as f:
                         digest.update(hashlib.sha256(f.read()).digest())
@@ -76,30 +95,51 @@ def _source_digest() -> str:
 #: the compile cache tvm's conformance runs share: across the Pythons of one ``./dev test``
 #: (TVM compiles the same graphs alike on every Python, and the entries do not depend on the
 #: process: 3.11 to 3.13 load what 3.10 built, 40 s instead of 4 minutes each on 2 cores),
-#: and across runs of the same sources on one machine (a clean clone of a commit tested
-#: before loads what that run built), in the user's cache folder under the digest of the
-#: sources: any change to them starts an empty one. The latest ``TVM_CACHES_KEPT`` stay.
+#: and across runs on one machine, in the user's cache folder: a clean clone of a commit
+#: tested before loads everything that run stored (a folder per digest of the sources), and
+#: one whose ``LIBRARY_SOURCES`` are those of an earlier run loads the libraries that run
+#: built (``LIBRARY_NAMESPACES``, linked from a folder per digest of those sources), and
+#: builds only those of the graphs it forms anew. The latest ``TVM_CACHES_KEPT`` of each stay.
 TVM_CACHES = os.path.join(
     os.environ.get("XDG_CACHE_HOME") or os.path.expanduser(os.path.join("~", ".cache")),
     "jit-core-ci",
     "tvm-conformance",
 )
+TVM_LIBRARIES = os.path.join(os.path.dirname(TVM_CACHES), "tvm-libraries")
 TVM_CACHES_KEPT = 3
+#: tvm's libraries and its verdicts on how a graph builds (refused; per input shape only)
+LIBRARY_NAMESPACES = ("tvm", "tvm-refused", "tvm-per-shape")
 
 
-def tvm_shared_cache() -> str:
-    """This checkout's tvm conformance cache folder; older ones beyond the latest
-    ``TVM_CACHES_KEPT`` are removed."""
-    path = os.path.join(TVM_CACHES, _source_digest())
+def _latest(folder: str, name: str) -> str:
+    """``folder/name``, made and marked the latest; beyond ``TVM_CACHES_KEPT`` the oldest
+    go."""
+    path = os.path.join(folder, name)
     os.makedirs(path, exist_ok=True)
     os.utime(path)
     others = sorted(
-        (os.path.join(TVM_CACHES, d) for d in os.listdir(TVM_CACHES)),
-        key=os.path.getmtime,
-        reverse=True,
+        (os.path.join(folder, d) for d in os.listdir(folder)), key=os.path.getmtime, reverse=True
     )
     for old in others[TVM_CACHES_KEPT:]:
         shutil.rmtree(old, ignore_errors=True)
+    return path
+
+
+def tvm_shared_cache() -> str:
+    """This checkout's tvm conformance cache folder, its library namespaces linked to the
+    folder of its ``LIBRARY_SOURCES``."""
+    path = _latest(TVM_CACHES, _source_digest())
+    libraries = _latest(TVM_LIBRARIES, _source_digest(LIBRARY_SOURCES, LIBRARY_SOURCES_SKIPPED))
+    for namespace in LIBRARY_NAMESPACES:
+        target = os.path.join(libraries, namespace)
+        os.makedirs(target, exist_ok=True)
+        link = os.path.join(path, namespace)
+        if os.path.islink(link) and os.readlink(link) != target:
+            os.unlink(link)
+        elif os.path.isdir(link) and not os.path.islink(link):
+            shutil.rmtree(link)  # (a folder of a run before the links)
+        if not os.path.lexists(link):
+            os.symlink(target, link)
     return path
 
 

@@ -114,6 +114,11 @@ UNARY = [
     ("swish", lambda x: F.swish(x)),
     ("relu_inplace", lambda x: F.relu_(x * 1.0)),
     ("pos_and_abs", lambda x: abs(+x)),
+    ("log2_log10", lambda x: paddle.log2(x) + x.log10()),
+    # exact for tiny x too, where log(1 + x) and exp(x) - 1 lose it to rounding
+    ("log1p", lambda x: paddle.log1p(x)),
+    ("expm1", lambda x: paddle.expm1(x)),
+    ("tan_asin_acos_atan", lambda x: paddle.tan(x) + paddle.asin(x) * paddle.acos(x) - x.atan()),
 ]
 if hasattr(paddle.Tensor, "softmax"):  # Paddle 3.3's Tensor.softmax(input, dim)
     UNARY.append(("softmax_method", lambda x: x.softmax(-1)))
@@ -512,6 +517,19 @@ def test_full_zeros_ones_and_arange(capture):
         )
 
     check(capture, f, edge_values([2, 3]))
+
+
+def test_to_tensor_of_a_constant(capture):
+    # the constants of NumPy code in the graph, in their own dtypes
+    def f(x):
+        table = np.arange(6, dtype="float64").reshape([2, 3]) / 7
+        return (
+            x.astype("float64") * paddle.to_tensor(table),
+            paddle.to_tensor(np.int32(3)) + paddle.to_tensor([1, 2, 3], dtype="int32"),
+            paddle.to_tensor(np.array([True, False, True])),
+        )
+
+    check(capture, f, edge_values([2, 3]), rtol=1e-12)
 
 
 INDEXING = [

@@ -178,6 +178,48 @@ def _identity(ex: Exporter, a: Dict[str, Any]) -> str:
     return ex.op("Identity", [ex.input(a["x"])])
 
 
+def _log_base(base: float) -> Callable:
+    """log2, log10: ln(x) times a constant (ONNX has the natural logarithm only)."""
+
+    def lower(ex: Exporter, a: Dict[str, Any]) -> str:
+        x = _float_input(ex, a["x"])
+        scale = ex.constant(1.0 / np.log(base), ex.dtype(a["x"]))
+        return ex.op("Mul", [ex.op("Log", [x]), scale])
+
+    return lower
+
+
+def _log1p(ex: Exporter, a: Dict[str, Any]) -> str:
+    """log(1 + x) without losing a small x to the rounding of 1 + x: x * log(u) / (u - 1)
+    with u = 1 + x, x itself where u rounds to 1, u where it is infinite (Goldberg's
+    formulation)."""
+    x = _float_input(ex, a["x"])
+    dtype = ex.dtype(a["x"])
+    one = ex.constant(1.0, dtype)
+    u = ex.op("Add", [one, x])
+    d = ex.op("Sub", [u, one])
+    scaled = ex.op("Mul", [x, ex.op("Div", [ex.op("Log", [u]), d])])
+    # (+inf: inf / inf would be NaN)
+    scaled = ex.op("Where", [ex.op("IsInf", [u], detect_negative=0), u, scaled])
+    return ex.op("Where", [ex.op("Equal", [d, ex.constant(0.0, dtype)]), x, scaled])
+
+
+def _expm1(ex: Exporter, a: Dict[str, Any]) -> str:
+    """exp(x) - 1 without losing a small x: (u - 1) * x / log(u) with u = exp(x); x where
+    u rounds to 1, -1 where it rounds to 0, u where it is infinite (Kahan's formulation)."""
+    x = _float_input(ex, a["x"])
+    dtype = ex.dtype(a["x"])
+    one = ex.constant(1.0, dtype)
+    u = ex.op("Exp", [x])
+    d = ex.op("Sub", [u, one])
+    scaled = ex.op("Div", [ex.op("Mul", [d, x]), ex.op("Log", [u])])
+    # (+inf: inf / inf would be NaN)
+    scaled = ex.op("Where", [ex.op("IsInf", [u], detect_negative=0), u, scaled])
+    minus_one = ex.constant(-1.0, dtype)
+    big = ex.op("Where", [ex.op("Equal", [d, minus_one]), minus_one, scaled])
+    return ex.op("Where", [ex.op("Equal", [d, ex.constant(0.0, dtype)]), x, big])
+
+
 # -- activations ----------------------------------------------------------------------------
 def _relu6(ex: Exporter, a: Dict[str, Any]) -> str:
     x = _float_input(ex, a["x"])
@@ -1100,9 +1142,17 @@ def _add_functions(add: Callable) -> None:
         ("ceil", "Ceil"),
         ("erf", "Erf"),
         ("reciprocal", "Reciprocal"),
+        ("tan", "Tan"),
+        ("asin", "Asin"),
+        ("acos", "Acos"),
+        ("atan", "Atan"),
     ):
         add([getattr(paddle, name, None), f"Tensor.{name}"], _unary(onnx_op))
     add([paddle.nn.functional.sigmoid, "Tensor.sigmoid"], _unary("Sigmoid"))
+    add([paddle.log2, "Tensor.log2"], _log_base(2.0))
+    add([paddle.log10, "Tensor.log10"], _log_base(10.0))
+    add([paddle.log1p, "Tensor.log1p"], _log1p)
+    add([paddle.expm1, "Tensor.expm1"], _expm1)
     add([F.relu], _relu)
     add([F.tanh, paddle.nn.functional.activation.tanh], _unary("Tanh"))
     add([F.relu6], _relu6)
@@ -1128,6 +1178,7 @@ def _add_functions(add: Callable) -> None:
     add([paddle.all, "Tensor.all"], _any_all("ReduceMin"))
     add([operator.pos], _identity)
     add([paddle.clone, "Tensor.clone"], _identity)
+    add(["Tensor.detach"], _identity)  # (gradients are no concern of an exported model)
     add([abs], _unary("Abs", False))
     add([F.softplus], _softplus)
     add([F.celu], _celu)

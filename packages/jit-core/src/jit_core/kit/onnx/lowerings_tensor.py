@@ -49,6 +49,24 @@ def _full(ex: Exporter, a: Dict[str, Any]) -> str:
     return constant_result(ex, value)
 
 
+def _to_tensor(ex: Exporter, a: Dict[str, Any]) -> str:
+    """``paddle.to_tensor(constant)``: a NumPy array or a number of the capture, as the
+    recorded dtype (NumPy code in the graph makes its constants so)."""
+    data = a.get("data")
+    if not isinstance(data, (np.ndarray, np.generic, int, float, bool, list, tuple)):
+        ex.decline(f"paddle.to_tensor() of a {type(data).__name__}")
+    dtype = ex.out_dtype()
+    if dtype == "bfloat16":
+        ex.decline("a bfloat16 constant")
+    array = np.asarray(data)
+    if array.dtype.kind not in "biufc":
+        ex.decline(f"paddle.to_tensor() of a {type(data).__name__} that is not of numbers")
+    array = array.astype(np.dtype(dtype))
+    if list(array.shape) != ex.out_shape():
+        ex.decline("a constant whose shape is not the recorded one")
+    return remembered_constant(ex, array, dtype)
+
+
 def _filled(value: Any) -> Callable:
     def lower(ex: Exporter, a: Dict[str, Any]) -> str:
         if holds_runtime_sizes(ex, a.get("shape")):
@@ -461,6 +479,7 @@ def tensor_lowerings() -> Dict[Any, Callable]:
                 table[t] = fn
 
     add([paddle.full], _full)
+    add([paddle.to_tensor], _to_tensor)
     add([paddle.zeros], _filled(0))
     add([paddle.ones], _filled(1))
     add([paddle.arange], _arange)

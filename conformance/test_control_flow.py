@@ -91,7 +91,7 @@ class PrintInForward(paddle.nn.Layer):
 
 
 class NumpyRoundTrip(paddle.nn.Layer):
-    """The hidden state goes through numpy and comes back as a tensor."""
+    """The hidden state goes through NumPy and comes back as a tensor: one graph."""
 
     def __init__(self):
         super().__init__()
@@ -206,7 +206,7 @@ ZOO = [
     ),
     (PrintInForward, [((_pos(),), 2, 1)]),
     # numpy arithmetic on the array runs eagerly in the frame after the break
-    (NumpyRoundTrip, [((_pos(),), 1, 2)]),
+    (NumpyRoundTrip, [((_pos(),), 1, 0)]),
     # outer: before and after the call; inner: before the branch, between it and the
     # print, after the print
     (NestedBreak, [((_pos(),), 5, 3), ((_neg(),), 5, 3)]),

@@ -59,7 +59,7 @@ def f_name_not_defined(x):
 #: function, argument factory, words the reason must contain
 CASES = [
     (f_print, lambda: (paddle.rand([4, 4]),), "print"),
-    (f_numpy, lambda: (paddle.rand([4, 4]),), "numpy"),
+    (f_numpy, lambda: (paddle.rand([4, 4]),), "NumPy scalar"),
     (f_tensor_branch, lambda: (paddle.rand([4, 4]),), "branch"),
     (f_tensor_branch, lambda: (-paddle.rand([4, 4]),), "branch"),
     (f_inplace, lambda: (paddle.rand([4, 4]), paddle.rand([4, 4])), "in-place"),

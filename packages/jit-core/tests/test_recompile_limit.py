@@ -198,7 +198,7 @@ def test_past_the_limit_callees_with_caches_of_their_own_keep_them(counting, cap
 
 
 class Stack(paddle.nn.Layer):
-    """Instances of one block class called in a loop that breaks (``.numpy()``): each
+    """Instances of one block class called in a loop that breaks (``.tolist()``): each
     block is captured apart from the others, on its own ``Block.forward`` frame (or on a
     frame for the loop's body, which pins the block it is given), one entry per block."""
 
@@ -209,7 +209,7 @@ class Stack(paddle.nn.Layer):
     def forward(self, x):
         for b in self.blocks:
             x = b(x)
-            x.numpy()
+            x.tolist()
         return x
 
 
@@ -296,7 +296,7 @@ def test_the_limit_counts_per_layer_passed_in():
     # a layer argument pinned by identity counts like self: one entry per layer here
     def apply(layer, x):
         y = layer(x)
-        y.numpy()  # a break: apply is no single graph, but each part is cached
+        y.tolist()  # a break: apply is no single graph, but each part is cached
         return y * 2
 
     paddle.seed(5)
@@ -360,7 +360,7 @@ def shapes_one_by_one(a, b, c, d):
 
 def helper_of_many_shapes(x):
     y = x * 2
-    y.numpy()  # a break: the caller cannot inline this function
+    y.tolist()  # a break: the caller cannot inline this function
     return y + 1
 
 

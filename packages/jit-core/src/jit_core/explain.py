@@ -79,6 +79,8 @@ class GraphInfo:
     training_calls: List[str] = field(default_factory=list)
     #: the training calls as they run (an optimizer's step as its update kernels)
     training_notes: List[str] = field(default_factory=list)
+    #: the values NumPy code computes in the graph: "name: the NumPy operation (where)"
+    numpy: List[str] = field(default_factory=list)
 
 
 @dataclass
@@ -176,6 +178,9 @@ class ExplainOutput:
             if g.written_back:
                 out.append("  Written back after the graph:")
                 out.extend("    " + line for line in g.written_back)
+            if g.numpy:
+                out.append("  NumPy operations computed in the graph:")
+                out.extend("    " + line for line in g.numpy)
             if g.passes:
                 out.append("  Passes:")
                 out.extend("    " + p for p in g.passes)
@@ -187,6 +192,17 @@ class ExplainOutput:
                 out.append("  Kernel code (what the paddle backend runs):")
                 out.extend("    " + line for line in g.kernel_code.strip().splitlines())
         return "\n".join(out)
+
+
+def _numpy_operations(gm) -> List[str]:
+    if gm is None:
+        return []
+    return [
+        f"{node.name}: {node.meta['numpy']}"
+        + (f" ({node.meta['source_loc']})" if node.meta.get("source_loc") else "")
+        for node in gm.graph.nodes
+        if node.meta.get("numpy")
+    ]
 
 
 def explain(fn: Callable, *args, backend: Optional[str] = None, **kwargs) -> ExplainOutput:
@@ -252,6 +268,7 @@ def explain(fn: Callable, *args, backend: Optional[str] = None, **kwargs) -> Exp
                     kernel_code=getattr(entry.compiled, "kernel_code", None),
                     training_calls=[e.text for e in getattr(entry.compiled, "effects", ())],
                     training_notes=_training_notes(entry.compiled),
+                    numpy=_numpy_operations(gm),
                 )
             )
         else:

@@ -58,9 +58,17 @@ _COMPARE = {
 def _binary(tx, fn, inplace=False):
     b = tx.pop()
     a = tx.pop()
-    if inplace and fn is operator.add:
-        from jit_core.variables import ListVariable
+    if inplace:
+        from jit_core.errors import SIDE_EFFECT, Unsupported
+        from jit_core.variables import ListVariable, NdarrayVariable
 
+        if isinstance(a, NdarrayVariable):
+            # NumPy updates the array itself, which every name of it sees
+            raise Unsupported(
+                f"{a.describe()} updated in place by an augmented assignment",
+                category=SIDE_EFFECT,
+            )
+    if inplace and fn is operator.add:
         if isinstance(a, ListVariable):
             # list += iterable extends the same list object
             a.call_method(tx, "extend", [b], {})

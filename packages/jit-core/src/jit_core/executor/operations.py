@@ -27,6 +27,7 @@ from ..variables import (
     NullVariable,
     TensorVariable,
     UserFunctionVariable,
+    ndarrays,
     symbolic,
 )
 from ..variables.base import VariableTracker
@@ -34,6 +35,7 @@ from ..variables.constant import FOLDABLE
 from ..variables.containers import BaseListVariable, ListIteratorVariable, SetVariable
 from ..variables.functions import _wrap_folded
 from ..variables.generators import LazyIteratorVariable
+from ..variables.ndarrays import NdarrayVariable
 from ..variables.new_objects import NewObjectVariable
 from ..variables.symbolic import SymIntVariable
 
@@ -52,6 +54,8 @@ class Operations:
     def getitem(self, obj: VariableTracker, key: VariableTracker) -> VariableTracker:
         if isinstance(obj, TensorVariable):
             return self.output.call_function(self, operator.getitem, [obj, key], {})
+        if isinstance(obj, NdarrayVariable):
+            return ndarrays.getitem(self, obj, key)
         if isinstance(obj, (BaseListVariable, DictVariable, LayerVariable)):
             return obj.getitem(self, key)
         if obj.is_python_constant() and key.is_python_constant():
@@ -111,6 +115,10 @@ class Operations:
     def binary_op(self, fn: Callable, a: VariableTracker, b: VariableTracker) -> VariableTracker:
         if fn is operator.getitem:
             return self.getitem(a, b)
+        if isinstance(a, NdarrayVariable) or isinstance(b, NdarrayVariable):
+            if fn in (operator.is_, operator.is_not):
+                return self.identity_compare(fn, a, b)
+            return ndarrays.binary(self, fn, a, b, f"operator {getattr(fn, '__name__', fn)}")
         if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
             if fn in (operator.is_, operator.is_not):
                 return self.identity_compare(fn, a, b)
@@ -169,6 +177,8 @@ class Operations:
             return ConstantVariable(not a.truthy(cast("Translator", self)))
         if isinstance(a, TensorVariable):
             return self.output.call_function(self, fn, [a], {})
+        if isinstance(a, NdarrayVariable):
+            return ndarrays.unary(self, fn, a, f"operator {getattr(fn, '__name__', fn)}")
         if isinstance(a, SymIntVariable) and fn is operator.neg:
             return self.output.size_op(operator.sub, ConstantVariable(0), a)
         if a.is_python_constant():
@@ -240,6 +250,13 @@ def _same_object(a: VariableTracker, b: VariableTracker) -> Optional[bool]:
         return a.node is b.node
     if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
         other = b if isinstance(a, TensorVariable) else a
+        if other.is_python_constant() or isinstance(other, (BaseListVariable, DictVariable)):
+            return False
+        return None
+    if isinstance(a, NdarrayVariable) and isinstance(b, NdarrayVariable):
+        return a.tensor.node is b.tensor.node  # (every operation gives a new array)
+    if isinstance(a, NdarrayVariable) or isinstance(b, NdarrayVariable):
+        other = b if isinstance(a, NdarrayVariable) else a
         if other.is_python_constant() or isinstance(other, (BaseListVariable, DictVariable)):
             return False
         return None

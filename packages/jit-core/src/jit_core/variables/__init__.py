@@ -20,6 +20,7 @@ from .functions import (
     UserMethodVariable,
 )
 from .layers import LayerVariable
+from .ndarrays import NdarrayVariable
 from .objects import ClassVariable, ModuleVariable, UserObjectVariable
 from .tensor import TensorVariable
 
@@ -34,6 +35,7 @@ __all__ = [
     "ListIteratorVariable",
     "ListVariable",
     "ModuleVariable",
+    "NdarrayVariable",
     "NestedFunctionVariable",
     "NullVariable",
     "PaddleFunctionVariable",

@@ -18,6 +18,7 @@ from ..errors import DYNAMIC_VALUE, INTERNAL, UNTRACED_CALL, Unsupported
 from ..runtime import guards
 from ..runtime.skipfiles import is_library_module, is_skipped_file
 from ..sources import AttrSource, ItemSource, ObjectSource, Source
+from . import ndarrays
 from .base import KnownValueVariable, NullVariable, VariableTracker, call_first
 from .constant import ConstantVariable
 from .containers import (
@@ -208,6 +209,9 @@ def _wrap_named(tx, value: Any, source: Optional[Source]) -> VariableTracker:
         return BuiltinVariable(value, source)
     if callable(value) and _is_paddle_callable(value) and not is_training_object(value):
         return PaddleFunctionVariable(value, source)
+    if callable(value) and not isinstance(value, type) and is_numpy_function(value):
+        # ufuncs, and NumPy 2's functions (``_ArrayFunctionDispatcher`` objects)
+        return _LibraryFunctionVariable(value, source)
     if tx is not None and source is not None:
         _guard(tx, source, guards.TYPE_MATCH, type(value))
     return UserObjectVariable(value, source)
@@ -301,6 +305,9 @@ class _LibraryFunctionVariable(KnownValueVariable):
 
     def call_function(self, tx, args, kwargs):
         if is_numpy_function(self.fn):
+            computed = ndarrays.call_numpy(tx, self.fn, list(args), dict(kwargs))
+            if computed is not None:
+                return computed
             folded = numpy_call(self.fn, args, kwargs)
             if folded is not None:
                 return folded

@@ -44,6 +44,7 @@ from .containers import (
     sort_items,
 )
 from .generators import LazyIteratorVariable, filter_iterator, map_iterator
+from .ndarrays import NdarrayVariable, to_tensor
 from .symbolic import SymIntVariable
 from .tensor import TensorVariable, is_inplace_name
 from .training import RETURN_VALUES, is_autograd_backward, training_call
@@ -182,6 +183,17 @@ class BuiltinVariable(KnownValueVariable):
                 return tx.output.call_function(tx, fn, args, kwargs)
             raise Unsupported(
                 f"builtin {getattr(fn, '__name__', fn)!r} on a tensor", category=DATA_LEAVES_GRAPH
+            )
+        arrays = [a for a in list(args) + list(kwargs.values()) if isinstance(a, NdarrayVariable)]
+        if arrays:
+            if fn in (abs, operator.neg, operator.pos, operator.invert) and len(args) == 1:
+                return tx.unary_op(abs if fn is abs else fn, args[0])
+            if fn is len and len(args) == 1:
+                return args[0].call_method(tx, "__len__", [], {})
+            raise Unsupported(
+                f"builtin {getattr(fn, '__name__', fn)!r} on a {arrays[0].describe()} (its "
+                "value leaves the graph)",
+                category=DATA_LEAVES_GRAPH,
             )
         if _consumes_iterable(fn) and args and not args[0].is_python_constant():
             # sorted(d.keys()), max(x for x in ...): fold over the items when they are
@@ -668,6 +680,15 @@ class PaddleFunctionVariable(KnownValueVariable):
         from .contexts import is_auto_cast, make_auto_cast
 
         name = getattr(self.fn, "__name__", "")
+        arrays = [v for v in list(args) + list(kwargs.values()) if isinstance(v, NdarrayVariable)]
+        if arrays:
+            if self.fn is paddle.to_tensor and args and args[0] is arrays[0]:
+                return to_tensor(tx, arrays[0], dict(kwargs))
+            raise Unsupported(
+                f"a {arrays[0].describe()} passed to paddle's {name}() (only "
+                "paddle.to_tensor() takes one)",
+                category=DYNAMIC_VALUE,
+            )
         if _is_layer_method_call(self.fn, args):
             # ``nn.Embedding.forward(self, ids)``, unbound, in a subclass that overrides
             # forward (BART's positional embedding): that function's body, on that layer

@@ -194,6 +194,11 @@ class TensorVariable(VariableTracker):
     def call_method(self, tx, name: str, args, kwargs):
         if name in TENSOR_CALLS:
             return self._training_call(tx, name, args, kwargs)
+        if name in ("numpy", "__array__") and not args and not kwargs:
+            from .ndarrays import from_tensor
+
+            # an ndarray computed in the graph; its value leaves where the array does
+            return from_tensor(tx, self, f"tensor.{name}()")
         if name in _LEAVES_GRAPH:
             raise Unsupported(
                 f"tensor.{name}() makes the tensor's value leave the graph",

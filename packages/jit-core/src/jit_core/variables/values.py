@@ -97,6 +97,8 @@ def is_numpy_scalar_type(cls: Any) -> bool:
 
 
 def is_numpy_function(fn: Any) -> bool:
+    if isinstance(fn, np.ufunc):  # (NumPy 1.x gives them no __module__)
+        return True
     mod = getattr(fn, "__module__", None) or ""
     return (mod == "numpy" or mod.startswith("numpy.")) and not mod.startswith(
         ("numpy.random", "numpy.testing")

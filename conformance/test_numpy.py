@@ -209,6 +209,11 @@ def copy_is_a_new_array(x):
     return a is b, b + 1
 
 
+def nan_clipped(x):
+    a = np.log(x.numpy())
+    return np.clip(a, -1.0, 0.5)
+
+
 PROGRAMS = [
     exp_plus_one,
     float64_default,
@@ -247,6 +252,7 @@ PROGRAMS = [
     isnan_and_isfinite,
     any_and_all,
     copy_is_a_new_array,
+    nan_clipped,
 ]
 _INT_PROGRAMS = {
     int_true_division_int,
@@ -331,6 +337,11 @@ def array_decides_a_branch(x):
     return a
 
 
+def integer_division_by_an_array(i):
+    a = i.numpy()
+    return a // (a + 6)
+
+
 def asarray_of_a_list_of_arrays(x):
     a = x.numpy()
     return np.asarray([a, a + 1])
@@ -343,14 +354,16 @@ def asarray_of_a_list_of_arrays(x):
         (unknown_numpy_function, "numpy.fft"),
         (array_decides_a_branch, "decides a branch"),
         (asarray_of_a_list_of_arrays, "holding arrays computed in the graph"),
+        (integer_division_by_an_array, "of integers by an array that may hold 0"),
     ],
-    ids=["augmented-assignment", "fft", "branch", "asarray-of-a-list"],
+    ids=["augmented-assignment", "fft", "branch", "asarray-of-a-list", "int-division"],
 )
 def test_what_the_graph_does_not_compute_breaks_it_with_the_reason(program, reason, backend):
-    expected = program(x_input())
-    report = jit_core.explain(program, x_input(), backend=backend)
+    make = i_input if program is integer_division_by_an_array else x_input
+    expected = program(make())
+    report = jit_core.explain(program, make(), backend=backend)
     assert report.break_count >= 1, str(report)
     assert any(reason in str(b) for b in report.breaks), str(report)
     assert_numpy_same(report.result, expected, 1e-5)
     fast = jit_core.optimize(program, backend=backend)
-    assert_numpy_same(fast(x_input()), expected, 1e-5)
+    assert_numpy_same(fast(make()), expected, 1e-5)

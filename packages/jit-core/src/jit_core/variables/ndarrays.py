@@ -395,6 +395,12 @@ def binary(tx, fn: Any, a: VariableTracker, b: VariableTracker, what: str = "") 
     dtype = str(np.result_type(ex_a, ex_b)) if on_inputs else str(np.asarray(expected).dtype)
     if dtype not in _DTYPES:
         raise Unsupported(f"{what} computes in {dtype}", category=DYNAMIC_VALUE)
+    if paddle_fn in (paddle.floor_divide, paddle.remainder) and not _float_kind(dtype):
+        if not (b.is_python_constant() and np.all(np.asarray(b.as_python_constant()) != 0)):
+            # where the divisor is 0 NumPy gives 0 (and warns), Paddle's kernel raises
+            raise Unsupported(
+                f"{what} of integers by an array that may hold 0", category=DYNAMIC_VALUE
+            )
     if paddle_fn is paddle.pow and not _float_kind(dtype) and _small_exponent(b):
         # an integer power by a constant as products: exact, and what every backend has
         # (TVM's power is float-only)
@@ -659,10 +665,14 @@ def clip(tx, a: VariableTracker, args: List[VariableTracker], kwargs) -> Ndarray
     expected = _run_numpy("numpy.clip()", np.clip, _example(a), lo, hi)
     dtype = str(np.asarray(expected).dtype)
     t = _operand(tx, a, dtype)
-    if lo is not None:
-        t = tx.output.call_function(tx, paddle.maximum, [t, _constant_tensor(tx, lo, dtype)], {})
-    if hi is not None:
-        t = tx.output.call_function(tx, paddle.minimum, [t, _constant_tensor(tx, hi, dtype)], {})
+    for bound, fn in ((lo, paddle.maximum), (hi, paddle.minimum)):
+        if bound is None:
+            continue
+        limit = _constant_tensor(tx, bound, dtype)
+        if _float_kind(dtype):  # NaN stays NaN
+            t = _nan_aware(tx, fn, t, limit)
+        else:
+            t = tx.output.call_function(tx, fn, [t, limit], {})
     return _result(tx, "numpy.clip()", expected, t)
 
 

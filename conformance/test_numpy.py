@@ -367,3 +367,49 @@ def test_what_the_graph_does_not_compute_breaks_it_with_the_reason(program, reas
     assert_numpy_same(report.result, expected, 1e-5)
     fast = jit_core.optimize(program, backend=backend)
     assert_numpy_same(fast(make()), expected, 1e-5)
+
+
+#: a global array the captured code reads (its values may change between calls)
+SCALE = np.array([0.5, 1.0, 2.0, 4.0])
+
+
+def with_arrays_passed_in(x, arr):
+    b = arr * SCALE + 1  # float64: arr is
+    return x + paddle.to_tensor(b.astype("float32")), arr, np.maximum(b, arr.mean())
+
+
+def test_arrays_passed_in_are_inputs_of_the_graph(backend):
+    x = x_input()
+    fast = jit_core.optimize(with_arrays_passed_in, backend=backend)
+    report = jit_core.explain(with_arrays_passed_in, x, np.ones(4))
+    assert (report.graph_count, report.break_count) == (1, 0), str(report)
+    rtol = max(1e-6, BACKEND_TOLERANCE.get(backend, (0.0, 0.0))[0])
+    for k in range(3):
+        arr = np.linspace(-1.0, 1.0, 4) * (k + 1)
+        SCALE[0] = k  # a global changed in place: read on every call
+        out = fast(x, arr)
+        assert out[1] is arr  # the very array, as eager hands it back
+        assert_numpy_same(out, with_arrays_passed_in(x, arr), rtol)
+    assert fast.jit_stats.captures == 1
+    # another dtype or shape is another capture (both are guarded)
+    assert_numpy_same(
+        fast(x, np.ones(4, "float32")), with_arrays_passed_in(x, np.ones(4, "float32")), rtol
+    )
+    assert fast.jit_stats.captures == 2
+    SCALE[0] = 0.5
+
+
+def resumed_with_an_array(x):
+    a = np.exp(x.numpy())
+    print("a break: the rest of the frame is a function of its own, given the array")
+    return -a + a.sum()
+
+
+def test_an_array_alive_at_a_break_is_an_input_of_the_resumed_graph(backend, capsys):
+    expected = resumed_with_an_array(x_input())
+    report = jit_core.explain(resumed_with_an_array, x_input(), backend=backend)
+    assert (report.graph_count, report.break_count) == (2, 1), str(report)
+    fast = jit_core.optimize(resumed_with_an_array, backend=backend)
+    rtol = max(1e-6, BACKEND_TOLERANCE.get(backend, (0.0, 0.0))[0])
+    assert_numpy_same(fast(x_input()), expected, rtol)
+    assert not fast.jit_stats.eager_frames

@@ -201,6 +201,30 @@ class CallSource(Source):
         return out + compat.call(len(self.args))
 
 
+class ArrayAsTensorSource(Source):
+    """A NumPy array of the frame as the tensor a graph takes it as: ``paddle.to_tensor``
+    of it, made on each call (its type, dtype and shape are guarded on the array)."""
+
+    def __init__(self, base: Source):
+        self.base = base
+
+    def name(self) -> str:
+        return f"paddle.to_tensor({self.base.name()})"
+
+    def reconstruct(self, code) -> List[Instr]:
+        return (
+            compat.load_callable_const(_array_as_tensor)
+            + self.base.reconstruct(code)
+            + compat.call(1)
+        )
+
+
+def _array_as_tensor(array: Any) -> Any:
+    import paddle  # (this module is imported before Paddle is needed)
+
+    return paddle.to_tensor(array)
+
+
 def names_through(source: Optional[Source]) -> FrozenSet[str]:
     """The names of ``source`` and of everything it is read through (``L['self'].fc``
     through ``L['self']``)."""

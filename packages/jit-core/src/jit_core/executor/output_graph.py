@@ -33,7 +33,7 @@ from ..fx.interpreter import run_leaf_layer
 from ..passes.effects import is_random, may_draw
 from ..runtime import guards
 from ..shapes import ShapePolicy
-from ..sources import Source, attr_path
+from ..sources import ArrayAsTensorSource, AttrSource, Source, attr_path
 from ..variables.arguments import example_of, node_arg_of
 from ..variables.base import VariableTracker
 from ..variables.constant import ConstantVariable
@@ -290,6 +290,25 @@ class OutputGraph(SymbolicSizes, InplaceUpdates, TrainingEffects, AutogradFlags)
         node.meta["number_input"] = True
         var = SymIntVariable(self, node, value, ("value", source), source=source)
         self.inputs.append((source, node, value))
+        self._input_by_source[key] = var
+        return var
+
+    def add_array_input(self, array: Any, source: Source) -> TensorVariable:
+        """A NumPy array of the frame read by NumPy code in the graph: its type, dtype and
+        shape are guarded, its values are an input (``paddle.to_tensor`` of it on each
+        call), so one capture serves every value."""
+        key = source.name()
+        if key in self._input_by_source:
+            return cast(TensorVariable, self._input_by_source[key])
+        self.guards.add(source, guards.TYPE_MATCH, type(array))
+        self.guards.add(AttrSource(source, "dtype"), guards.CONSTANT_MATCH, array.dtype)
+        self.guards.add(AttrSource(source, "shape"), guards.CONSTANT_MATCH, array.shape)
+        as_tensor = ArrayAsTensorSource(source)
+        node = self._placeholder(source)
+        example = paddle.to_tensor(array)
+        self._set_meta(node, example)
+        var = TensorVariable(node, example, as_tensor)
+        self.inputs.append((as_tensor, node, example))
         self._input_by_source[key] = var
         return var
 

@@ -115,6 +115,10 @@ def _wrap(tx, value: Any, source: Optional[Source], owned_by_layer: bool) -> Var
     if isinstance(value, enum.Enum):
         _guard(tx, source, guards.ID_MATCH, value)
         return ConstantVariable(value, source)
+    if type(value) is np.ndarray and tx is not None and source is not None:
+        array = ndarrays.from_outside(tx, value, source)
+        if array is not None:
+            return array
     if (
         type(value) in (int, float)
         and tx is not None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, FrozenSet, List, Optional
 
+import paddle
 from bytecode import Instr
 
 from .bytecode import compat
@@ -220,8 +221,6 @@ class ArrayAsTensorSource(Source):
 
 
 def _array_as_tensor(array: Any) -> Any:
-    import paddle  # (this module is imported before Paddle is needed)
-
     return paddle.to_tensor(array)
 
 

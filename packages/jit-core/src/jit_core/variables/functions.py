@@ -187,7 +187,7 @@ class BuiltinVariable(KnownValueVariable):
         arrays = [a for a in list(args) + list(kwargs.values()) if isinstance(a, NdarrayVariable)]
         if arrays:
             if fn in (abs, operator.neg, operator.pos, operator.invert) and len(args) == 1:
-                return tx.unary_op(abs if fn is abs else fn, args[0])
+                return tx.unary_op(fn, args[0])
             if fn is len and len(args) == 1:
                 return args[0].call_method(tx, "__len__", [], {})
             raise Unsupported(

@@ -26,18 +26,22 @@ class SymbolicSizes:
     sized_by_numbers: bool
     pinned_numbers: Set[str]
 
-    def size_of(self, t: TensorVariable, dim: int) -> VariableTracker:
-        """``t.shape[dim]``: a constant where the size is pinned (by the guards, or by
-        static inputs), else a symbolic size read when the graph runs."""
-        n = int(t.example.shape[dim])
+    def size_is_pinned(self, t: TensorVariable, dim: int) -> bool:
+        """Whether ``t.shape[dim]`` is pinned (by the guards, or by static inputs): a
+        constant of the capture."""
         if dim in t.dynamic_dims:
-            expr: Optional[tuple] = ("dim", t.source, dim)
-        elif (self.dynamic_inputs or self.sized_by_numbers) and t.source is None:
-            # a tensor the graph made after a dynamic input was read: its size may
-            # depend on that input's (no expression over the inputs says how)
-            expr = None
-        else:
+            return False
+        # a tensor the graph made after a dynamic input was read: its size may depend on
+        # that input's (no expression over the inputs says how)
+        return not ((self.dynamic_inputs or self.sized_by_numbers) and t.source is None)
+
+    def size_of(self, t: TensorVariable, dim: int) -> VariableTracker:
+        """``t.shape[dim]``: a constant where the size is pinned, else a symbolic size
+        read when the graph runs."""
+        n = int(t.example.shape[dim])
+        if self.size_is_pinned(t, dim):
             return ConstantVariable(n)
+        expr: Optional[tuple] = ("dim", t.source, dim) if dim in t.dynamic_dims else None
         node = self.graph.call_function(shapes.size, (t.node, dim))
         return SymIntVariable(self, node, n, expr, dim_of=None if expr else (t.node, dim))
 

@@ -160,14 +160,8 @@ def from_tensor(tx, t: TensorVariable, what: str = "tensor.numpy()") -> NdarrayV
 
 
 def _static_shape(tx, t: TensorVariable) -> bool:
-    """Whether the guards pin every size of ``t`` (``OutputGraph.size_of`` gives
-    constants)."""
-    if not t.example.shape:
-        return True
-    if t.dynamic_dims:
-        return False
-    out = tx.output
-    return not ((out.dynamic_inputs or out.sized_by_numbers) and t.source is None)
+    """Whether every size of ``t`` is a constant of the capture."""
+    return all(tx.output.size_is_pinned(t, d) for d in range(len(t.example.shape)))
 
 
 def from_outside(tx, array: np.ndarray, source: Source) -> Optional[NdarrayVariable]:
